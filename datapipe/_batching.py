@@ -1,0 +1,80 @@
+"""Stacking elements into batches and splitting batches, for every batching op."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from datapipe import _structure as nest
+from datapipe._spec import is_torch
+from datapipe.errors import DatapipeError
+
+
+class BatchShapeError(DatapipeError, ValueError):
+    """Elements of one batch have different shapes."""
+
+
+def _shape(x: Any) -> tuple:
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+
+
+def _mismatch(op: str, values: list, start_index: int, path: str) -> BatchShapeError:
+    first = _shape(values[0])
+    for j, v in enumerate(values):
+        if _shape(v) != first:
+            where = "" if path == "element" else f" in component {path}"
+            return BatchShapeError(
+                f"{op}: cannot stack element {start_index + j} of shape {_shape(v)} with element "
+                f"{start_index} of shape {first}{where}. Make the shapes equal first (resize "
+                "images with preprocessing.Resizing or image_size=...), or use padded_batch() "
+                "to pad them to a common shape.")
+    return BatchShapeError(f"{op}: cannot stack the elements starting at {start_index}")
+
+
+def stack_leaf(values: list, op: str, start_index: int, path: str = "element") -> Any:
+    """Stack one component's values: torch -> torch.stack, else numpy."""
+    v0 = values[0]
+    try:
+        if is_torch(v0):
+            import torch
+
+            return torch.stack(values)
+        if isinstance(v0, np.ndarray):
+            return np.stack(values)
+        if isinstance(v0, (str, bytes)):
+            return np.array(values, dtype=object)
+        return np.array(values)
+    except (RuntimeError, ValueError) as e:
+        raise _mismatch(op, values, start_index, path) from e
+
+
+def stack(elements: list, op: str, start_index: int) -> Any:
+    """Stack a list of same-structure elements into one batched element."""
+    first = elements[0]
+    if not nest.is_nested(first):
+        return stack_leaf(elements, op, start_index)
+    paths = [p for p, _ in nest.flatten_with_paths(first)]
+    columns = list(zip(*[nest.flatten(e) for e in elements]))
+    if len(columns) != len(paths) or any(len(c) != len(elements) for c in columns):
+        raise BatchShapeError(f"{op}: elements from {start_index} have different structures")
+    return nest.pack_as(first, [stack_leaf(list(c), op, start_index, p) for c, p in zip(columns, paths)])
+
+
+def batch_size_of(batch: Any, op: str) -> int:
+    leaves = nest.flatten(batch)
+    sizes = {int(_shape(x)[0]) if len(_shape(x)) else -1 for x in leaves}
+    if -1 in sizes:
+        raise ValueError(f"{op}: cannot unbatch a scalar component")
+    if len(sizes) != 1:
+        raise ValueError(f"{op}: components have different batch sizes {sorted(sizes)}")
+    return sizes.pop()
+
+
+def split(batch: Any, op: str) -> list:
+    """Inverse of ``stack``: the list of elements of a batched element."""
+    n = batch_size_of(batch, op)
+    if not nest.is_nested(batch):
+        return list(batch)
+    cols = [list(x) for x in nest.flatten(batch)]
+    return [nest.pack_as(batch, [c[i] for c in cols]) for i in range(n)]

@@ -1,0 +1,162 @@
+"""The iterator protocol every op speaks, and the public ``Iterator`` around a chain.
+
+Internally ops exchange *chunks* (lists of elements): ``next_chunk(n)`` returns between 1
+and ``n`` elements, or an empty list when the stream has ended. A Python-level hand-off
+per element costs more than the work of most ops (DESIGN.md, "The flow of one element"),
+so chunks amortise it; ops ask their input for exactly what they need, so no op holds
+elements it has not been asked for and an op's state is always exact at a chunk boundary.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+from datapipe.errors import annotate
+
+# Top-level chunks grow from 1 (a first element comes fast) to this size.
+MAX_OUTER_CHUNK = 64
+
+
+class OpIterator:
+    """Base class of an op's running iterator.
+
+    Subclasses implement ``next_chunk``, ``get_state`` and ``set_state``, and list the
+    iterators they own in ``self.inputs`` so that ``close`` reaches them.
+
+    Attributes:
+        op_name: the op's name in error messages and statistics.
+        inputs: iterators this one pulls from.
+    """
+
+    op_name = "op"
+
+    def __init__(self, inputs: list[OpIterator] | None = None):
+        self.inputs: list[OpIterator] = list(inputs or [])
+        self.closed = False
+
+    def next_chunk(self, n: int) -> list:
+        """Up to ``n`` (>= 1) next elements; ``[]`` once the stream has ended."""
+        raise NotImplementedError
+
+    def get_state(self) -> dict:
+        """A snapshot (JSON-like dict; may hold numpy arrays and elements) that
+        ``set_state`` on a fresh iterator of the same dataset resumes from exactly."""
+        raise NotImplementedError
+
+    def set_state(self, state: dict) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop every thread this iterator (and its inputs) started. Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        for it in self.inputs:
+            it.close()
+
+
+def pull_exactly(it: OpIterator, n: int) -> list:
+    """Read up to ``n`` elements from ``it`` (fewer only at the end of the stream)."""
+    out: list = []
+    while len(out) < n:
+        chunk = it.next_chunk(n - len(out))
+        if not chunk:
+            break
+        out.extend(chunk)
+    return out
+
+
+class Iterator:
+    """The iterator ``iter(dataset)`` returns: a per-element view over the op chain.
+
+    Methods beyond the iterator protocol:
+        get_state() / state_dict(): snapshot of the position (elements consumed so far).
+        set_state(state) / load_state_dict(state): resume exactly from a snapshot taken on
+            an iterator of the same dataset.
+        close(): stop every thread the pipeline started; also on ``with`` exit, on garbage
+            collection, and when the consumer's loop is broken out of and the iterator dropped.
+    """
+
+    def __init__(self, root: OpIterator, epoch: tuple, dataset: Any):
+        self._root = root
+        self._epoch = epoch
+        self._dataset = dataset
+        self._buf: list = []
+        self._pos = 0
+        self._chunk = 1
+        self._state_before = None  # root state before the chunk in _buf was fetched
+        self._lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, root.close)
+
+    @property
+    def element_spec(self) -> Any:
+        return self._dataset.element_spec
+
+    def __iter__(self) -> Iterator:
+        return self
+
+    def __next__(self) -> Any:
+        if self._pos < len(self._buf):
+            x = self._buf[self._pos]
+            self._pos += 1
+            return x
+        return self._refill()
+
+    def _refill(self) -> Any:
+        if self._root.closed:
+            raise StopIteration
+        try:
+            self._state_before = self._root.get_state()
+            self._buf = self._root.next_chunk(self._chunk)
+        except BaseException as e:  # noqa: BLE001 - re-raised with location
+            self._buf, self._pos = [], 0
+            if isinstance(e, KeyboardInterrupt):
+                self.close()
+            raise annotate(getattr(self._root, "op_name", "pipeline"), None, e) from None
+        self._pos = 0
+        self._chunk = min(self._chunk * 2, MAX_OUTER_CHUNK)
+        if not self._buf:
+            raise StopIteration
+        self._pos = 1
+        return self._buf[0]
+
+    def get_state(self) -> dict:
+        if self._pos < len(self._buf):
+            return {"epoch": list(self._epoch), "root": self._state_before, "skip": self._pos}
+        return {"epoch": list(self._epoch), "root": self._root.get_state(), "skip": 0}
+
+    def set_state(self, state: dict) -> None:
+        if tuple(state["epoch"]) != self._epoch:
+            # The epoch fixes seeds; rebuild the chain for the saved epoch.
+            self._root.close()
+            fresh = self._dataset._build_iterator(tuple(state["epoch"]))
+            self._root, self._epoch = fresh._root, fresh._epoch
+            self._finalizer.detach()
+            self._finalizer = weakref.finalize(self, self._root.close)
+        self._root.set_state(state["root"])
+        self._buf, self._pos = [], 0
+        skip = int(state["skip"])
+        if skip:
+            self._buf = pull_exactly(self._root, skip)
+            self._pos = len(self._buf)
+
+    state_dict = get_state
+    load_state_dict = set_state
+
+    def close(self) -> None:
+        self._buf = []
+        self._root.close()
+
+    def __enter__(self) -> Iterator:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self._root.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass

@@ -1,0 +1,169 @@
+"""``TensorSpec``: the static description of one component of an element.
+
+Semantics follow ``tf.TensorSpec``: a shape whose unknown dimensions are ``None`` (or an
+unknown rank, ``shape=None``) and a dtype. The dtype is the element's own kind of dtype:
+a ``numpy.dtype`` for numpy/Python values, a ``torch.dtype`` for torch tensors, because
+elements keep their array type through the pipeline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from datapipe import _structure as nest
+
+try:  # torch is a runtime dependency, but the graph never needs it to describe numpy data
+    import torch
+except ImportError:  # pragma: no cover
+    torch = None  # type: ignore[assignment]
+
+Shape = tuple  # tuple[int | None, ...] or None for unknown rank
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Shape and dtype of one component of a dataset element.
+
+    Args:
+        shape: tuple of ``int`` or ``None`` per dimension (``None`` = unknown size), or
+            ``None`` for an unknown rank.
+        dtype: a ``numpy.dtype`` (numpy or Python values) or a ``torch.dtype`` (tensors).
+            Strings and ``numpy.dtype`` arguments are normalised with ``numpy.dtype``.
+        name: optional component name, kept for parity with ``tf.TensorSpec``.
+
+    Example:
+        >>> TensorSpec((None, 3), "float32")
+        TensorSpec(shape=(None, 3), dtype=float32)
+    """
+
+    shape: Shape | None
+    dtype: Any
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.shape is not None:
+            object.__setattr__(self, "shape", tuple(None if d is None else int(d) for d in self.shape))
+        if not is_torch_dtype(self.dtype):
+            object.__setattr__(self, "dtype", np.dtype(self.dtype))
+
+    def __repr__(self) -> str:
+        return f"TensorSpec(shape={self.shape}, dtype={dtype_name(self.dtype)})"
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    def is_compatible_with(self, value_or_spec: Any) -> bool:
+        """True when ``value_or_spec`` (a value or a spec) fits this spec's shape and dtype."""
+        other = value_or_spec if isinstance(value_or_spec, TensorSpec) else spec_of(value_or_spec)
+        if dtype_name(other.dtype) != dtype_name(self.dtype):
+            return False
+        return shapes_compatible(self.shape, other.shape)
+
+    def to_json(self) -> dict:
+        return {"shape": None if self.shape is None else list(self.shape),
+                "dtype": dtype_name(self.dtype), "torch": is_torch_dtype(self.dtype)}
+
+    @staticmethod
+    def from_json(d: dict) -> TensorSpec:
+        dtype = getattr(torch, d["dtype"]) if d.get("torch") else np.dtype(d["dtype"])
+        return TensorSpec(None if d["shape"] is None else tuple(d["shape"]), dtype)
+
+
+def is_torch_dtype(dtype: Any) -> bool:
+    return torch is not None and isinstance(dtype, torch.dtype)
+
+
+def dtype_name(dtype: Any) -> str:
+    if is_torch_dtype(dtype):
+        return str(dtype).replace("torch.", "")
+    return np.dtype(dtype).name
+
+
+def is_torch(x: Any) -> bool:
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def leaf_spec(x: Any) -> TensorSpec:
+    """Spec of one leaf value (array, tensor, scalar, str or bytes)."""
+    if is_torch(x):
+        return TensorSpec(tuple(x.shape), x.dtype)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return TensorSpec(x.shape, x.dtype)
+    if isinstance(x, (str, bytes)):
+        return TensorSpec((), np.dtype(object))
+    arr = np.asarray(x)
+    if arr.dtype.kind in "US":
+        return TensorSpec(arr.shape, np.dtype(object))
+    return TensorSpec(arr.shape, arr.dtype)
+
+
+def spec_of(element: Any) -> Any:
+    """The nested ``TensorSpec`` structure of one element."""
+    return nest.map_structure(leaf_spec, element)
+
+
+def shapes_compatible(a: Shape | None, b: Shape | None) -> bool:
+    if a is None or b is None:
+        return True
+    if len(a) != len(b):
+        return False
+    return all(x is None or y is None or x == y for x, y in zip(a, b))
+
+
+def most_specific_common_shape(a: Shape | None, b: Shape | None) -> Shape | None:
+    """Shape that both ``a`` and ``b`` fit: equal dims kept, differing dims become None."""
+    if a is None or b is None or len(a) != len(b):
+        return None
+    return tuple(x if x == y else None for x, y in zip(a, b))
+
+
+def common_spec(a: Any, b: Any) -> Any:
+    """Leaf-wise most specific spec that fits both specs; ``None`` when they can't merge
+    (different structure or dtype)."""
+    if not nest.same_structure(a, b):
+        return None
+    fa, fb = nest.flatten(a), nest.flatten(b)
+    out = []
+    for x, y in zip(fa, fb):
+        if dtype_name(x.dtype) != dtype_name(y.dtype):
+            return None
+        out.append(TensorSpec(most_specific_common_shape(x.shape, y.shape), x.dtype))
+    return nest.pack_as(a, out)
+
+
+def batched_spec(spec: Any, batch_dim: int | None) -> Any:
+    """Spec with a leading batch dimension of size ``batch_dim`` (None = unknown)."""
+    return nest.map_structure(
+        lambda s: TensorSpec(None if s.shape is None else (batch_dim, *s.shape), s.dtype), spec
+    )
+
+
+def unbatched_spec(spec: Any, op: str) -> Any:
+    def one(s: TensorSpec) -> TensorSpec:
+        if s.shape is not None and len(s.shape) == 0:
+            raise ValueError(f"{op}: cannot unbatch a scalar component {s}; every component "
+                             "needs a leading batch dimension")
+        return TensorSpec(None if s.shape is None else s.shape[1:], s.dtype)
+
+    return nest.map_structure(one, spec)
+
+
+def spec_to_json(spec: Any) -> Any:
+    """JSON form of a nested spec: dict/list structure, with leaf specs as dicts."""
+    if isinstance(spec, dict):
+        return {"__dict__": {k: spec_to_json(v) for k, v in spec.items()}}
+    if isinstance(spec, tuple):
+        return {"__tuple__": [spec_to_json(v) for v in spec]}
+    return spec.to_json()
+
+
+def spec_from_json(d: Any) -> Any:
+    if "__dict__" in d:
+        return {k: spec_from_json(v) for k, v in d["__dict__"].items()}
+    if "__tuple__" in d:
+        return tuple(spec_from_json(v) for v in d["__tuple__"])
+    return TensorSpec.from_json(d)

@@ -1,0 +1,47 @@
+"""Errors that say where they happened: the op, the element index, the file."""
+
+from __future__ import annotations
+
+
+class DatapipeError(Exception):
+    """Base class of this library's errors."""
+
+
+class PipelineError(DatapipeError):
+    """An exception raised while producing an element, annotated with its location.
+
+    Attributes:
+        op: name of the op that failed (e.g. ``"map"``).
+        index: index of the failing element in that op's input stream (0-based), or None.
+        path: the file involved, when there is one.
+        cause: the original exception (also chained as ``__cause__``).
+    """
+
+    def __init__(self, op: str, index: int | None, cause: BaseException, path: str | None = None):
+        self.op, self.index, self.cause, self.path = op, index, cause, path
+        where = f"{op}" + (f" at element {index}" if index is not None else "")
+        if path:
+            where += f" (file {path!r})"
+        super().__init__(f"{where}: {type(cause).__name__}: {cause}")
+
+    def __reduce__(self):
+        return (PipelineError, (self.op, self.index, self.cause, self.path))
+
+
+class RandomAccessError(DatapipeError, TypeError):
+    """Raised when an op needs random access (``global_shuffle``) but an upstream op
+    (named in the message) produces a stream that can only be iterated."""
+
+
+def annotate(op: str, index: int | None, exc: BaseException, path: str | None = None) -> BaseException:
+    """Wrap ``exc`` in a ``PipelineError`` unless it already carries a location.
+
+    Control-flow exceptions (KeyboardInterrupt, SystemExit, GeneratorExit) pass unchanged.
+    """
+    if isinstance(exc, (PipelineError, KeyboardInterrupt, SystemExit, GeneratorExit)):
+        return exc
+    if not isinstance(exc, Exception):
+        return exc
+    err = PipelineError(op, index, exc, path)
+    err.__cause__ = exc
+    return err

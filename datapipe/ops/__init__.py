@@ -1,0 +1,1 @@
+"""One module per transformation: a Dataset node and its iterator (DESIGN.md)."""

@@ -1,0 +1,116 @@
+"""``batch``: stack consecutive elements (``tf.data.Dataset.batch``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from datapipe._batching import stack
+from datapipe._iterator import OpIterator, pull_exactly
+from datapipe._spec import batched_spec
+from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, passes_random_access
+from datapipe.ops.map import validate_parallelism
+
+
+class BatchDataset(Dataset):
+    """Batches of ``batch_size`` consecutive elements, each component stacked on a new
+    leading dimension (numpy -> ``np.stack``, torch -> ``torch.stack``).
+
+    Args:
+        batch_size: elements per batch (>= 1).
+        drop_remainder: drop a final batch smaller than ``batch_size``; then the batch
+            dimension of ``element_spec`` is known.
+        num_parallel_calls, deterministic: parallel stacking (``AUTOTUNE`` accepted).
+
+    Raises:
+        ValueError: ``batch_size`` < 1.
+        BatchShapeError (at iteration): elements of different shapes; names the element
+            index and both shapes, and suggests ``padded_batch``.
+    """
+
+    _name = "batch"
+
+    def __init__(self, input_ds: Dataset, batch_size: int, drop_remainder: bool = False,
+                 num_parallel_calls: int | None = None, deterministic: bool | None = None):
+        super().__init__(input_ds)
+        if int(batch_size) < 1:
+            raise ValueError(f"batch: batch_size must be >= 1, got {batch_size}")
+        self._batch_size = int(batch_size)
+        self._drop_remainder = bool(drop_remainder)
+        self._num_parallel_calls = validate_parallelism("batch", num_parallel_calls)
+        self._deterministic = deterministic
+
+    @property
+    def element_spec(self) -> Any:
+        dim = self._batch_size if self._drop_remainder else None
+        return batched_spec(self._inputs[0].element_spec, dim)
+
+    def cardinality(self) -> int:
+        n = self._inputs[0].cardinality()
+        if n in (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY):
+            return n
+        b = self._batch_size
+        return n // b if self._drop_remainder else -(-n // b)
+
+    def _random_access_breaker(self) -> str | None:
+        return passes_random_access(self)
+
+    def _make_random_access(self, ctx):
+        return _BatchAccess(self._inputs[0]._make_random_access(ctx), self._batch_size,
+                            self._drop_remainder)
+
+    def _make_iterator(self, ctx, epoch):
+        inner = ctx.make(self._inputs[0], epoch)
+        return BatchIterator(inner, self._batch_size, self._drop_remainder)
+
+
+class _BatchAccess:
+    def __init__(self, inner: Any, batch_size: int, drop_remainder: bool):
+        self.inner, self.b = inner, batch_size
+        n = len(inner)
+        self.n = n // batch_size if drop_remainder else -(-n // batch_size)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
+        total, b = len(self.inner), self.b
+        out = []
+        for i in indices:
+            start = i * b
+            out.append(stack(self.inner.get_many(range(start, min(start + b, total)), epoch),
+                             "batch", start))
+        return out
+
+
+class BatchIterator(OpIterator):
+    op_name = "batch"
+
+    def __init__(self, inner: OpIterator, batch_size: int, drop_remainder: bool):
+        super().__init__([inner])
+        self.inner, self.b, self.drop = inner, batch_size, drop_remainder
+        self.count = 0  # input elements consumed
+        self.done = False
+
+    def next_chunk(self, n: int) -> list:
+        if self.done:
+            return []
+        b = self.b
+        elems = pull_exactly(self.inner, n * b)
+        if len(elems) < n * b:
+            self.done = True
+        out = []
+        for s in range(0, len(elems), b):
+            part = elems[s:s + b]
+            if len(part) < b and self.drop:
+                break
+            out.append(stack(part, "batch", self.count + s))
+        self.count += len(elems)
+        return out
+
+    def get_state(self) -> dict:
+        return {"count": self.count, "done": self.done, "input": self.inner.get_state()}
+
+    def set_state(self, state: dict) -> None:
+        self.count, self.done = int(state["count"]), bool(state["done"])
+        self.inner.set_state(state["input"])

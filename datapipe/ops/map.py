@@ -1,0 +1,135 @@
+"""``map``: apply a function to every element (``tf.data.Dataset.map``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from datapipe import _structure as nest
+from datapipe._functions import apply_chunk, call
+from datapipe.errors import annotate
+from datapipe._iterator import OpIterator
+from datapipe._spec import spec_of
+from datapipe.dataset import AUTOTUNE, Dataset, passes_random_access
+
+
+def validate_parallelism(op: str, num_parallel_calls: int | None) -> int | None:
+    if num_parallel_calls is None:
+        return None
+    n = int(num_parallel_calls)
+    if n != AUTOTUNE and n < 1:
+        raise ValueError(f"{op}: num_parallel_calls must be a positive integer or AUTOTUNE, got {n}")
+    return n
+
+
+class MapDataset(Dataset):
+    """Elements ``map_func(x)`` (``map_func(*x)`` when ``x`` is a plain tuple, as tf.data).
+
+    Args:
+        map_func: function of one element; its result's structure becomes the element spec.
+        num_parallel_calls: None (sequential), a positive int, or ``AUTOTUNE``.
+        deterministic: keep input order with parallel calls (default: ``Options.deterministic``).
+        name: optional name for errors and statistics.
+
+    Raises (at iteration):
+        PipelineError: ``map_func`` raised; names the op and the element's index. Elements
+            before it were delivered.
+
+    The output spec is inferred from the first element (``map_func`` is not traced).
+    Keeps random access.
+    """
+
+    _name = "map"
+
+    def __init__(self, input_ds: Dataset, map_func: Callable, num_parallel_calls: int | None = None,
+                 deterministic: bool | None = None, name: str | None = None):
+        super().__init__(input_ds)
+        if not callable(map_func):
+            raise TypeError(f"map: map_func must be callable, got {type(map_func).__name__}")
+        self._func = map_func
+        self._num_parallel_calls = validate_parallelism("map", num_parallel_calls)
+        self._deterministic = deterministic
+        if name:
+            self._name = name
+        self._spec_cache: Any = None
+
+    @property
+    def element_spec(self) -> Any:
+        # Unlike tf.data we can't trace the function: compute one element to learn its spec.
+        if self._spec_cache is None:
+            it = iter(self.take(1))
+            try:
+                first = next(it, None)
+            finally:
+                it.close()
+            if first is None:
+                return nest.map_structure(lambda s: s, self._inputs[0].element_spec)
+            self._spec_cache = spec_of(first)
+        return self._spec_cache
+
+    def cardinality(self) -> int:
+        return self._inputs[0].cardinality()
+
+    def _random_access_breaker(self) -> str | None:
+        return passes_random_access(self)
+
+    def _make_random_access(self, ctx):
+        return MapAccess(self._inputs[0]._make_random_access(ctx), self._func, self._name)
+
+    def _make_iterator(self, ctx, epoch):
+        inner = ctx.make(self._inputs[0], epoch)
+        if self._num_parallel_calls not in (None, 1):
+            from datapipe.parallel.map import ParallelMapIterator
+
+            return ParallelMapIterator(inner, self._func, self._name, self._num_parallel_calls,
+                                       self._deterministic, ctx)
+        return MapIterator(inner, self._func, self._name)
+
+
+class MapAccess:
+    def __init__(self, inner: Any, func: Callable, op: str):
+        self.inner, self.func, self.op = inner, func, op
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
+        out = []
+        for i, x in zip(indices, self.inner.get_many(indices, epoch)):
+            try:
+                out.append(call(self.func, x))
+            except Exception as e:  # noqa: BLE001 - located and re-raised
+                raise annotate(self.op, int(i), e) from e
+        return out
+
+
+class MapIterator(OpIterator):
+    """Sequential map over input chunks. A failure is raised after the elements before it
+    are delivered, and iteration may continue past it (``ignore_errors``)."""
+
+    def __init__(self, inner: OpIterator, func: Callable, op: str, unpack: bool = True):
+        super().__init__([inner])
+        self.inner, self.func, self.op_name, self.unpack = inner, func, op, unpack
+        self.count = 0  # input elements consumed, for error indices
+        self.pending: BaseException | None = None
+
+    def next_chunk(self, n: int) -> list:
+        if self.pending is not None:
+            err, self.pending = self.pending, None
+            raise err
+        chunk = self.inner.next_chunk(n)
+        out, err = apply_chunk(self.func, chunk, self.op_name, self.count, self.unpack)
+        self.count += len(chunk)
+        if err is not None:
+            if not out:
+                raise err
+            self.pending = err
+        return out
+
+    def get_state(self) -> dict:
+        return {"count": self.count, "input": self.inner.get_state()}
+
+    def set_state(self, state: dict) -> None:
+        self.count = int(state["count"])
+        self.pending = None
+        self.inner.set_state(state["input"])

@@ -1,0 +1,82 @@
+"""``skip``: drop the first ``count`` elements (``tf.data.Dataset.skip``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from datapipe._iterator import OpIterator
+from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, passes_random_access
+
+
+class SkipDataset(Dataset):
+    """All but the first ``count`` elements; ``count=-1`` skips everything. On a random
+    access chain the skipped elements are never computed."""
+
+    _name = "skip"
+
+    def __init__(self, input_ds: Dataset, count: int):
+        super().__init__(input_ds)
+        self._count = int(count)
+        if self._count < -1:
+            raise ValueError(f"skip: count must be >= -1, got {count}")
+
+    @property
+    def element_spec(self) -> Any:
+        return self._inputs[0].element_spec
+
+    def cardinality(self) -> int:
+        n = self._inputs[0].cardinality()
+        if n in (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY):
+            return 0 if (self._count == -1 and n == UNKNOWN_CARDINALITY) else n
+        return 0 if self._count == -1 else max(0, n - self._count)
+
+    def _random_access_breaker(self) -> str | None:
+        return passes_random_access(self)
+
+    def _make_random_access(self, ctx):
+        return _SkipAccess(self._inputs[0]._make_random_access(ctx), self._count)
+
+    def _make_iterator(self, ctx, epoch):
+        return SkipIterator(ctx.make(self._inputs[0], epoch), self._count)
+
+
+class _SkipAccess:
+    def __init__(self, inner: Any, count: int):
+        self.inner = inner
+        self.offset = len(inner) if count == -1 else min(count, len(inner))
+
+    def __len__(self) -> int:
+        return len(self.inner) - self.offset
+
+    def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
+        o = self.offset
+        if isinstance(indices, range):
+            shifted: Sequence[int] = range(indices.start + o, indices.stop + o, indices.step)
+        else:
+            shifted = [i + o for i in indices]
+        return self.inner.get_many(shifted, epoch)
+
+
+class SkipIterator(OpIterator):
+    op_name = "skip"
+
+    def __init__(self, inner: OpIterator, count: int):
+        super().__init__([inner])
+        self.inner, self.count, self.skipped = inner, count, 0
+
+    def next_chunk(self, n: int) -> list:
+        while self.count == -1 or self.skipped < self.count:
+            want = 1024 if self.count == -1 else min(1024, self.count - self.skipped)
+            got = self.inner.next_chunk(want)
+            if not got:
+                return []
+            self.skipped += len(got)
+        return self.inner.next_chunk(n)
+
+    def get_state(self) -> dict:
+        return {"skipped": self.skipped, "input": self.inner.get_state()}
+
+    def set_state(self, state: dict) -> None:
+        self.skipped = int(state["skipped"])
+        self.inner.set_state(state["input"])

@@ -1,0 +1,81 @@
+"""``take``: the first ``count`` elements (``tf.data.Dataset.take``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from datapipe._iterator import OpIterator
+from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, passes_random_access
+
+
+class TakeDataset(Dataset):
+    """At most ``count`` elements; ``count=-1`` takes all. Never asks its input for more
+    elements than it still needs. Keeps random access."""
+
+    _name = "take"
+
+    def __init__(self, input_ds: Dataset, count: int):
+        super().__init__(input_ds)
+        self._count = int(count)
+        if self._count < -1:
+            raise ValueError(f"take: count must be >= -1, got {count}")
+
+    @property
+    def element_spec(self) -> Any:
+        return self._inputs[0].element_spec
+
+    def cardinality(self) -> int:
+        n = self._inputs[0].cardinality()
+        if self._count == -1:
+            return n
+        if n == INFINITE_CARDINALITY:
+            return self._count
+        if n == UNKNOWN_CARDINALITY:
+            return UNKNOWN_CARDINALITY
+        return min(n, self._count)
+
+    def _random_access_breaker(self) -> str | None:
+        return passes_random_access(self)
+
+    def _make_random_access(self, ctx):
+        return _TakeAccess(self._inputs[0]._make_random_access(ctx), self._count)
+
+    def _make_iterator(self, ctx, epoch):
+        return TakeIterator(ctx.make(self._inputs[0], epoch), self._count)
+
+
+class _TakeAccess:
+    def __init__(self, inner: Any, count: int):
+        self.inner = inner
+        self.n = len(inner) if count == -1 else min(count, len(inner))
+
+    def __len__(self) -> int:
+        return self.n
+
+    def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
+        return self.inner.get_many(indices, epoch)
+
+
+class TakeIterator(OpIterator):
+    op_name = "take"
+
+    def __init__(self, inner: OpIterator, count: int):
+        super().__init__([inner])
+        self.inner, self.count, self.taken = inner, count, 0
+
+    def next_chunk(self, n: int) -> list:
+        if self.count != -1:
+            n = min(n, self.count - self.taken)
+            if n <= 0:
+                return []
+        out = self.inner.next_chunk(n)
+        self.taken += len(out)
+        return out
+
+    def get_state(self) -> dict:
+        return {"taken": self.taken, "input": self.inner.get_state()}
+
+    def set_state(self, state: dict) -> None:
+        self.taken = int(state["taken"])
+        self.inner.set_state(state["input"])

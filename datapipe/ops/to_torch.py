@@ -1,0 +1,93 @@
+"""``to_torch``: numpy components become torch tensors, sharing memory where possible."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from datapipe import _structure as nest
+from datapipe._functions import apply_chunk
+from datapipe._spec import TensorSpec, is_torch
+from datapipe.dataset import Dataset, passes_random_access
+from datapipe.ops.map import MapIterator
+
+def _torch_dtype(np_dtype: np.dtype) -> Any:
+    import torch
+
+    try:
+        return torch.from_numpy(np.zeros((), np_dtype)).dtype
+    except TypeError:
+        return None  # strings, objects: left as numpy
+
+
+def leaf_to_torch(x: Any) -> Any:
+    """``torch.from_numpy`` (no copy) for numeric numpy arrays and scalars; other values
+    (tensors, strings, objects) are returned unchanged."""
+    import torch
+
+    if is_torch(x):
+        return x
+    if isinstance(x, np.generic):
+        x = np.asarray(x)
+    if isinstance(x, np.ndarray) and x.dtype.kind in "biufc":
+        if not x.flags.writeable:  # torch warns on read-only memory; a copy is the safe way
+            x = x.copy()
+        return torch.from_numpy(x)
+    return x
+
+
+def element_to_torch(element: Any) -> Any:
+    return nest.map_structure(leaf_to_torch, element)
+
+
+class ToTorchDataset(Dataset):
+    """Elements with every numeric numpy component converted to a ``torch.Tensor``.
+
+    Uses ``torch.from_numpy``, which shares memory with the numpy array (no copy); numpy
+    scalars become 0-d tensors; read-only arrays are copied (torch requires writable
+    memory); string/object components stay numpy. Keeps random access.
+    """
+
+    _name = "to_torch"
+
+    def __init__(self, input_ds: Dataset):
+        super().__init__(input_ds)
+
+    @property
+    def element_spec(self) -> Any:
+        def conv(s: TensorSpec) -> TensorSpec:
+            if isinstance(s.dtype, np.dtype):
+                td = _torch_dtype(s.dtype)
+                if td is not None:
+                    return TensorSpec(s.shape, td)
+            return s
+
+        return nest.map_structure(conv, self._inputs[0].element_spec)
+
+    def cardinality(self) -> int:
+        return self._inputs[0].cardinality()
+
+    def _random_access_breaker(self) -> str | None:
+        return passes_random_access(self)
+
+    def _make_random_access(self, ctx):
+        return _ToTorchAccess(self._inputs[0]._make_random_access(ctx))
+
+    def _make_iterator(self, ctx, epoch):
+        return MapIterator(ctx.make(self._inputs[0], epoch), element_to_torch, self._name, unpack=False)
+
+
+class _ToTorchAccess:
+    def __init__(self, inner: Any):
+        self.inner = inner
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
+        out, err = apply_chunk(element_to_torch, self.inner.get_many(indices, epoch), "to_torch", 0, False)
+        if err is not None:
+            raise err
+        return out

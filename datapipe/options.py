@@ -1,0 +1,110 @@
+"""``Options``: pipeline-wide settings, with tf.data's names (``tf.data.Options``).
+
+Options are attached with ``Dataset.with_options`` and merged at ``iter()`` time over the
+whole graph: a field set later (closer to the output) wins over one set earlier; a field
+left ``None`` means "not set" and falls back to the default documented on the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class AutoShardPolicy(enum.Enum):
+    """How ``iter()`` shards a pipeline across workers (``tf.data.experimental.AutoShardPolicy``).
+
+    OFF: no sharding. FILE: each worker reads only its own files (or Parquet row groups).
+    DATA: every worker reads everything and keeps every ``num_workers``-th element.
+    AUTO: FILE when the file source has at least as many files as workers, else DATA.
+    """
+
+    OFF = "OFF"
+    AUTO = "AUTO"
+    FILE = "FILE"
+    DATA = "DATA"
+
+
+class _Merge:
+    """Field-wise merge: values set (not None) in ``other`` win."""
+
+    def merge(self, other: Any) -> Any:
+        kwargs = {}
+        for f in dataclasses.fields(self):
+            mine, theirs = getattr(self, f.name), getattr(other, f.name)
+            if isinstance(mine, _Merge):
+                kwargs[f.name] = mine.merge(theirs)
+            else:
+                kwargs[f.name] = theirs if theirs is not None else mine
+        return type(self)(**kwargs)
+
+
+@dataclass
+class ThreadingOptions(_Merge):
+    """``private_threadpool_size``: most threads one parallel op may use (default: the CPU
+    budget). ``max_intra_op_parallelism``: threads a single user function may use inside
+    itself (torch's intra-op threads in workers; default 1 while parallel ops run)."""
+
+    private_threadpool_size: int | None = None
+    max_intra_op_parallelism: int | None = None
+
+
+@dataclass
+class AutotuneOptions(_Merge):
+    """``enabled`` (default True); ``cpu_budget``: cores the tuner may fill (default: cores
+    available to the process); ``ram_budget``: bytes all buffers may hold (default: half
+    of available memory)."""
+
+    enabled: bool | None = None
+    cpu_budget: int | None = None
+    ram_budget: int | None = None
+
+
+@dataclass
+class DistributeOptions(_Merge):
+    """Worker context and auto-sharding (see ``datapipe.distribute``).
+
+    ``auto_shard_policy`` (default AUTO); ``num_workers`` / ``worker_index``: an explicit
+    worker context that beats every other source; ``uneven``: ``"drop"`` (default),
+    ``"pad"`` or ``"allow"`` — how workers with unequal shares are evened out.
+    """
+
+    auto_shard_policy: AutoShardPolicy | None = None
+    num_workers: int | None = None
+    worker_index: int | None = None
+    uneven: str | None = None
+
+
+@dataclass
+class StatsOptions(_Merge):
+    """``enabled``: record per-stage statistics (default False; ``Dataset.profile`` turns
+    it on for its own run)."""
+
+    enabled: bool | None = None
+
+
+@dataclass
+class Options(_Merge):
+    """Pipeline options (``tf.data.Options``).
+
+    Args:
+        seed: global seed; per-op seeds derive from it and the op's position in the graph.
+            ``None`` (default) draws fresh entropy once per ``iter()``.
+        deterministic: whether parallel ops keep the sequential order (default True).
+        threading, autotune, distribute, stats: nested option groups.
+
+    Example:
+        >>> import datapipe as dp
+        >>> ds = dp.range(5).shuffle(5).with_options(dp.Options(seed=7))
+        >>> list(ds) == list(ds.with_options(dp.Options(seed=7)))
+        True
+    """
+
+    seed: int | None = None
+    deterministic: bool | None = None
+    threading: ThreadingOptions = field(default_factory=ThreadingOptions)
+    autotune: AutotuneOptions = field(default_factory=AutotuneOptions)
+    distribute: DistributeOptions = field(default_factory=DistributeOptions)
+    stats: StatsOptions = field(default_factory=StatsOptions)

@@ -1,0 +1,1 @@
+"""One module per source: a Dataset node and its iterator (DESIGN.md)."""

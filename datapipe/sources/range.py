@@ -1,0 +1,63 @@
+"""``range``: integers like Python's ``range`` (``tf.data.Dataset.range``)."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from datapipe._spec import TensorSpec
+from datapipe.dataset import Dataset
+
+
+class RangeDataset(Dataset):
+    """``range(stop)``, ``range(start, stop)`` or ``range(start, stop, step)``.
+
+    Elements are numpy scalars of ``dtype`` (default int64). Keeps random access.
+
+    Raises:
+        ValueError: ``step`` is 0 or the argument count is not 1–3.
+    """
+
+    _name = "range"
+
+    def __init__(self, *args: int, dtype: Any = "int64"):
+        super().__init__()
+        if not 1 <= len(args) <= 3:
+            raise ValueError(f"range: takes 1 to 3 positional arguments, got {len(args)}")
+        self._range = builtins.range(*[int(a) for a in args])
+        self._dtype = np.dtype(dtype)
+
+    @property
+    def element_spec(self) -> Any:
+        return TensorSpec((), self._dtype)
+
+    def cardinality(self) -> int:
+        return len(self._range)
+
+    def _random_access_breaker(self) -> str | None:
+        return None
+
+    def _make_random_access(self, ctx):
+        return _RangeAccess(self._range, self._dtype)
+
+    def _make_iterator(self, ctx, epoch):
+        return self._ra_iterator(ctx, epoch)
+
+
+class _RangeAccess:
+    def __init__(self, r: builtins.range, dtype: np.dtype):
+        self.r, self.dtype = r, dtype
+
+    def __len__(self) -> int:
+        return len(self.r)
+
+    def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
+        r = self.r
+        if isinstance(indices, builtins.range) and indices.step == 1:
+            vals = np.arange(r[indices.start], r.start + indices.stop * r.step, r.step, dtype=np.int64)
+        else:
+            vals = r.start + np.asarray(indices, dtype=np.int64) * r.step
+        return list(vals.astype(self.dtype, copy=False))

@@ -1,0 +1,101 @@
+"""``from_tensor_slices``: elements are the slices of arrays along their first dimension."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from datapipe import _structure as nest
+from datapipe._spec import TensorSpec, is_torch
+from datapipe.dataset import Dataset
+
+
+def _as_sliceable(path: str, x: Any) -> Any:
+    if is_torch(x) or isinstance(x, np.ndarray):
+        out = x
+    else:
+        out = np.asarray(x)
+    if out.ndim == 0:
+        raise ValueError(f"from_tensor_slices: component {path} is a scalar; every component "
+                         "needs a first dimension to slice along")
+    return out
+
+
+class TensorSlicesDataset(Dataset):
+    """Slices of ``tensors`` along dimension 0 (``tf.data.Dataset.from_tensor_slices``).
+
+    Args:
+        tensors: an array, tensor or list, or a nested tuple/namedtuple/dict of them. numpy
+            arrays and torch tensors are used without copying; lists become numpy arrays.
+
+    Raises:
+        ValueError: a component is a scalar, or first dimensions disagree (the message names
+            each component and its size).
+
+    Elements keep their array type: numpy in, numpy out (0-d slices are numpy scalars);
+    torch in, torch out. Keeps random access.
+    """
+
+    _name = "from_tensor_slices"
+
+    def __init__(self, tensors: Any):
+        super().__init__()
+        paths = nest.flatten_with_paths(tensors)
+        leaves = [_as_sliceable(p, x) for p, x in paths]
+        sizes = {p: int(x.shape[0]) for (p, _), x in zip(paths, leaves)}
+        if len(set(sizes.values())) > 1:
+            listing = ", ".join(f"{p}: {n}" for p, n in sizes.items())
+            raise ValueError(f"from_tensor_slices: components have different first dimensions "
+                             f"({listing}); all must be equal")
+        self._structure = tensors
+        self._leaves = leaves
+        self._n = next(iter(sizes.values()))
+        self._nested = nest.is_nested(tensors)
+        self._spec = nest.pack_as(tensors, [TensorSpec(tuple(x.shape[1:]), x.dtype) for x in leaves])
+
+    @property
+    def element_spec(self) -> Any:
+        return self._spec
+
+    def cardinality(self) -> int:
+        return self._n
+
+    def _random_access_breaker(self) -> str | None:
+        return None
+
+    def _make_random_access(self, ctx):
+        return _SlicesAccess(self)
+
+    def _make_iterator(self, ctx, epoch):
+        return self._ra_iterator(ctx, epoch)
+
+
+def _take(leaf: Any, indices: Sequence[int]) -> Any:
+    if isinstance(indices, range) and indices.step == 1:
+        return leaf[indices.start:indices.stop]
+    idx = np.asarray(indices, dtype=np.int64)
+    if is_torch(leaf):
+        import torch
+
+        return leaf[torch.from_numpy(idx)]
+    return leaf[idx]
+
+
+class _SlicesAccess:
+    def __init__(self, ds: TensorSlicesDataset):
+        self.ds = ds
+
+    def __len__(self) -> int:
+        return self.ds._n
+
+    def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
+        ds = self.ds
+        cols = [list(_take(leaf, indices)) for leaf in ds._leaves]
+        if not ds._nested:
+            return cols[0]
+        s = ds._structure
+        if type(s) is tuple and all(not nest.is_nested(v) for v in s):
+            return list(zip(*cols))  # flat plain tuple: the fast path
+        return [nest.pack_as(s, list(vals)) for vals in zip(*cols)]

@@ -1,0 +1,254 @@
+"""The one base class of every preprocessing layer.
+
+It owns what all layers share: the JSON config (``get_config`` / ``from_config``), the
+registry that rebuilds a layer from its class name (no pickle, no code execution), the
+``data_format`` argument, rank-3 (one image) / rank-4 (batch) handling, the dtype policy
+(non-float input is computed and returned as float32, float dtypes are kept, as Keras's
+layers do) and, for random layers, the per-device ``torch.Generator`` and the hook that
+lets a data pipeline hand its own generator to a draw.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+DATA_FORMATS = ("channels_first", "channels_last")
+
+# Filled by Layer.__init_subclass__: class name -> class. Loading a config looks the
+# class up here, so a config can only ever build one of this package's layers.
+_REGISTRY: dict[str, type[Layer]] = {}
+
+
+def _jsonable(value: Any) -> Any:
+    """Tuples become lists (JSON has no tuple); numpy/torch scalars become floats/ints."""
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    if isinstance(value, np.ndarray) or isinstance(value, torch.Tensor):
+        return _jsonable(value.tolist())
+    return value
+
+
+class Layer(torch.nn.Module):
+    """Base of all preprocessing layers (a ``torch.nn.Module``).
+
+    Subclasses store every constructor argument as an attribute of the same name; that
+    is what ``get_config`` reads, so no hyperparameter can be lost on a round trip.
+
+    Raises:
+        ValueError: ``data_format`` is not ``"channels_first"`` / ``"channels_last"``.
+    """
+
+    _abstract: ClassVar[bool] = True  # abstract bases stay out of the registry
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.__name__.startswith("_") and not cls.__dict__.get("_abstract", False):
+            _REGISTRY[cls.__name__] = cls
+
+    def __init__(self, data_format: str = "channels_first") -> None:
+        super().__init__()
+        if data_format not in DATA_FORMATS:
+            self._fail("data_format", f"must be one of {DATA_FORMATS}", data_format)
+        self.data_format = data_format
+
+    # ----------------------------------------------------------------- errors
+    def _fail(self, arg: str, what: str, got: Any) -> None:
+        raise ValueError(f"{type(self).__name__}: {arg} {what}; got {got!r}")
+
+    # ----------------------------------------------------------------- config
+    def get_config(self) -> dict[str, Any]:
+        """Every constructor argument, as JSON-compatible values (tuples become lists)."""
+        params = inspect.signature(type(self).__init__).parameters
+        config = {}
+        for name, p in params.items():
+            if name == "self" or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                continue
+            config[name] = _jsonable(getattr(self, name))
+        json.dumps(config)  # fail here, not when the user saves it
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Layer:
+        """Rebuild a layer from ``get_config()``'s output."""
+        return cls(**config)
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
+
+    # ------------------------------------------------------------ shapes/dtype
+    @property
+    def _channel_axis(self) -> int:
+        """The channel axis of a rank-4 batch in this layer's data_format."""
+        return 1 if self.data_format == "channels_first" else 3
+
+    def _as_batch(self, images: Any) -> tuple[torch.Tensor, bool]:
+        """Return (rank-4 tensor, was_single_image); numpy input becomes a tensor."""
+        if not isinstance(images, torch.Tensor):
+            images = torch.as_tensor(np.asarray(images))
+        if images.ndim == 3:
+            return images.unsqueeze(0), True
+        if images.ndim == 4:
+            return images, False
+        raise ValueError(
+            f"{type(self).__name__}: expected a rank-3 image or a rank-4 batch in "
+            f"{self.data_format} layout; got shape {tuple(images.shape)}"
+        )
+
+    @staticmethod
+    def _unbatch(images: torch.Tensor, single: bool) -> torch.Tensor:
+        return images.squeeze(0) if single else images
+
+    def _hw(self, batch: torch.Tensor) -> tuple[int, int]:
+        if self.data_format == "channels_first":
+            return batch.shape[2], batch.shape[3]
+        return batch.shape[1], batch.shape[2]
+
+    @staticmethod
+    def _to_float(images: torch.Tensor) -> torch.Tensor:
+        """Keras's dtype policy: float dtypes are kept, anything else becomes float32."""
+        return images if images.is_floating_point() else images.to(torch.float32)
+
+    def _to_nchw(self, batch: torch.Tensor) -> torch.Tensor:
+        return batch if self.data_format == "channels_first" else batch.permute(0, 3, 1, 2)
+
+    def _from_nchw(self, batch: torch.Tensor) -> torch.Tensor:
+        return batch if self.data_format == "channels_first" else batch.permute(0, 2, 3, 1)
+
+
+def _check_seed(layer: Layer, seed: Any) -> None:
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        layer._fail("seed", "must be an int or None", seed)
+
+
+class RandomLayer(Layer):
+    """Base of random layers: ``get_random_transformation`` then ``transform_images``.
+
+    ``forward(images, generator=None)`` draws one parameter set per image from, in order:
+    the ``generator`` argument (a ``torch.Generator``, or a ``numpy.random.Generator`` as
+    a data pipeline's ``random_map`` hands out, from which a torch seed is derived), the
+    layer's own generator seeded by ``seed`` (one per device, created lazily), or torch's
+    global RNG when ``seed`` is None. In ``eval()`` mode the layer is the identity (apart
+    from the dtype policy), like Keras's ``training=False``.
+    """
+
+    _abstract = True
+
+    def __init__(self, seed: int | None = None, data_format: str = "channels_first") -> None:
+        super().__init__(data_format=data_format)
+        _check_seed(self, seed)
+        self.seed = seed
+        self._generators: dict[str, torch.Generator] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        # torch.Generator objects do not pickle/deepcopy; a copy starts afresh from seed.
+        state = self.__dict__.copy()
+        state["_generators"] = {}
+        return state
+
+    def _generator_for(self, generator: Any, device: torch.device) -> torch.Generator | None:
+        """The torch.Generator a draw on ``device`` uses (None: torch's global RNG)."""
+        if isinstance(generator, torch.Generator):
+            return generator
+        if isinstance(generator, np.random.Generator):
+            # A pipeline's per-element numpy RNG: derive one torch seed from it, so the
+            # draw depends only on that element's RNG, never on thread scheduling.
+            g = torch.Generator(device=device)
+            g.manual_seed(int(generator.integers(2**63)))
+            return g
+        if generator is not None:
+            self._fail("generator", "must be a torch.Generator, numpy Generator or None", generator)
+        if self.seed is None:
+            return None
+        key = str(device)
+        if key not in self._generators:
+            g = torch.Generator(device=device)
+            g.manual_seed(self.seed)
+            self._generators[key] = g
+        return self._generators[key]
+
+    def _uniform(
+        self, n: int, low: float, high: float, device: torch.device, generator: Any
+    ) -> torch.Tensor:
+        """``n`` float32 draws from U[low, high) on ``device`` without a host sync."""
+        g = self._generator_for(generator, device)
+        where = g.device if g is not None else device
+        u = torch.rand(n, generator=g, device=where, dtype=torch.float32)
+        return (low + (high - low) * u).to(device, non_blocking=True)
+
+    def get_random_transformation(
+        self, images: torch.Tensor, generator: Any = None
+    ) -> dict[str, torch.Tensor]:
+        """Draw one parameter set per image (a dict of tensors with leading dim B)."""
+        raise NotImplementedError
+
+    def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]) -> Any:
+        """Apply ``params`` (from ``get_random_transformation``) to ``images``."""
+        raise NotImplementedError
+
+    def _eval(self, images: torch.Tensor) -> torch.Tensor:
+        return self._to_float(images)
+
+    def forward(self, images: Any, generator: Any = None) -> torch.Tensor:
+        batch, single = self._as_batch(images)
+        if not self.training:
+            return self._unbatch(self._eval(batch), single)
+        params = self.get_random_transformation(batch, generator)
+        return self._unbatch(self.transform_images(batch, params), single)
+
+
+def _factor_pair(layer: Layer, name: str, factor: Any, low: float, high: float) -> tuple:
+    """Keras's factor rule: a number f means (-|f|, |f|); a pair is sorted; both in range."""
+    if isinstance(factor, (list, tuple)):
+        if len(factor) != 2 or not all(_is_number(f) for f in factor):
+            layer._fail(name, "must be a number or a pair of numbers", factor)
+        lo, hi = sorted(float(f) for f in factor)
+    elif _is_number(factor):
+        lo, hi = -abs(float(factor)), abs(float(factor))
+    else:
+        layer._fail(name, "must be a number or a pair of numbers", factor)
+    if lo < low or hi > high:
+        layer._fail(name, f"must lie in [{low}, {high}]", factor)
+    return lo, hi
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def serialize_layer(layer: Layer) -> dict[str, Any]:
+    """``{"class_name": ..., "config": ...}``: the JSON form ``layer_from_config`` reads."""
+    return {"class_name": type(layer).__name__, "config": layer.get_config()}
+
+
+def layer_from_config(config: dict[str, Any]) -> Layer:
+    """Rebuild any layer of this package from ``serialize_layer``'s output.
+
+    Only classes registered by this package can be built; nothing is unpickled or run.
+
+    Raises:
+        ValueError: the dict lacks ``class_name``/``config`` or names an unknown class.
+    """
+    if not isinstance(config, dict) or "class_name" not in config or "config" not in config:
+        raise ValueError(
+            "layer_from_config: expected a dict with 'class_name' and 'config'; "
+            f"got {config!r}"
+        )
+    cls = _REGISTRY.get(config["class_name"])
+    if cls is None:
+        raise ValueError(
+            f"layer_from_config: unknown layer class {config['class_name']!r}; "
+            f"known: {sorted(_REGISTRY)}"
+        )
+    return cls.from_config(config["config"])
