@@ -28,7 +28,8 @@ def _mismatch(op: str, values: list, start_index: int, path: str) -> BatchShapeE
                 f"{op}: cannot stack element {start_index + j} of shape {_shape(v)} with element "
                 f"{start_index} of shape {first}{where}. Make the shapes equal first (resize "
                 "images with preprocessing.Resizing or image_size=...), or use padded_batch() "
-                "to pad them to a common shape.")
+                "to pad them to a common shape."
+            )
     return BatchShapeError(f"{op}: cannot stack the elements starting at {start_index}")
 
 
@@ -58,7 +59,9 @@ def stack(elements: list, op: str, start_index: int) -> Any:
     columns = list(zip(*[nest.flatten(e) for e in elements]))
     if len(columns) != len(paths) or any(len(c) != len(elements) for c in columns):
         raise BatchShapeError(f"{op}: elements from {start_index} have different structures")
-    return nest.pack_as(first, [stack_leaf(list(c), op, start_index, p) for c, p in zip(columns, paths)])
+    return nest.pack_as(
+        first, [stack_leaf(list(c), op, start_index, p) for c, p in zip(columns, paths)]
+    )
 
 
 def batch_size_of(batch: Any, op: str) -> int:

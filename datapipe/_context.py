@@ -7,18 +7,19 @@ graph, so per-op seeds derive from (global seed, op position, epoch) as DESIGN.m
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from datapipe.options import Options
 
 if TYPE_CHECKING:
-    from datapipe.dataset import Dataset
     from datapipe._iterator import OpIterator
+    from datapipe.dataset import Dataset
 
 # Hooks called on every op iterator as it is built (statistics, tracing): fn(node, it) -> it.
-ITERATOR_HOOKS: list[Callable[[Any, Any, "IterContext"], Any]] = []
+ITERATOR_HOOKS: list[Callable[[Any, Any, IterContext], Any]] = []
 
 
 def walk(root: Dataset) -> list[Dataset]:
@@ -64,7 +65,9 @@ class IterContext:
         for node in walk(root):
             if getattr(node, "_uses_randomness", False):
                 self._positions[id(node)] = len(self._positions)
-        self.deterministic = True if self.options.deterministic is None else self.options.deterministic
+        self.deterministic = (
+            True if self.options.deterministic is None else self.options.deterministic
+        )
 
     def seed_sequence(self, node: Dataset, epoch: tuple, *extra: int) -> np.random.SeedSequence:
         """Seeds for ``node`` in ``epoch``: from its own ``seed`` argument when given (then

@@ -15,8 +15,9 @@ def call(fn: Callable, element: Any) -> Any:
     return fn(element)
 
 
-def apply_chunk(fn: Callable, chunk: list, op: str, start_index: int,
-                unpack: bool = True) -> tuple[list, BaseException | None]:
+def apply_chunk(
+    fn: Callable, chunk: list, op: str, start_index: int, unpack: bool = True
+) -> tuple[list, BaseException | None]:
     """Map ``fn`` over ``chunk`` (tf.data call convention unless ``unpack=False``).
 
     Returns the results computed before the first failure and that failure (annotated with

@@ -45,7 +45,9 @@ class TensorSpec:
 
     def __post_init__(self) -> None:
         if self.shape is not None:
-            object.__setattr__(self, "shape", tuple(None if d is None else int(d) for d in self.shape))
+            object.__setattr__(
+                self, "shape", tuple(None if d is None else int(d) for d in self.shape)
+            )
         if not is_torch_dtype(self.dtype):
             object.__setattr__(self, "dtype", np.dtype(self.dtype))
 
@@ -64,8 +66,11 @@ class TensorSpec:
         return shapes_compatible(self.shape, other.shape)
 
     def to_json(self) -> dict:
-        return {"shape": None if self.shape is None else list(self.shape),
-                "dtype": dtype_name(self.dtype), "torch": is_torch_dtype(self.dtype)}
+        return {
+            "shape": None if self.shape is None else list(self.shape),
+            "dtype": dtype_name(self.dtype),
+            "torch": is_torch_dtype(self.dtype),
+        }
 
     @staticmethod
     def from_json(d: dict) -> TensorSpec:
@@ -145,8 +150,10 @@ def batched_spec(spec: Any, batch_dim: int | None) -> Any:
 def unbatched_spec(spec: Any, op: str) -> Any:
     def one(s: TensorSpec) -> TensorSpec:
         if s.shape is not None and len(s.shape) == 0:
-            raise ValueError(f"{op}: cannot unbatch a scalar component {s}; every component "
-                             "needs a leading batch dimension")
+            raise ValueError(
+                f"{op}: cannot unbatch a scalar component {s}; every component "
+                "needs a leading batch dimension"
+            )
         return TensorSpec(None if s.shape is None else s.shape[1:], s.dtype)
 
     return nest.map_structure(one, spec)

@@ -132,7 +132,9 @@ class Dataset:
         return RangeDataset(*args, dtype=dtype)
 
     @staticmethod
-    def from_generator(generator: Callable[[], Any], output_signature: Any, args: tuple = ()) -> Dataset:
+    def from_generator(
+        generator: Callable[[], Any], output_signature: Any, args: tuple = ()
+    ) -> Dataset:
         from datapipe.sources.generator import GeneratorDataset
 
         return GeneratorDataset(generator, output_signature, args)
@@ -144,28 +146,43 @@ class Dataset:
         return ZipDataset(*datasets)
 
     @staticmethod
-    def sample_from_datasets(datasets: Sequence[Dataset], weights: Sequence[float] | None = None,
-                             seed: int | None = None, stop_on_empty_dataset: bool = False) -> Dataset:
+    def sample_from_datasets(
+        datasets: Sequence[Dataset],
+        weights: Sequence[float] | None = None,
+        seed: int | None = None,
+        stop_on_empty_dataset: bool = False,
+    ) -> Dataset:
         from datapipe.ops.sample_from_datasets import SampleFromDatasets
 
         return SampleFromDatasets(datasets, weights, seed, stop_on_empty_dataset)
 
     @staticmethod
-    def choose_from_datasets(datasets: Sequence[Dataset], choice_dataset: Dataset,
-                             stop_on_empty_dataset: bool = True) -> Dataset:
+    def choose_from_datasets(
+        datasets: Sequence[Dataset], choice_dataset: Dataset, stop_on_empty_dataset: bool = True
+    ) -> Dataset:
         from datapipe.ops.choose_from_datasets import ChooseFromDatasets
 
         return ChooseFromDatasets(datasets, choice_dataset, stop_on_empty_dataset)
 
     # ---- transformations ---------------------------------------------------------------
-    def map(self, map_func: Callable, num_parallel_calls: int | None = None,
-            deterministic: bool | None = None, name: str | None = None) -> Dataset:
+    def map(
+        self,
+        map_func: Callable,
+        num_parallel_calls: int | None = None,
+        deterministic: bool | None = None,
+        name: str | None = None,
+    ) -> Dataset:
         from datapipe.ops.map import MapDataset
 
         return MapDataset(self, map_func, num_parallel_calls, deterministic, name)
 
-    def random_map(self, map_func: Callable, seed: int | None = None,
-                   num_parallel_calls: int | None = None, deterministic: bool | None = None) -> Dataset:
+    def random_map(
+        self,
+        map_func: Callable,
+        seed: int | None = None,
+        num_parallel_calls: int | None = None,
+        deterministic: bool | None = None,
+    ) -> Dataset:
         from datapipe.ops.random_map import RandomMapDataset
 
         return RandomMapDataset(self, map_func, seed, num_parallel_calls, deterministic)
@@ -180,21 +197,38 @@ class Dataset:
 
         return FlatMapDataset(self, map_func)
 
-    def interleave(self, map_func: Callable, cycle_length: int | None = None, block_length: int = 1,
-                   num_parallel_calls: int | None = None, deterministic: bool | None = None) -> Dataset:
+    def interleave(
+        self,
+        map_func: Callable,
+        cycle_length: int | None = None,
+        block_length: int = 1,
+        num_parallel_calls: int | None = None,
+        deterministic: bool | None = None,
+    ) -> Dataset:
         from datapipe.ops.interleave import InterleaveDataset
 
-        return InterleaveDataset(self, map_func, cycle_length, block_length, num_parallel_calls,
-                                 deterministic)
+        return InterleaveDataset(
+            self, map_func, cycle_length, block_length, num_parallel_calls, deterministic
+        )
 
-    def batch(self, batch_size: int, drop_remainder: bool = False, num_parallel_calls: int | None = None,
-              deterministic: bool | None = None) -> Dataset:
+    def batch(
+        self,
+        batch_size: int,
+        drop_remainder: bool = False,
+        num_parallel_calls: int | None = None,
+        deterministic: bool | None = None,
+    ) -> Dataset:
         from datapipe.ops.batch import BatchDataset
 
         return BatchDataset(self, batch_size, drop_remainder, num_parallel_calls, deterministic)
 
-    def padded_batch(self, batch_size: int, padded_shapes: Any = None, padding_values: Any = None,
-                     drop_remainder: bool = False) -> Dataset:
+    def padded_batch(
+        self,
+        batch_size: int,
+        padded_shapes: Any = None,
+        padding_values: Any = None,
+        drop_remainder: bool = False,
+    ) -> Dataset:
         from datapipe.ops.padded_batch import PaddedBatchDataset
 
         return PaddedBatchDataset(self, batch_size, padded_shapes, padding_values, drop_remainder)
@@ -204,13 +238,16 @@ class Dataset:
 
         return UnbatchDataset(self)
 
-    def shuffle(self, buffer_size: int, seed: int | None = None,
-                reshuffle_each_iteration: bool = True) -> Dataset:
+    def shuffle(
+        self, buffer_size: int, seed: int | None = None, reshuffle_each_iteration: bool = True
+    ) -> Dataset:
         from datapipe.ops.shuffle import ShuffleDataset
 
         return ShuffleDataset(self, buffer_size, seed, reshuffle_each_iteration)
 
-    def global_shuffle(self, seed: int | None = None, reshuffle_each_iteration: bool = True) -> Dataset:
+    def global_shuffle(
+        self, seed: int | None = None, reshuffle_each_iteration: bool = True
+    ) -> Dataset:
         from datapipe.ops.global_shuffle import GlobalShuffleDataset
 
         return GlobalShuffleDataset(self, seed, reshuffle_each_iteration)
@@ -264,8 +301,9 @@ class Dataset:
 
         return UniqueDataset(self)
 
-    def window(self, size: int, shift: int | None = None, stride: int = 1,
-               drop_remainder: bool = False) -> Dataset:
+    def window(
+        self, size: int, shift: int | None = None, stride: int = 1, drop_remainder: bool = False
+    ) -> Dataset:
         from datapipe.ops.window import WindowDataset
 
         return WindowDataset(self, size, shift, stride, drop_remainder)
@@ -279,7 +317,9 @@ class Dataset:
         """``transformation_func(self)``, which must return a Dataset (``tf.data`` semantics)."""
         out = transformation_func(self)
         if not isinstance(out, Dataset):
-            raise TypeError(f"apply: transformation_func must return a Dataset, got {type(out).__name__}")
+            raise TypeError(
+                f"apply: transformation_func must return a Dataset, got {type(out).__name__}"
+            )
         return out
 
     def prefetch(self, buffer_size: int = AUTOTUNE) -> Dataset:
@@ -319,8 +359,12 @@ class Dataset:
 
         return TorchIterableDataset(self)
 
-    def profile(self, num_elements: int | None = None, seconds: float | None = None,
-                trace_path: str | None = None) -> Any:
+    def profile(
+        self,
+        num_elements: int | None = None,
+        seconds: float | None = None,
+        trace_path: str | None = None,
+    ) -> Any:
         from datapipe.stats.profile import profile
 
         return profile(self, num_elements=num_elements, seconds=seconds, trace_path=trace_path)

@@ -33,7 +33,9 @@ class RandomAccessError(DatapipeError, TypeError):
     (named in the message) produces a stream that can only be iterated."""
 
 
-def annotate(op: str, index: int | None, exc: BaseException, path: str | None = None) -> BaseException:
+def annotate(
+    op: str, index: int | None, exc: BaseException, path: str | None = None
+) -> BaseException:
     """Wrap ``exc`` in a ``PipelineError`` unless it already carries a location.
 
     Control-flow exceptions (KeyboardInterrupt, SystemExit, GeneratorExit) pass unchanged.

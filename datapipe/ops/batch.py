@@ -8,7 +8,12 @@ from typing import Any
 from datapipe._batching import stack
 from datapipe._iterator import OpIterator, pull_exactly
 from datapipe._spec import batched_spec
-from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, passes_random_access
+from datapipe.dataset import (
+    INFINITE_CARDINALITY,
+    UNKNOWN_CARDINALITY,
+    Dataset,
+    passes_random_access,
+)
 from datapipe.ops.map import validate_parallelism
 
 
@@ -30,8 +35,14 @@ class BatchDataset(Dataset):
 
     _name = "batch"
 
-    def __init__(self, input_ds: Dataset, batch_size: int, drop_remainder: bool = False,
-                 num_parallel_calls: int | None = None, deterministic: bool | None = None):
+    def __init__(
+        self,
+        input_ds: Dataset,
+        batch_size: int,
+        drop_remainder: bool = False,
+        num_parallel_calls: int | None = None,
+        deterministic: bool | None = None,
+    ):
         super().__init__(input_ds)
         if int(batch_size) < 1:
             raise ValueError(f"batch: batch_size must be >= 1, got {batch_size}")
@@ -56,8 +67,9 @@ class BatchDataset(Dataset):
         return passes_random_access(self)
 
     def _make_random_access(self, ctx):
-        return _BatchAccess(self._inputs[0]._make_random_access(ctx), self._batch_size,
-                            self._drop_remainder)
+        return _BatchAccess(
+            self._inputs[0]._make_random_access(ctx), self._batch_size, self._drop_remainder
+        )
 
     def _make_iterator(self, ctx, epoch):
         inner = ctx.make(self._inputs[0], epoch)
@@ -78,8 +90,11 @@ class _BatchAccess:
         out = []
         for i in indices:
             start = i * b
-            out.append(stack(self.inner.get_many(range(start, min(start + b, total)), epoch),
-                             "batch", start))
+            out.append(
+                stack(
+                    self.inner.get_many(range(start, min(start + b, total)), epoch), "batch", start
+                )
+            )
         return out
 
 
@@ -101,7 +116,7 @@ class BatchIterator(OpIterator):
             self.done = True
         out = []
         for s in range(0, len(elems), b):
-            part = elems[s:s + b]
+            part = elems[s : s + b]
             if len(part) < b and self.drop:
                 break
             out.append(stack(part, "batch", self.count + s))

@@ -7,10 +7,10 @@ from typing import Any
 
 from datapipe import _structure as nest
 from datapipe._functions import apply_chunk, call
-from datapipe.errors import annotate
 from datapipe._iterator import OpIterator
 from datapipe._spec import spec_of
 from datapipe.dataset import AUTOTUNE, Dataset, passes_random_access
+from datapipe.errors import annotate
 
 
 def validate_parallelism(op: str, num_parallel_calls: int | None) -> int | None:
@@ -18,7 +18,9 @@ def validate_parallelism(op: str, num_parallel_calls: int | None) -> int | None:
         return None
     n = int(num_parallel_calls)
     if n != AUTOTUNE and n < 1:
-        raise ValueError(f"{op}: num_parallel_calls must be a positive integer or AUTOTUNE, got {n}")
+        raise ValueError(
+            f"{op}: num_parallel_calls must be a positive integer or AUTOTUNE, got {n}"
+        )
     return n
 
 
@@ -41,8 +43,14 @@ class MapDataset(Dataset):
 
     _name = "map"
 
-    def __init__(self, input_ds: Dataset, map_func: Callable, num_parallel_calls: int | None = None,
-                 deterministic: bool | None = None, name: str | None = None):
+    def __init__(
+        self,
+        input_ds: Dataset,
+        map_func: Callable,
+        num_parallel_calls: int | None = None,
+        deterministic: bool | None = None,
+        name: str | None = None,
+    ):
         super().__init__(input_ds)
         if not callable(map_func):
             raise TypeError(f"map: map_func must be callable, got {type(map_func).__name__}")
@@ -81,8 +89,9 @@ class MapDataset(Dataset):
         if self._num_parallel_calls not in (None, 1):
             from datapipe.parallel.map import ParallelMapIterator
 
-            return ParallelMapIterator(inner, self._func, self._name, self._num_parallel_calls,
-                                       self._deterministic, ctx)
+            return ParallelMapIterator(
+                inner, self._func, self._name, self._num_parallel_calls, self._deterministic, ctx
+            )
         return MapIterator(inner, self._func, self._name)
 
 

@@ -30,8 +30,13 @@ class ShuffleDataset(Dataset):
     _name = "shuffle"
     _uses_randomness = True
 
-    def __init__(self, input_ds: Dataset, buffer_size: int, seed: int | None = None,
-                 reshuffle_each_iteration: bool = True):
+    def __init__(
+        self,
+        input_ds: Dataset,
+        buffer_size: int,
+        seed: int | None = None,
+        reshuffle_each_iteration: bool = True,
+    ):
         super().__init__(input_ds)
         if int(buffer_size) < 1:
             raise ValueError(f"shuffle: buffer_size must be >= 1, got {buffer_size}")
@@ -89,8 +94,12 @@ class ShuffleIterator(OpIterator):
         return out
 
     def get_state(self) -> dict:
-        return {"buffer": list(self.buf), "input_done": self.input_done,
-                "rng": self.rng.bit_generator.state, "input": self.inner.get_state()}
+        return {
+            "buffer": list(self.buf),
+            "input_done": self.input_done,
+            "rng": self.rng.bit_generator.state,
+            "input": self.inner.get_state(),
+        }
 
     def set_state(self, state: dict) -> None:
         self.buf = list(state["buffer"])

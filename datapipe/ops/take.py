@@ -6,7 +6,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from datapipe._iterator import OpIterator
-from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, passes_random_access
+from datapipe.dataset import (
+    INFINITE_CARDINALITY,
+    UNKNOWN_CARDINALITY,
+    Dataset,
+    passes_random_access,
+)
 
 
 class TakeDataset(Dataset):

@@ -13,6 +13,7 @@ from datapipe._spec import TensorSpec, is_torch
 from datapipe.dataset import Dataset, passes_random_access
 from datapipe.ops.map import MapIterator
 
+
 def _torch_dtype(np_dtype: np.dtype) -> Any:
     import torch
 
@@ -76,7 +77,9 @@ class ToTorchDataset(Dataset):
         return _ToTorchAccess(self._inputs[0]._make_random_access(ctx))
 
     def _make_iterator(self, ctx, epoch):
-        return MapIterator(ctx.make(self._inputs[0], epoch), element_to_torch, self._name, unpack=False)
+        return MapIterator(
+            ctx.make(self._inputs[0], epoch), element_to_torch, self._name, unpack=False
+        )
 
 
 class _ToTorchAccess:
@@ -87,7 +90,9 @@ class _ToTorchAccess:
         return len(self.inner)
 
     def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
-        out, err = apply_chunk(element_to_torch, self.inner.get_many(indices, epoch), "to_torch", 0, False)
+        out, err = apply_chunk(
+            element_to_torch, self.inner.get_many(indices, epoch), "to_torch", 0, False
+        )
         if err is not None:
             raise err
         return out

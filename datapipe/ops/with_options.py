@@ -17,7 +17,9 @@ class OptionsDataset(Dataset):
     def __init__(self, input_ds: Dataset, options: Options):
         super().__init__(input_ds)
         if not isinstance(options, Options):
-            raise TypeError(f"with_options: expected datapipe.Options, got {type(options).__name__}")
+            raise TypeError(
+                f"with_options: expected datapipe.Options, got {type(options).__name__}"
+            )
         self._options = options
 
     @property

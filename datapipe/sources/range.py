@@ -57,7 +57,9 @@ class _RangeAccess:
     def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
         r = self.r
         if isinstance(indices, builtins.range) and indices.step == 1:
-            vals = np.arange(r[indices.start], r.start + indices.stop * r.step, r.step, dtype=np.int64)
+            vals = np.arange(
+                r[indices.start], r.start + indices.stop * r.step, r.step, dtype=np.int64
+            )
         else:
             vals = r.start + np.asarray(indices, dtype=np.int64) * r.step
         return list(vals.astype(self.dtype, copy=False))

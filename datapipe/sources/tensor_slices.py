@@ -18,8 +18,10 @@ def _as_sliceable(path: str, x: Any) -> Any:
     else:
         out = np.asarray(x)
     if out.ndim == 0:
-        raise ValueError(f"from_tensor_slices: component {path} is a scalar; every component "
-                         "needs a first dimension to slice along")
+        raise ValueError(
+            f"from_tensor_slices: component {path} is a scalar; every component "
+            "needs a first dimension to slice along"
+        )
     return out
 
 
@@ -47,13 +49,17 @@ class TensorSlicesDataset(Dataset):
         sizes = {p: int(x.shape[0]) for (p, _), x in zip(paths, leaves)}
         if len(set(sizes.values())) > 1:
             listing = ", ".join(f"{p}: {n}" for p, n in sizes.items())
-            raise ValueError(f"from_tensor_slices: components have different first dimensions "
-                             f"({listing}); all must be equal")
+            raise ValueError(
+                f"from_tensor_slices: components have different first dimensions "
+                f"({listing}); all must be equal"
+            )
         self._structure = tensors
         self._leaves = leaves
         self._n = next(iter(sizes.values()))
         self._nested = nest.is_nested(tensors)
-        self._spec = nest.pack_as(tensors, [TensorSpec(tuple(x.shape[1:]), x.dtype) for x in leaves])
+        self._spec = nest.pack_as(
+            tensors, [TensorSpec(tuple(x.shape[1:]), x.dtype) for x in leaves]
+        )
 
     @property
     def element_spec(self) -> Any:
@@ -74,7 +80,7 @@ class TensorSlicesDataset(Dataset):
 
 def _take(leaf: Any, indices: Sequence[int]) -> Any:
     if isinstance(indices, range) and indices.step == 1:
-        return leaf[indices.start:indices.stop]
+        return leaf[indices.start : indices.stop]
     idx = np.asarray(indices, dtype=np.int64)
     if is_torch(leaf):
         import torch
