@@ -44,6 +44,7 @@ def stack_leaf(values: list, op: str, start_index: int, path: str = "element") -
         if isinstance(v0, np.ndarray):
             return np.stack(values)
         if isinstance(v0, (str, bytes)):
+            # object, not "<U"/"S": numpy's fixed-width bytes would drop trailing NULs.
             return np.array(values, dtype=object)
         return np.array(values)
     except (RuntimeError, ValueError) as e:

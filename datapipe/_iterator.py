@@ -13,8 +13,6 @@ import threading
 import weakref
 from typing import Any
 
-from datapipe.errors import annotate
-
 # Top-level chunks grow from 1 (a first element comes fast) to this size.
 MAX_OUTER_CHUNK = 64
 
@@ -110,11 +108,13 @@ class Iterator:
         try:
             self._state_before = self._root.get_state()
             self._buf = self._root.next_chunk(self._chunk)
-        except BaseException as e:  # noqa: BLE001 - re-raised with location
+        except BaseException as e:
+            # Ops locate their own errors (op, element index, file); here we only make sure
+            # an interrupt stops every thread the pipeline started.
             self._buf, self._pos = [], 0
             if isinstance(e, KeyboardInterrupt):
                 self.close()
-            raise annotate(getattr(self._root, "op_name", "pipeline"), None, e) from None
+            raise
         self._pos = 0
         self._chunk = min(self._chunk * 2, MAX_OUTER_CHUNK)
         if not self._buf:
@@ -131,8 +131,8 @@ class Iterator:
         if tuple(state["epoch"]) != self._epoch:
             # The epoch fixes seeds; rebuild the chain for the saved epoch.
             self._root.close()
-            fresh = self._dataset._build_iterator(tuple(state["epoch"]))
-            self._root, self._epoch = fresh._root, fresh._epoch
+            self._epoch = tuple(int(e) for e in state["epoch"])
+            self._root = self._dataset._build_root(self._epoch)
             self._finalizer.detach()
             self._finalizer = weakref.finalize(self, self._root.close)
         self._root.set_state(state["root"])

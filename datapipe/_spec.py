@@ -31,7 +31,8 @@ class TensorSpec:
         shape: tuple of ``int`` or ``None`` per dimension (``None`` = unknown size), or
             ``None`` for an unknown rank.
         dtype: a ``numpy.dtype`` (numpy or Python values) or a ``torch.dtype`` (tensors).
-            Strings and ``numpy.dtype`` arguments are normalised with ``numpy.dtype``.
+            Strings and ``numpy.dtype`` arguments are normalised with ``numpy.dtype``; text
+            and bytes dtypes of any width (``<U5``, ``S3``) become ``object``.
         name: optional component name, kept for parity with ``tf.TensorSpec``.
 
     Example:
@@ -49,7 +50,9 @@ class TensorSpec:
                 self, "shape", tuple(None if d is None else int(d) for d in self.shape)
             )
         if not is_torch_dtype(self.dtype):
-            object.__setattr__(self, "dtype", np.dtype(self.dtype))
+            dt = np.dtype(self.dtype)
+            # Strings of any width are one kind of value (tf.string): spec them as object.
+            object.__setattr__(self, "dtype", np.dtype(object) if dt.kind in "US" else dt)
 
     def __repr__(self) -> str:
         return f"TensorSpec(shape={self.shape}, dtype={dtype_name(self.dtype)})"
@@ -101,8 +104,6 @@ def leaf_spec(x: Any) -> TensorSpec:
     if isinstance(x, (str, bytes)):
         return TensorSpec((), np.dtype(object))
     arr = np.asarray(x)
-    if arr.dtype.kind in "US":
-        return TensorSpec(arr.shape, np.dtype(object))
     return TensorSpec(arr.shape, arr.dtype)
 
 

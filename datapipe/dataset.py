@@ -90,13 +90,17 @@ class Dataset:
     def _make_iterator(self, ctx: IterContext, epoch: tuple) -> OpIterator:
         raise NotImplementedError
 
-    def _build_iterator(self, epoch: tuple) -> Iterator:
+    def _build_root(self, epoch: tuple) -> OpIterator:
+        """Apply the graph rewrites and build the iterator chain for ``epoch``."""
         options = merged_options(self)
         root = self
         for rewrite in REWRITES:
             root = rewrite(root, options)
         ctx = IterContext(root, options)
-        return Iterator(ctx.make(root, epoch), epoch, self)
+        return ctx.make(root, epoch)
+
+    def _build_iterator(self, epoch: tuple) -> Iterator:
+        return Iterator(self._build_root(epoch), epoch, self)
 
     def __iter__(self) -> Iterator:
         # Each iter() is a new epoch, so reshuffle_each_iteration reshuffles on a re-iteration

@@ -36,11 +36,11 @@ class RandomAccessError(DatapipeError, TypeError):
 def annotate(
     op: str, index: int | None, exc: BaseException, path: str | None = None
 ) -> BaseException:
-    """Wrap ``exc`` in a ``PipelineError`` unless it already carries a location.
+    """Wrap ``exc`` in a ``PipelineError`` unless it is already one of ours (located).
 
     Control-flow exceptions (KeyboardInterrupt, SystemExit, GeneratorExit) pass unchanged.
     """
-    if isinstance(exc, (PipelineError, KeyboardInterrupt, SystemExit, GeneratorExit)):
+    if isinstance(exc, (DatapipeError, KeyboardInterrupt, SystemExit, GeneratorExit)):
         return exc
     if not isinstance(exc, Exception):
         return exc

@@ -1,0 +1,50 @@
+"""The README's commands and example are the ones CI runs and that work."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bash_blocks(text: str) -> list[str]:
+    return re.findall(r"```bash\n(.*?)\n```", text, flags=re.S)
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    blocks = _bash_blocks(readme)
+    assert len(blocks) >= 2, "README must open with the main-job and the test command"
+    test_cmd = blocks[1].strip()
+    ci = (ROOT / ".ci" / "run").read_text()
+    m = re.search(r"^TEST_CMD='(.*)'$", ci, flags=re.M)
+    assert m, ".ci/run must define TEST_CMD"
+    assert m.group(1) == test_cmd
+    assert "-c constraints.txt" in test_cmd and "pytest" in test_cmd
+
+
+def test_main_job_command_runs_the_digits_example_with_constraints() -> None:
+    main_cmd = _bash_blocks((ROOT / "README.md").read_text())[0].strip()
+    assert "-c constraints.txt" in main_cmd
+    assert main_cmd.endswith("examples/train_digits.py")
+    assert (ROOT / "examples" / "train_digits.py").is_file()
+
+
+def test_constraints_pin_cpu_torch() -> None:
+    lines = (ROOT / "constraints.txt").read_text().splitlines()
+    assert "torch==2.13.0" in [ln.strip() for ln in lines]
+
+
+def test_readme_python_example_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    code = re.findall(r"```python\n(.*?)\n```", readme, flags=re.S)[0]
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    x, y = scope["x"], scope["y"]
+    assert isinstance(x, torch.Tensor) and x.dtype == torch.float32
+    assert tuple(x.shape) == (64, 28, 28)
+    assert y.dtype == torch.int64 and tuple(y.shape) == (64,)
+    assert float(x.max()) <= 1.0
