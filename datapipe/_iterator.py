@@ -9,7 +9,6 @@ elements it has not been asked for and an op's state is always exact at a chunk 
 
 from __future__ import annotations
 
-import threading
 import weakref
 from typing import Any
 
@@ -85,7 +84,6 @@ class Iterator:
         self._pos = 0
         self._chunk = 1
         self._state_before = None  # root state before the chunk in _buf was fetched
-        self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, root.close)
 
     @property
