@@ -14,13 +14,14 @@ compute)::
     nearest:  a a a a | a b c d | d d d d
     constant: k k k k | a b c d | k k k k     (k = fill_value)
 
-``grid_sample`` has no wrap and its reflection is about pixel centres, so the fills are
-built here by mapping the sampling coordinates and calling ``grid_sample`` once:
+``grid_sample`` (align_corners=False, where -1/1 are the image's outer edges) does
+three of them in its one resampling pass; wrap is built here:
 
-- reflect: the half-sample-symmetric extension of a pixel grid, interpolated linearly, is
-  the original image sampled at the coordinate folded (period ``2n``, mirrors at -0.5 and
-  n-0.5) and then clamped to [0, n-1] (grid_sample's ``border``).
-- nearest: clamp (``border``).
+- reflect: grid_sample's ``reflection`` folds coordinates about the image edges (pixel
+  -0.5 and n-0.5) and clamps to [0, n-1]; linear interpolation of the half-sample
+  symmetric extension of a pixel grid is exactly that (with align_corners=True it
+  would mirror about pixel centres instead, which is Keras's "mirror", not "reflect").
+- nearest: ``border`` (clamp).
 - constant k: sampling is linear in the image, so ``sample(img - k, zeros) + k`` puts
   exactly k's share of weight on the outside neighbours.
 - wrap: pad the image by one pixel circularly and sample ``x mod n`` in the padded image,
@@ -88,53 +89,33 @@ def flip_matrix(flip_h: torch.Tensor, flip_v: torch.Tensor, height: int, width: 
     return m
 
 
-def _axis_scale(n: int) -> float:
-    # align_corners=True maps normalised -1..1 onto pixel 0..n-1; n == 1 has one pixel.
-    return 2.0 / (n - 1) if n > 1 else 0.0
+def _normaliser(height: int, width: int, pad: int = 0) -> torch.Tensor:
+    """3x3 map from pixel indices to grid_sample's align_corners=False coordinates.
+
+    With align_corners=False, -1 and 1 are the outer edges of the (padded) image, so
+    pixel x sits at (2 (x + pad) + 1) / n - 1 for a padded size n.
+    """
+    wp, hp = width + 2 * pad, height + 2 * pad
+    return torch.tensor(
+        [
+            [2.0 / wp, 0.0, (2.0 * pad + 1.0) / wp - 1.0],
+            [0.0, 2.0 / hp, (2.0 * pad + 1.0) / hp - 1.0],
+            [0.0, 0.0, 1.0],
+        ]
+    )
 
 
-def _pixel_grid(matrix: torch.Tensor, height: int, width: int, shift: float) -> torch.Tensor:
-    """(B, H, W, 2) input positions (x, y) + ``shift`` for every output pixel."""
+def _grid(matrix: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """(B, H, W, 2) sampling coordinates: ``matrix`` applied to every output pixel."""
     device = matrix.device
-    ys, xs = torch.meshgrid(
-        torch.arange(height, device=device, dtype=torch.float32),
-        torch.arange(width, device=device, dtype=torch.float32),
-        indexing="ij",
-    )
-    base = torch.stack([xs, ys, torch.ones_like(xs)], dim=-1).reshape(1, height * width, 3)
-    theta = matrix[:, :2, :].to(torch.float32)  # (B, 2, 3)
-    if shift:
-        theta = theta + torch.tensor([0.0, 0.0, shift], device=device)
-    # One batched matmul computes every coordinate (what affine_grid does internally).
-    grid = torch.matmul(base, theta.transpose(1, 2))
-    return grid.reshape(-1, height, width, 2)
-
-
-def _fold_reflect(grid: torch.Tensor, height: int, width: int) -> torch.Tensor:
-    """Grid of x+0.5 -> normalised coordinates of the folded (reflected) position."""
-    # u = x + 0.5 has mirrors at 0 and n; u' = n - |(u mod 2n) - n| lies in [0, n];
-    # x' = u' - 0.5, normalised: x' * 2/(n-1) - 1 = c1 - c2 * |(u mod 2n) - n|.
-    sizes = torch.tensor([width, height], device=grid.device, dtype=grid.dtype)
-    grid = torch.remainder(grid, 2.0 * sizes).sub_(sizes).abs_()
-    c2 = torch.tensor([_axis_scale(width), _axis_scale(height)], device=grid.device)
-    c1 = (sizes - 0.5) * c2 - 1.0
-    return grid.mul_(-c2).add_(c1)
-
-
-def _normalise(grid: torch.Tensor, height: int, width: int, pad: int = 0) -> torch.Tensor:
-    scale = torch.tensor(
-        [_axis_scale(width + 2 * pad), _axis_scale(height + 2 * pad)], device=grid.device
-    )
-    return grid.mul_(scale).sub_(1.0)
-
-
-def _sampling_matrix(matrix: torch.Tensor, height: int, width: int) -> torch.Tensor:
-    """Fold pixel->normalised conversion into the matrix (saves a pass over the grid)."""
-    norm = torch.diag(
-        torch.tensor([_axis_scale(width), _axis_scale(height), 1.0], device=matrix.device)
-    )
-    norm[0, 2] = norm[1, 2] = -1.0
-    return norm @ matrix.to(torch.float32)
+    theta = matrix[:, :2, :].to(torch.float32)  # (B, 2, 3): rows give (x_in, y_in)
+    xs = torch.arange(width, device=device, dtype=torch.float32)
+    ys = torch.arange(height, device=device, dtype=torch.float32)
+    # The map is affine in (x, y): a per-column part plus a per-row part, so one
+    # broadcast add writes the whole grid (cheaper than affine_grid's matmul).
+    cols = xs.view(1, width, 1) * theta[:, :, 0].view(-1, 1, 2)  # (B, W, 2)
+    rows = ys.view(1, height, 1) * theta[:, :, 1].view(-1, 1, 2) + theta[:, :, 2].view(-1, 1, 2)
+    return rows.unsqueeze(2) + cols.unsqueeze(1)
 
 
 def affine_transform(
@@ -149,31 +130,34 @@ def affine_transform(
     Output shape equals input shape; the dtype is kept (float16/bfloat16 are computed in
     float32, which ``grid_sample`` supports everywhere).
     """
-    b, _, h, w = images.shape
+    _, _, h, w = images.shape
     dtype = images.dtype
     x = images if dtype in (torch.float32, torch.float64) else images.to(torch.float32)
     mode = "bilinear" if interpolation == "bilinear" else "nearest"
+    padding = {"reflect": "reflection", "nearest": "border", "constant": "zeros"}
+    matrix = matrix.to(torch.float32)
     if fill_mode == "wrap":
         x = F.pad(x, (1, 1, 1, 1), mode="circular")
         sizes = torch.tensor([w, h], device=x.device, dtype=torch.float32)
-        grid = torch.remainder(_pixel_grid(matrix, h, w, 0.0), sizes).add_(1.0)
-        grid = _normalise(grid, h, w, pad=1)
-    elif fill_mode == "reflect":
-        grid = _fold_reflect(_pixel_grid(matrix, h, w, 0.5), h, w)
+        grid = torch.remainder(_grid(matrix, h, w), sizes)  # pixel coords in [0, n)
+        grid = _grid_normalise(grid, _normaliser(h, w, pad=1).to(grid.device))
+        pad_mode = "border"
     else:
-        theta = _sampling_matrix(matrix, h, w)[:, :2, :]
-        grid = _pixel_grid(theta, h, w, 0.0)
+        # The pixel->normalised step is folded into the matrix: no extra pass.
+        grid = _grid(_normaliser(h, w).to(matrix.device) @ matrix, h, w)
+        pad_mode = padding[fill_mode]
     grid = grid.to(x.dtype)
-    if fill_mode == "constant":
-        shift = float(fill_value)
-        if shift:
-            x = x - shift
-        out = F.grid_sample(x, grid, mode=mode, padding_mode="zeros", align_corners=True)
-        if shift:
-            out = out + shift
-    else:
-        out = F.grid_sample(x, grid, mode=mode, padding_mode="border", align_corners=True)
+    shift = float(fill_value) if fill_mode == "constant" else 0.0
+    if shift:
+        x = x - shift
+    out = F.grid_sample(x, grid, mode=mode, padding_mode=pad_mode, align_corners=False)
+    if shift:
+        out = out + shift
     return out.to(dtype)
+
+
+def _grid_normalise(grid: torch.Tensor, norm: torch.Tensor) -> torch.Tensor:
+    return grid.mul_(torch.diagonal(norm)[:2]).add_(norm[:2, 2])
 
 
 def radians(turns: torch.Tensor) -> torch.Tensor:

@@ -75,7 +75,11 @@ class Layer(torch.nn.Module):
         for name, p in params.items():
             if name == "self" or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
                 continue
-            config[name] = _jsonable(getattr(self, name))
+            # A layer whose attribute of that name means something else at run time
+            # (Normalization's mean buffer) keeps the argument in _config_values.
+            overrides = self.__dict__.get("_config_values", {})
+            value = overrides[name] if name in overrides else getattr(self, name)
+            config[name] = _jsonable(value)
         json.dumps(config)  # fail here, not when the user saves it
         return config
 
@@ -242,8 +246,7 @@ def layer_from_config(config: dict[str, Any]) -> Layer:
     """
     if not isinstance(config, dict) or "class_name" not in config or "config" not in config:
         raise ValueError(
-            "layer_from_config: expected a dict with 'class_name' and 'config'; "
-            f"got {config!r}"
+            f"layer_from_config: expected a dict with 'class_name' and 'config'; got {config!r}"
         )
     cls = _REGISTRY.get(config["class_name"])
     if cls is None:

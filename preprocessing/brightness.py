@@ -1,0 +1,58 @@
+"""RandomBrightness (Keras's ``keras.layers.RandomBrightness``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .base import RandomLayer, _factor_pair
+from .contrast import _value_range
+
+
+class RandomBrightness(RandomLayer):
+    """Add a random offset per image: ``clip(x + d * (high - low), low, high)``.
+
+    Args:
+        factor: a number ``f`` in [0, 1] draws ``d`` from ``[-f, f]``; a pair
+            ``(lo, hi)`` (each in [-1, 1]) from ``[lo, hi]``.
+        value_range: ``(low, high)`` of the input values, default ``(0, 255)``.
+        seed: seeds the layer's generator; None uses torch's global RNG.
+        data_format: ``"channels_first"`` (default) or ``"channels_last"``.
+
+    Input: a rank-3 image or a rank-4 batch. Output: same shape; float dtypes are kept,
+    integer inputs come back as float32. Identity (but for the dtype) in ``eval()``.
+
+    Raises:
+        ValueError: a bad argument (naming it) or an input that is not rank 3 or 4.
+
+    Example:
+        >>> import torch
+        >>> layer = RandomBrightness((0.5, 0.5), value_range=(0, 1), seed=0)
+        >>> layer(torch.tensor([[[0.0, 0.25, 0.75]]]))
+        tensor([[[0.5000, 0.7500, 1.0000]]])
+    """
+
+    def __init__(
+        self,
+        factor: float | tuple[float, float],
+        value_range: tuple[float, float] = (0, 255),
+        seed: int | None = None,
+        data_format: str = "channels_first",
+    ) -> None:
+        super().__init__(seed=seed, data_format=data_format)
+        self.factor = factor
+        self.value_range = value_range
+        self._lower, self._upper = _factor_pair(self, "factor", factor, -1.0, 1.0)
+        self._range = _value_range(self, value_range)
+
+    def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
+        batch, _ = self._as_batch(images)
+        d = self._uniform(batch.shape[0], self._lower, self._upper, batch.device, generator)
+        return {"delta": d * (self._range[1] - self._range[0])}
+
+    def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
+        batch, single = self._as_batch(images)
+        x = self._to_float(batch)
+        out = (x + params["delta"].to(x.dtype).view(-1, 1, 1, 1)).clamp(*self._range)
+        return self._unbatch(out, single)

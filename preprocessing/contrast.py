@@ -1,0 +1,78 @@
+"""RandomContrast (Keras's ``keras.layers.RandomContrast``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .base import RandomLayer, _is_number
+
+
+def _value_range(layer, value_range: Any) -> tuple[float, float]:
+    if (
+        not isinstance(value_range, (list, tuple))
+        or len(value_range) != 2
+        or not all(_is_number(v) for v in value_range)
+    ):
+        layer._fail("value_range", "must be a pair of numbers (low, high)", value_range)
+    low, high = sorted(float(v) for v in value_range)
+    return low, high
+
+
+class RandomContrast(RandomLayer):
+    """Scale each channel's deviation from its mean by a random factor per image.
+
+    For each image and channel: ``(x - mean) * f + mean`` with ``mean`` over the pixels
+    of that channel, then clipped to ``value_range``.
+
+    Args:
+        factor: a number ``a`` in [0, 1] draws ``f`` from ``[1 - a, 1 + a]`` (Keras's
+            documented meaning); a pair ``(lower, upper)`` draws it from
+            ``[1 - lower, 1 + upper]``, sorted first, as Keras.
+        value_range: ``(low, high)`` of the input values, default ``(0, 255)``.
+        seed: seeds the layer's generator; None uses torch's global RNG.
+        data_format: ``"channels_first"`` (default) or ``"channels_last"``.
+
+    Input: a rank-3 image or a rank-4 batch. Output: same shape; float dtypes are kept,
+    integer inputs come back as float32. Identity (but for the dtype) in ``eval()``.
+
+    Raises:
+        ValueError: a bad argument (naming it) or an input that is not rank 3 or 4.
+    """
+
+    def __init__(
+        self,
+        factor: float | tuple[float, float],
+        value_range: tuple[float, float] = (0, 255),
+        seed: int | None = None,
+        data_format: str = "channels_first",
+    ) -> None:
+        super().__init__(seed=seed, data_format=data_format)
+        self.factor = factor
+        self.value_range = value_range
+        if isinstance(factor, (list, tuple)):
+            if len(factor) != 2 or not all(_is_number(f) for f in factor):
+                self._fail("factor", "must be a number or a pair of numbers", factor)
+            if factor[0] > 1 or factor[1] < 0:
+                self._fail("factor", "must lie in [0, 1]", factor)
+            self._lower, self._upper = sorted(float(f) for f in factor)
+        elif _is_number(factor) and 0 <= factor <= 1:
+            self._lower = self._upper = float(factor)
+        else:
+            self._fail("factor", "must be a number in [0, 1] or a pair of numbers", factor)
+        self._range = _value_range(self, value_range)
+
+    def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
+        batch, _ = self._as_batch(images)
+        lo, hi = 1.0 - self._lower, 1.0 + self._upper
+        return {"contrast_factor": self._uniform(batch.shape[0], lo, hi, batch.device, generator)}
+
+    def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
+        batch, single = self._as_batch(images)
+        x = self._to_float(batch)
+        dims = (2, 3) if self.data_format == "channels_first" else (1, 2)
+        mean = x.mean(dim=dims, keepdim=True)
+        f = params["contrast_factor"].to(x.dtype).view(-1, 1, 1, 1)
+        out = ((x - mean) * f + mean).clamp(self._range[0], self._range[1])
+        return self._unbatch(out, single)

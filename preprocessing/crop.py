@@ -1,0 +1,83 @@
+"""RandomCrop (Keras's ``keras.layers.RandomCrop``, with a location per image)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .base import RandomLayer
+from .resizing import _check_size, center_crop_nchw
+
+
+class RandomCrop(RandomLayer):
+    """Crop a random ``(height, width)`` window, at its own location in every image.
+
+    In ``eval()`` mode it returns the centre crop at the target size (``CenterCrop``), so
+    training and inference shapes agree. When the input is smaller than the target on
+    either side, both modes fall back to ``CenterCrop``'s crop-to-aspect-and-resize (as
+    Keras does). Unlike Keras (one location for the whole batch, and no randomness when
+    one side already matches), the location is drawn per image along every side that
+    is larger than the target.
+
+    Args:
+        height, width: the output size (positive ints).
+        seed: seeds the layer's generator; None uses torch's global RNG.
+        data_format: ``"channels_first"`` (default) or ``"channels_last"``.
+
+    Input: a rank-3 image or a rank-4 batch. Output: same rank, ``(height, width)``
+    spatially; float dtypes are kept, integer inputs come back as float32.
+
+    Raises:
+        ValueError: a bad size or an input that is not rank 3 or 4.
+
+    Example:
+        >>> import torch
+        >>> crop = RandomCrop(2, 2, seed=0)
+        >>> x = torch.arange(16.0).reshape(1, 4, 4)
+        >>> crop.transform_images(x, {"top": torch.tensor([1]), "left": torch.tensor([2])})
+        tensor([[[ 6.,  7.],
+                 [10., 11.]]])
+    """
+
+    def __init__(
+        self,
+        height: int,
+        width: int,
+        seed: int | None = None,
+        data_format: str = "channels_first",
+    ) -> None:
+        super().__init__(seed=seed, data_format=data_format)
+        _check_size(self, height, width)
+        self.height, self.width = height, width
+
+    def _eval(self, images: torch.Tensor) -> torch.Tensor:
+        x = self._to_nchw(self._to_float(images))
+        return self._from_nchw(center_crop_nchw(x, self.height, self.width))
+
+    def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
+        batch, _ = self._as_batch(images)
+        n, dev = batch.shape[0], batch.device
+        h, w = self._hw(batch)
+        # floor(u * (slack + 1)) is uniform over 0..slack; the clamp guards u -> 1.
+        top = self._uniform(n, 0.0, 1.0, dev, generator) * max(h - self.height + 1, 1)
+        left = self._uniform(n, 0.0, 1.0, dev, generator) * max(w - self.width + 1, 1)
+        top = top.long().clamp_(0, max(h - self.height, 0))
+        left = left.long().clamp_(0, max(w - self.width, 0))
+        return {"top": top, "left": left}
+
+    def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
+        batch, single = self._as_batch(images)
+        x = self._to_nchw(self._to_float(batch))
+        b, c, h, w = x.shape
+        if h < self.height or w < self.width:
+            return self._unbatch(
+                self._from_nchw(center_crop_nchw(x, self.height, self.width)), single
+            )
+        # Two gathers (rows, then columns) crop every image at its own place in one
+        # kernel each; the index tensors are broadcast views, not copies.
+        rows = params["top"].view(b, 1) + torch.arange(self.height, device=x.device)
+        cols = params["left"].view(b, 1) + torch.arange(self.width, device=x.device)
+        x = x.gather(2, rows.view(b, 1, self.height, 1).expand(b, c, self.height, w))
+        x = x.gather(3, cols.view(b, 1, 1, self.width).expand(b, c, self.height, self.width))
+        return self._unbatch(self._from_nchw(x), single)

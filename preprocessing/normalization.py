@@ -1,0 +1,221 @@
+"""Normalization (Keras's ``keras.layers.Normalization``) with a streaming ``adapt``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from .base import Layer
+
+_EPSILON = 1e-7  # keras.backend.epsilon(): the floor on the standard deviation
+_DEFAULT_BATCH = 256
+
+
+class Normalization(Layer):
+    """``(x - mean) / sqrt(variance)`` with statistics per channel (or other axes).
+
+    Args:
+        axis: which axes keep their own statistics. ``"channel"`` (default): the channel
+            axis of ``data_format`` (Keras's default ``-1`` for channels-last data).
+            ``None``: one scalar mean/variance (Keras's ``axis=None``). An int or a list
+            of ints: axes of one image counted from the end (``-1`` is the last axis), so
+            they mean the same for one image and a batch; they must be negative.
+        mean, variance: fixed statistics (a number, or nested lists shaped like the kept
+            axes); give both or neither. Otherwise call ``adapt`` (or load a state_dict).
+        invert: apply the inverse, ``x * sqrt(variance) + mean``.
+        data_format: ``"channels_first"`` (default) or ``"channels_last"``.
+
+    The statistics live in float64 buffers ``mean`` and ``variance`` (in ``state_dict``
+    and in exported programs). The standard deviation is floored at 1e-7, as Keras.
+
+    Input: a rank-3 image or a rank-4 batch. Output: same shape; float dtypes are kept,
+    integer inputs come back as float32.
+
+    Raises:
+        ValueError: a bad argument, a call before the statistics are known, or an input
+            whose rank or kept-axis sizes do not match.
+
+    Example:
+        >>> import torch
+        >>> norm = Normalization(mean=[1.0, 10.0], variance=[4.0, 100.0])
+        >>> norm(torch.tensor([[[3.0]], [[30.0]]]))
+        tensor([[[1.]],
+        <BLANKLINE>
+                [[2.]]])
+    """
+
+    def __init__(
+        self,
+        axis: str | int | list[int] | None = "channel",
+        mean: float | list | None = None,
+        variance: float | list | None = None,
+        invert: bool = False,
+        data_format: str = "channels_first",
+    ) -> None:
+        super().__init__(data_format=data_format)
+        self._keep = self._resolve_axis(axis)
+        self.axis = axis
+        self.invert = bool(invert)
+        self._config_values = {"mean": mean, "variance": variance}
+        if (mean is None) != (variance is None):
+            self._fail("mean/variance", "must both be given or both be None", (mean, variance))
+        self.register_buffer("mean", torch.zeros(0, dtype=torch.float64))
+        self.register_buffer("variance", torch.zeros(0, dtype=torch.float64))
+        if mean is not None:
+            self._set_stats(self._as_stat("mean", mean), self._as_stat("variance", variance))
+
+    # ------------------------------------------------------------------ axes
+    def _resolve_axis(self, axis: Any) -> tuple[int, ...]:
+        """Kept axes as indices 0..2 of one image in this data_format."""
+        if axis == "channel":
+            return (0,) if self.data_format == "channels_first" else (2,)
+        if axis is None:
+            return ()
+        axes = [axis] if isinstance(axis, int) and not isinstance(axis, bool) else axis
+        if not isinstance(axes, (list, tuple)) or not all(
+            isinstance(a, int) and not isinstance(a, bool) and -3 <= a <= -1 for a in axes
+        ):
+            self._fail("axis", "must be 'channel', None, or negative ints in [-3, -1]", axis)
+        return tuple(sorted({3 + a for a in axes}))
+
+    def _as_stat(self, name: str, value: Any) -> torch.Tensor:
+        arr = np.asarray(value, dtype=np.float64)
+        if arr.ndim == 0:
+            return torch.from_numpy(arr.reshape(1, 1, 1).copy())
+        if arr.ndim != len(self._keep):
+            self._fail(name, f"must be a number or have {len(self._keep)} dims (kept axes)", value)
+        shape = [1, 1, 1]
+        for axis, size in zip(self._keep, arr.shape):
+            shape[axis] = size
+        return torch.from_numpy(arr.reshape(shape).copy())
+
+    def _set_stats(self, mean: torch.Tensor, variance: torch.Tensor) -> None:
+        if mean.shape != variance.shape:
+            self._fail("mean/variance", "must have the same shape", (mean.shape, variance.shape))
+        device = self.mean.device
+        self.mean = mean.to(device=device, dtype=torch.float64)
+        self.variance = variance.to(device=device, dtype=torch.float64)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # The buffers' shapes are only known once adapted; take them from the checkpoint.
+        for name in ("mean", "variance"):
+            key = prefix + name
+            if key in state_dict:
+                setattr(self, name, torch.empty_like(state_dict[key], dtype=torch.float64))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    # --------------------------------------------------------------- forward
+    def forward(self, images: Any) -> torch.Tensor:
+        batch, single = self._as_batch(images)
+        if self.mean.numel() == 0:
+            raise ValueError("Normalization: no statistics; call adapt() or pass mean and variance")
+        x = self._to_float(batch)
+        mean = self.mean.to(x.dtype)
+        std = self.variance.sqrt().clamp_min(_EPSILON).to(x.dtype)
+        # One fresh tensor, then in place: a second full-size allocation costs as much
+        # as the arithmetic on CPU.
+        out = (x * std).add_(mean) if self.invert else (x - mean).div_(std)
+        return self._unbatch(out, single)
+
+    # ----------------------------------------------------------------- adapt
+    def adapt(self, data: Any, batch_size: int | None = None, steps: int | None = None) -> None:
+        """Compute mean and variance of ``data`` by streaming over it.
+
+        Args:
+            data: a numpy array or torch tensor (one image, rank 3, or a stack of images,
+                rank 4, cut into batches of ``batch_size``), or any iterable of elements,
+                such as a ``datapipe.Dataset``; an element is an image or a batch (array
+                or tensor) or a tuple/list whose first component is one.
+            batch_size: images per batch for array/tensor input (default 256); ignored
+                for iterables, whose elements are taken as they come.
+            steps: stop after this many batches (default: all of ``data``).
+
+        Per-batch moments are computed in float64 and merged with Chan et al.'s
+        parallel formula, so the result matches numpy's mean/var of all the data even
+        for large values or float16 input. A tqdm bar appears on a terminal for runs
+        longer than two seconds.
+
+        Raises:
+            ValueError: ``data`` is empty, an element has the wrong rank, or the kept
+                axes change size between batches.
+        """
+        if steps is not None and (
+            isinstance(steps, bool) or not isinstance(steps, int) or steps < 1
+        ):
+            self._fail("steps", "must be a positive int or None", steps)
+        batches, total = self._batches(data, batch_size)
+        count, mean, m2 = 0, None, None
+        bar = tqdm(
+            batches,
+            total=_min_total(total, steps),
+            desc="Normalization.adapt",
+            delay=2.0,
+            disable=None,
+            unit="batch",
+        )
+        for step, batch in enumerate(bar):
+            if steps is not None and step >= steps:
+                break
+            n, b_mean, b_m2 = self._moments(batch)
+            if mean is None:
+                count, mean, m2 = n, b_mean, b_m2
+                continue
+            if b_mean.shape != mean.shape:
+                raise ValueError(
+                    "Normalization.adapt: the kept axes changed size between batches: "
+                    f"{tuple(mean.shape)} then {tuple(b_mean.shape)}"
+                )
+            # Chan et al.: merge (count, mean, M2) pairs without cancellation.
+            total_n = count + n
+            delta = b_mean - mean
+            mean = mean + delta * (n / total_n)
+            m2 = m2 + b_m2 + delta * delta * (count * n / total_n)
+            count = total_n
+        bar.close()
+        if mean is None:
+            raise ValueError("Normalization.adapt: data has no elements")
+        self._set_stats(mean, m2 / count)
+
+    def _batches(self, data: Any, batch_size: int | None) -> tuple[Any, int | None]:
+        if isinstance(data, (np.ndarray, torch.Tensor)):
+            if data.ndim == 3:
+                data = data[None]
+            size = _DEFAULT_BATCH if batch_size is None else batch_size
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                self._fail("batch_size", "must be a positive int or None", batch_size)
+            starts = range(0, data.shape[0], size)
+            return (data[s : s + size] for s in starts), len(starts)
+        if isinstance(data, (str, bytes)) or not hasattr(data, "__iter__"):
+            self._fail("data", "must be an array, a tensor or an iterable (Dataset)", type(data))
+        return (_first_component(e) for e in data), None
+
+    def _moments(self, batch: Any) -> tuple[int, torch.Tensor, torch.Tensor]:
+        """(count, mean, M2) of one batch in float64, in the buffers' broadcast shape."""
+        x = torch.as_tensor(np.asarray(batch)) if not isinstance(batch, torch.Tensor) else batch
+        if x.ndim == 3:
+            x = x.unsqueeze(0)
+        if x.ndim != 4:
+            raise ValueError(
+                "Normalization.adapt: expected rank-3 images or rank-4 batches; "
+                f"got shape {tuple(x.shape)}"
+            )
+        x = x.detach().to(torch.float64)
+        dims = (0,) + tuple(1 + a for a in range(3) if a not in self._keep)
+        n = math.prod(x.shape[d] for d in dims)
+        b_mean = x.mean(dim=dims, keepdim=True)
+        b_m2 = (x - b_mean).square().sum(dim=dims, keepdim=True)
+        return n, b_mean.squeeze(0).cpu(), b_m2.squeeze(0).cpu()
+
+
+def _first_component(element: Any) -> Any:
+    return element[0] if isinstance(element, (tuple, list)) else element
+
+
+def _min_total(total: int | None, steps: int | None) -> int | None:
+    if total is None:
+        return steps
+    return total if steps is None else min(total, steps)

@@ -1,0 +1,59 @@
+"""Rescaling (Keras's ``keras.layers.Rescaling``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .base import Layer, _is_number
+
+
+class Rescaling(Layer):
+    """``x * scale + offset``, with scalar or per-channel ``scale``/``offset``.
+
+    Args:
+        scale: a number, or one number per channel (a list).
+        offset: a number (default 0.0), or one number per channel.
+        data_format: ``"channels_first"`` (default) or ``"channels_last"``; locates the
+            channel axis for per-channel values.
+
+    Input: a rank-3 image or a rank-4 batch. Output: same shape; float dtypes are kept,
+    integer inputs (e.g. uint8) come back as float32.
+
+    Raises:
+        ValueError: a non-numeric ``scale``/``offset`` or an input that is not rank 3/4.
+
+    Example:
+        >>> import torch
+        >>> Rescaling(1 / 127.5, offset=-1.0)(torch.tensor([[[0, 255]]], dtype=torch.uint8))
+        tensor([[[-1.,  1.]]])
+    """
+
+    def __init__(
+        self,
+        scale: float | list[float],
+        offset: float | list[float] = 0.0,
+        data_format: str = "channels_first",
+    ) -> None:
+        super().__init__(data_format=data_format)
+        self.scale = scale
+        self.offset = offset
+        for name, v in (("scale", scale), ("offset", offset)):
+            values = v if isinstance(v, (list, tuple)) else [v]
+            if not values or not all(_is_number(x) for x in values):
+                self._fail(name, "must be a number or a list of numbers", v)
+
+    def _per_channel(self, value: Any, like: torch.Tensor) -> torch.Tensor | float:
+        if not isinstance(value, (list, tuple)):
+            return float(value)
+        t = torch.tensor(value, dtype=like.dtype, device=like.device)
+        shape = [1, 1, 1, 1]
+        shape[self._channel_axis] = len(value)
+        return t.view(shape)
+
+    def forward(self, images: Any) -> torch.Tensor:
+        batch, single = self._as_batch(images)
+        x = self._to_float(batch)
+        out = x * self._per_channel(self.scale, x) + self._per_channel(self.offset, x)
+        return self._unbatch(out, single)

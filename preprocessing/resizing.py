@@ -1,0 +1,166 @@
+"""Resizing and CenterCrop (Keras's ``keras.layers.Resizing`` / ``CenterCrop``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from .base import Layer, _is_number
+
+# Keras's torch backend maps its names onto these F.interpolate modes.
+_MODES = {"bilinear": "bilinear", "nearest": "nearest-exact", "bicubic": "bicubic"}
+
+
+def _check_size(layer: Layer, height: Any, width: Any) -> None:
+    for name, v in (("height", height), ("width", width)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            layer._fail(name, "must be a positive int", v)
+
+
+def resize_nchw(
+    x: torch.Tensor, size: tuple[int, int], interpolation: str = "bilinear", antialias=False
+) -> torch.Tensor:
+    """Resize a float (B, C, H, W) batch; half-pixel centres, as tf.image.resize."""
+    if tuple(x.shape[-2:]) == tuple(size):
+        return x
+    mode = _MODES[interpolation]
+    align = False if mode in ("bilinear", "bicubic") else None
+    anti = bool(antialias) and mode in ("bilinear", "bicubic")
+    dtype = x.dtype
+    y = x if dtype in (torch.float32, torch.float64) else x.to(torch.float32)
+    y = F.interpolate(y, size=size, mode=mode, align_corners=align, antialias=anti)
+    return y.to(dtype)
+
+
+def crop_to_aspect(x: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """The largest centred window of (B, C, H, W) ``x`` with the target aspect ratio."""
+    h, w = x.shape[-2:]
+    crop_h = max(min(h, int(w * height / width)), 1)
+    crop_w = max(min(w, int(h * width / height)), 1)
+    top, left = int((h - crop_h) / 2), int((w - crop_w) / 2)
+    return x[..., top : top + crop_h, left : left + crop_w]
+
+
+def pad_to_aspect(x: torch.Tensor, height: int, width: int, fill_value: float) -> torch.Tensor:
+    """Pad (B, C, H, W) ``x`` symmetrically with ``fill_value`` to the target aspect ratio."""
+    h, w = x.shape[-2:]
+    pad_h = max(h, int(w * height / width))
+    pad_w = max(w, int(h * width / height))
+    top, left = int((pad_h - h) / 2), int((pad_w - w) / 2)
+    # Keras pads both sides by the same amount (the centred start).
+    return F.pad(x, (left, left, top, top), value=float(fill_value))
+
+
+def center_crop_nchw(x: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """Keras's CenterCrop: crop when large enough, else crop to aspect and resize."""
+    h, w = x.shape[-2:]
+    if h >= height and w >= width:
+        top, left = (h - height) // 2, (w - width) // 2
+        return x[..., top : top + height, left : left + width]
+    return resize_nchw(crop_to_aspect(x, height, width), (height, width))
+
+
+class Resizing(Layer):
+    """Resize images to ``(height, width)``.
+
+    Args:
+        height, width: the output size (positive ints).
+        interpolation: ``"bilinear"`` (default), ``"nearest"`` or ``"bicubic"``; the
+            kernels are those Keras's torch backend uses (half-pixel centres).
+        crop_to_aspect_ratio: first take the largest centred window with the target
+            aspect ratio, so nothing is distorted.
+        pad_to_aspect_ratio: first pad symmetrically with ``fill_value`` to the target
+            aspect ratio. At most one of the two may be True.
+        fill_mode: only ``"constant"`` (Keras's only mode for resizing).
+        fill_value: the padding value for ``pad_to_aspect_ratio``.
+        antialias: low-pass filter when downsampling (bilinear/bicubic only).
+        data_format: ``"channels_first"`` (default) or ``"channels_last"``.
+
+    Input: a rank-3 image or a rank-4 batch. Output: same rank with the new size; float
+    dtypes are kept, integer inputs come back as float32.
+
+    Raises:
+        ValueError: a bad argument (naming it) or an input that is not rank 3 or 4.
+
+    Example:
+        >>> import torch
+        >>> Resizing(1, 2)(torch.tensor([[[0.0, 2.0, 4.0, 6.0]]]))
+        tensor([[[1., 5.]]])
+    """
+
+    def __init__(
+        self,
+        height: int,
+        width: int,
+        interpolation: str = "bilinear",
+        crop_to_aspect_ratio: bool = False,
+        pad_to_aspect_ratio: bool = False,
+        fill_mode: str = "constant",
+        fill_value: float = 0.0,
+        antialias: bool = False,
+        data_format: str = "channels_first",
+    ) -> None:
+        super().__init__(data_format=data_format)
+        _check_size(self, height, width)
+        if interpolation not in _MODES:
+            self._fail("interpolation", f"must be one of {tuple(_MODES)}", interpolation)
+        if crop_to_aspect_ratio and pad_to_aspect_ratio:
+            self._fail(
+                "crop_to_aspect_ratio/pad_to_aspect_ratio", "cannot both be True", (True, True)
+            )
+        if fill_mode != "constant":
+            self._fail("fill_mode", "must be 'constant'", fill_mode)
+        if not _is_number(fill_value):
+            self._fail("fill_value", "must be a finite number", fill_value)
+        self.height, self.width = height, width
+        self.interpolation = interpolation
+        self.crop_to_aspect_ratio = bool(crop_to_aspect_ratio)
+        self.pad_to_aspect_ratio = bool(pad_to_aspect_ratio)
+        self.fill_mode, self.fill_value = fill_mode, fill_value
+        self.antialias = bool(antialias)
+
+    def forward(self, images: Any) -> torch.Tensor:
+        batch, single = self._as_batch(images)
+        x = self._to_nchw(self._to_float(batch))
+        if self.crop_to_aspect_ratio:
+            x = crop_to_aspect(x, self.height, self.width)
+        elif self.pad_to_aspect_ratio:
+            x = pad_to_aspect(x, self.height, self.width, self.fill_value)
+        x = resize_nchw(x, (self.height, self.width), self.interpolation, self.antialias)
+        return self._unbatch(self._from_nchw(x), single)
+
+
+class CenterCrop(Layer):
+    """Crop the centre ``(height, width)`` window (Keras's ``CenterCrop``).
+
+    When the input is smaller than the target on either side, the largest centred
+    window with the target aspect ratio is resized (bilinear) to the target, as Keras.
+
+    Args:
+        height, width: the output size (positive ints).
+        data_format: ``"channels_first"`` (default) or ``"channels_last"``.
+
+    Input: a rank-3 image or a rank-4 batch. Output: same rank, ``(height, width)``
+    spatially; float dtypes are kept, integer inputs come back as float32.
+
+    Raises:
+        ValueError: a bad size or an input that is not rank 3 or 4.
+
+    Example:
+        >>> import torch
+        >>> CenterCrop(1, 2)(torch.arange(12.0).reshape(1, 3, 4))
+        tensor([[[5., 6.]]])
+    """
+
+    def __init__(self, height: int, width: int, data_format: str = "channels_first") -> None:
+        super().__init__(data_format=data_format)
+        _check_size(self, height, width)
+        self.height, self.width = height, width
+
+    def forward(self, images: Any) -> torch.Tensor:
+        batch, single = self._as_batch(images)
+        x = self._to_nchw(self._to_float(batch))
+        x = center_crop_nchw(x, self.height, self.width)
+        return self._unbatch(self._from_nchw(x), single)

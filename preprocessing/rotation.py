@@ -1,0 +1,61 @@
+"""RandomRotation (Keras's ``keras.layers.RandomRotation``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .affine import AffineLayer, radians, rotation_matrix
+from .base import _factor_pair
+
+
+class RandomRotation(AffineLayer):
+    """Rotate each image by its own random angle about its centre.
+
+    Args:
+        factor: fraction of a full turn; a number ``f`` draws from ``[-f, f]``, a pair
+            ``(lo, hi)`` from ``[lo, hi]``. Positive is counter-clockwise. Both in [-1, 1].
+        fill_mode: ``"reflect"`` (default), ``"wrap"``, ``"constant"`` or ``"nearest"``,
+            as documented by Keras (see ``preprocessing.affine``).
+        interpolation: ``"bilinear"`` (default) or ``"nearest"``.
+        seed: seeds the layer's generator; None uses torch's global RNG.
+        fill_value: the value outside the image for ``fill_mode="constant"``.
+        data_format: ``"channels_first"`` (default, ``(..., C, H, W)``) or
+            ``"channels_last"`` (``(..., H, W, C)``).
+
+    Input: a rank-3 image or a rank-4 batch. Output: same shape; float dtypes are kept,
+    integer inputs come back as float32. Identity (but for the dtype) in ``eval()``.
+
+    Raises:
+        ValueError: a bad argument (naming it) or an input that is not rank 3 or 4.
+
+    Example:
+        >>> import torch
+        >>> layer = RandomRotation(factor=(0.25, 0.25), seed=0)  # exactly a quarter turn
+        >>> x = torch.arange(4.0).reshape(1, 2, 2)
+        >>> layer(x)
+        tensor([[[1., 3.],
+                 [0., 2.]]])
+    """
+
+    def __init__(
+        self,
+        factor: float | tuple[float, float],
+        fill_mode: str = "reflect",
+        interpolation: str = "bilinear",
+        seed: int | None = None,
+        fill_value: float = 0.0,
+        data_format: str = "channels_first",
+    ) -> None:
+        super().__init__(fill_mode, interpolation, fill_value, seed, data_format)
+        self.factor = factor
+        self._lower, self._upper = _factor_pair(self, "factor", factor, -1.0, 1.0)
+
+    def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
+        batch, _ = self._as_batch(images)
+        turns = self._uniform(batch.shape[0], self._lower, self._upper, batch.device, generator)
+        return {"angle": radians(turns)}
+
+    def matrix(self, params, height: int, width: int) -> torch.Tensor:
+        return rotation_matrix(params["angle"], height, width)

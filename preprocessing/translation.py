@@ -1,0 +1,61 @@
+"""RandomTranslation (Keras's ``keras.layers.RandomTranslation``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .affine import AffineLayer, translation_matrix
+from .base import _factor_pair
+
+
+class RandomTranslation(AffineLayer):
+    """Shift each image by its own random fraction of its height and width.
+
+    Args:
+        height_factor: a number ``f`` draws the vertical shift from ``[-f, f]`` times the
+            height, a pair ``(lo, hi)`` from ``[lo, hi]``; positive shifts down. In [-1, 1].
+        width_factor: the same for the horizontal shift; positive shifts right.
+        fill_mode, interpolation, seed, fill_value, data_format: as ``RandomRotation``.
+
+    Input: a rank-3 image or a rank-4 batch. Output: same shape; float dtypes are kept,
+    integer inputs come back as float32. Identity (but for the dtype) in ``eval()``.
+
+    Raises:
+        ValueError: a bad argument (naming it) or an input that is not rank 3 or 4.
+
+    Example:
+        >>> import torch
+        >>> layer = RandomTranslation(0.0, (0.5, 0.5), fill_mode="constant", seed=1)
+        >>> out = layer(torch.tensor([[[1.0, 2.0, 3.0, 4.0]]]))  # two pixels to the right
+        >>> out.round(decimals=4) + 0.0
+        tensor([[[0., 0., 1., 2.]]])
+    """
+
+    def __init__(
+        self,
+        height_factor: float | tuple[float, float],
+        width_factor: float | tuple[float, float],
+        fill_mode: str = "reflect",
+        interpolation: str = "bilinear",
+        seed: int | None = None,
+        fill_value: float = 0.0,
+        data_format: str = "channels_first",
+    ) -> None:
+        super().__init__(fill_mode, interpolation, fill_value, seed, data_format)
+        self.height_factor = height_factor
+        self.width_factor = width_factor
+        self._h = _factor_pair(self, "height_factor", height_factor, -1.0, 1.0)
+        self._w = _factor_pair(self, "width_factor", width_factor, -1.0, 1.0)
+
+    def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
+        batch, _ = self._as_batch(images)
+        n, dev = batch.shape[0], batch.device
+        h, w = self._hw(batch)
+        dy = self._uniform(n, self._h[0], self._h[1], dev, generator) * h
+        dx = self._uniform(n, self._w[0], self._w[1], dev, generator) * w
+        return {"dy": dy, "dx": dx}
+
+    def matrix(self, params, height: int, width: int) -> torch.Tensor:
+        return translation_matrix(params["dy"], params["dx"])
