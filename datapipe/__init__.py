@@ -61,3 +61,81 @@ __all__ = [
     "sample_from_datasets",
     "zip",
 ]
+
+# Statistics (Options.stats, Dataset.profile): importing the package installs its iterator hook.
+from datapipe import stats  # noqa: E402
+
+__all__ += ["stats"]
+
+# Distribution: importing the package installs the auto-shard rewrite (datapipe.distribute).
+from datapipe import distribute  # noqa: E402
+from datapipe.distribute import (  # noqa: E402
+    AutoShardError,
+    TorchIterableDataset,
+    WorkerContextError,
+    load_state,
+    save_state,
+)
+
+__all__ += [
+    "AutoShardError",
+    "TorchIterableDataset",
+    "WorkerContextError",
+    "distribute",
+    "load_state",
+    "save_state",
+]
+
+# Files: file lists, text lines, images, columnar formats, save/load (datapipe.io).
+from datapipe import io  # noqa: E402
+from datapipe.io import (  # noqa: E402
+    ArrowIPCDataset,
+    CsvDataset,
+    FileReadError,
+    FileSource,
+    ImageDecodeError,
+    NullValueError,
+    ParquetDataset,
+    SchemaMismatchError,
+    TextLineDataset,
+    decode_image,
+    decode_jpeg,
+    decode_png,
+    from_arrow_ipc,
+    from_csv,
+    from_feather,
+    from_parquet,
+    image_dataset_from_directory,
+    list_files,
+    load_image,
+    read_file,
+)
+
+__all__ += [
+    "ArrowIPCDataset",
+    "CsvDataset",
+    "FileReadError",
+    "FileSource",
+    "ImageDecodeError",
+    "NullValueError",
+    "ParquetDataset",
+    "SchemaMismatchError",
+    "TextLineDataset",
+    "decode_image",
+    "decode_jpeg",
+    "decode_png",
+    "from_arrow_ipc",
+    "from_csv",
+    "from_feather",
+    "from_parquet",
+    "image_dataset_from_directory",
+    "io",
+    "list_files",
+    "load_image",
+    "read_file",
+]
+
+# Stream ops (window): the spec of a Dataset-valued component.
+from datapipe._spec import DatasetSpec  # noqa: E402
+
+__all__ += ["DatasetSpec"]

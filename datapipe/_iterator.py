@@ -83,7 +83,6 @@ class Iterator:
         self._buf: list = []
         self._pos = 0
         self._chunk = 1
-        self._state_before = None  # root state before the chunk in _buf was fetched
         self._finalizer = weakref.finalize(self, root.close)
 
     @property
@@ -104,7 +103,6 @@ class Iterator:
         if self._root.closed:
             raise StopIteration
         try:
-            self._state_before = self._root.get_state()
             self._buf = self._root.next_chunk(self._chunk)
         except BaseException as e:
             # Ops locate their own errors (op, element index, file); here we only make sure
@@ -113,17 +111,21 @@ class Iterator:
             if isinstance(e, KeyboardInterrupt):
                 self.close()
             raise
-        self._pos = 0
         self._chunk = min(self._chunk * 2, MAX_OUTER_CHUNK)
         if not self._buf:
+            self._pos = 0
             raise StopIteration
         self._pos = 1
         return self._buf[0]
 
     def get_state(self) -> dict:
-        if self._pos < len(self._buf):
-            return {"epoch": list(self._epoch), "root": self._state_before, "skip": self._pos}
-        return {"epoch": list(self._epoch), "root": self._root.get_state(), "skip": 0}
+        # The root is past the elements still in our buffer; they travel in the state
+        # (at most MAX_OUTER_CHUNK - 1), so a snapshot costs nothing until it is asked for.
+        return {
+            "epoch": list(self._epoch),
+            "root": self._root.get_state(),
+            "pending": list(self._buf[self._pos :]),
+        }
 
     def set_state(self, state: dict) -> None:
         if tuple(state["epoch"]) != self._epoch:
@@ -134,11 +136,7 @@ class Iterator:
             self._finalizer.detach()
             self._finalizer = weakref.finalize(self, self._root.close)
         self._root.set_state(state["root"])
-        self._buf, self._pos = [], 0
-        skip = int(state["skip"])
-        if skip:
-            self._buf = pull_exactly(self._root, skip)
-            self._pos = len(self._buf)
+        self._buf, self._pos = list(state["pending"]), 0
 
     state_dict = get_state
     load_state_dict = set_state

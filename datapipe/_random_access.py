@@ -37,12 +37,35 @@ class RandomAccessIterator(OpIterator):
         self.ra, self.epoch, self.op_name = ra, epoch, op_name
         self.index = 0
         self.length = len(ra)
+        self.pending: BaseException | None = None
 
     def next_chunk(self, n: int) -> list:
+        if self.pending is not None:
+            err, self.pending = self.pending, None
+            raise err
         stop = min(self.index + n, self.length)
         if stop <= self.index:
             return []
-        out = self.ra.get_many(range(self.index, stop), self.epoch)
+        try:
+            out = self.ra.get_many(range(self.index, stop), self.epoch)
+        except Exception:  # noqa: BLE001 - located below
+            return self._one_by_one(stop)
+        self.index = stop
+        return out
+
+    def _one_by_one(self, stop: int) -> list:
+        """After a failed chunk: deliver the good elements before the failing one, then its
+        error, and move past it (so ``ignore_errors`` continues instead of retrying it)."""
+        out: list = []
+        for i in range(self.index, stop):
+            try:
+                out.extend(self.ra.get_many(range(i, i + 1), self.epoch))
+            except Exception as e:  # noqa: BLE001 - delivered after the good elements
+                self.index = i + 1
+                if not out:
+                    raise
+                self.pending = e
+                return out
         self.index = stop
         return out
 
@@ -51,3 +74,4 @@ class RandomAccessIterator(OpIterator):
 
     def set_state(self, state: dict) -> None:
         self.index = int(state["index"])
+        self.pending = None

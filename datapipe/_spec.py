@@ -95,8 +95,24 @@ def is_torch(x: Any) -> bool:
     return torch is not None and isinstance(x, torch.Tensor)
 
 
-def leaf_spec(x: Any) -> TensorSpec:
-    """Spec of one leaf value (array, tensor, scalar, str or bytes)."""
+@dataclass(frozen=True)
+class DatasetSpec:
+    """Spec of a component whose value is itself a ``Dataset`` (``tf.data.DatasetSpec``),
+    as in the elements of ``window``. ``shape``/``dtype`` let code that walks specs treat
+    it as a scalar object."""
+
+    element_spec: Any
+    shape: tuple = ()
+    dtype: Any = np.dtype(object)
+
+    def __repr__(self) -> str:
+        return f"DatasetSpec({self.element_spec!r})"
+
+
+def leaf_spec(x: Any) -> TensorSpec | DatasetSpec:
+    """Spec of one leaf value (array, tensor, scalar, str, bytes, or a Dataset)."""
+    if hasattr(x, "_make_iterator") and hasattr(x, "element_spec"):  # a Dataset
+        return DatasetSpec(x.element_spec)
     if is_torch(x):
         return TensorSpec(tuple(x.shape), x.dtype)
     if isinstance(x, (np.ndarray, np.generic)):

@@ -112,6 +112,18 @@ class Dataset:
         unless the source holds torch tensors."""
         return iter(self)
 
+    def _first_element(self) -> Any:
+        """The first element, or None when empty (for ``element_spec`` inference). Never
+        auto-sharded: every worker infers the same spec, whatever its share."""
+        from datapipe.options import AutoShardPolicy, DistributeOptions
+
+        off = Options(distribute=DistributeOptions(auto_shard_policy=AutoShardPolicy.OFF))
+        it = iter(self.take(1).with_options(off))
+        try:
+            return next(it, None)
+        finally:
+            it.close()
+
     def take_all(self) -> list:
         """All elements in a list (handy in tests and small pipelines)."""
         return list(self)
@@ -155,10 +167,13 @@ class Dataset:
         weights: Sequence[float] | None = None,
         seed: int | None = None,
         stop_on_empty_dataset: bool = False,
+        rerandomize_each_iteration: bool = False,
     ) -> Dataset:
         from datapipe.ops.sample_from_datasets import SampleFromDatasets
 
-        return SampleFromDatasets(datasets, weights, seed, stop_on_empty_dataset)
+        return SampleFromDatasets(
+            datasets, weights, seed, stop_on_empty_dataset, rerandomize_each_iteration
+        )
 
     @staticmethod
     def choose_from_datasets(
@@ -368,10 +383,15 @@ class Dataset:
         num_elements: int | None = None,
         seconds: float | None = None,
         trace_path: str | None = None,
+        **kwargs: Any,
     ) -> Any:
+        """Run with per-stage statistics; a ``ProfileReport`` (table, verdict, JSON). See
+        ``datapipe.stats.profile`` for ``kwargs`` (``step_fn``, ``progress``, ``rank``)."""
         from datapipe.stats.profile import profile
 
-        return profile(self, num_elements=num_elements, seconds=seconds, trace_path=trace_path)
+        return profile(
+            self, num_elements=num_elements, seconds=seconds, trace_path=trace_path, **kwargs
+        )
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self._name} element_spec={self.element_spec!r}>"

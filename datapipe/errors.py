@@ -40,10 +40,17 @@ def annotate(
 
     Control-flow exceptions (KeyboardInterrupt, SystemExit, GeneratorExit) pass unchanged.
     """
-    if isinstance(exc, (DatapipeError, KeyboardInterrupt, SystemExit, GeneratorExit)):
+    if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
         return exc
+    if isinstance(exc, DatapipeError) and not getattr(exc, "needs_location", False):
+        return exc  # located already; file readers' errors (needs_location) know only the file
     if not isinstance(exc, Exception):
         return exc
+    if path is None:
+        # File readers raise errors that carry the path (datapipe.io's errors set ``path``,
+        # OSError sets ``filename``), so a failure inside ``map(load_image)`` names the file.
+        path = getattr(exc, "path", None) or getattr(exc, "filename", None)
+        path = path if isinstance(path, str) else None
     err = PipelineError(op, index, exc, path)
     err.__cause__ = exc
     return err

@@ -132,8 +132,11 @@ class Layer(torch.nn.Module):
 
 
 def _check_seed(layer: Layer, seed: Any) -> None:
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        layer._fail("seed", "must be an int or None", seed)
+    if seed is not None and (
+        isinstance(seed, bool) or not isinstance(seed, int) or not -(2**63) <= seed < 2**64
+    ):
+        # torch.Generator.manual_seed takes [-2**63, 2**64); fail here, not at first call.
+        layer._fail("seed", "must be an int in [-2**63, 2**64) or None", seed)
 
 
 class RandomLayer(Layer):
@@ -145,6 +148,11 @@ class RandomLayer(Layer):
     layer's own generator seeded by ``seed`` (one per device, created lazily), or torch's
     global RNG when ``seed`` is None. In ``eval()`` mode the layer is the identity (apart
     from the dtype policy), like Keras's ``training=False``.
+
+    The layer's own generator is one stream shared by every call: in
+    ``Dataset.map(layer, num_parallel_calls=N > 1)`` which element gets which draw
+    depends on thread timing. For a stream that is the same for any parallelism, use
+    ``Dataset.random_map(lambda x, rng: layer(x, generator=rng), seed=...)``.
     """
 
     _abstract = True

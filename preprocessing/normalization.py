@@ -84,6 +84,9 @@ class Normalization(Layer):
 
     def _as_stat(self, name: str, value: Any) -> torch.Tensor:
         arr = np.asarray(value, dtype=np.float64)
+        if not np.isfinite(arr).all() or (name == "variance" and (arr < 0).any()):
+            what = "must be finite and >= 0" if name == "variance" else "must be finite"
+            self._fail(name, what, value)
         if arr.ndim == 0:
             return torch.from_numpy(arr.reshape(1, 1, 1).copy())
         if arr.ndim != len(self._keep):
@@ -113,6 +116,7 @@ class Normalization(Layer):
         batch, single = self._as_batch(images)
         if self.mean.numel() == 0:
             raise ValueError("Normalization: no statistics; call adapt() or pass mean and variance")
+        self._check_kept_sizes(batch)
         x = self._to_float(batch)
         mean = self.mean.to(x.dtype)
         std = self.variance.sqrt().clamp_min(_EPSILON).to(x.dtype)
@@ -120,6 +124,18 @@ class Normalization(Layer):
         # as the arithmetic on CPU.
         out = (x * std).add_(mean) if self.invert else (x - mean).div_(std)
         return self._unbatch(out, single)
+
+    def _check_kept_sizes(self, batch: torch.Tensor) -> None:
+        """Each kept axis must match the statistics (or they are size 1 and broadcast);
+        otherwise broadcasting would fail obscurely or silently change the output shape."""
+        for axis in self._keep:
+            want, got = self.mean.shape[axis], batch.shape[axis + 1]
+            if want != 1 and want != got:
+                raise ValueError(
+                    f"Normalization: the statistics have {want} entries along image axis "
+                    f"{axis - 3} ({self.data_format}), but the input has {got}; "
+                    f"got shape {tuple(batch.shape)}"
+                )
 
     # ----------------------------------------------------------------- adapt
     def adapt(self, data: Any, batch_size: int | None = None, steps: int | None = None) -> None:
@@ -161,6 +177,8 @@ class Normalization(Layer):
             if steps is not None and step >= steps:
                 break
             n, b_mean, b_m2 = self._moments(batch)
+            if n == 0:  # an empty batch (or zero-sized images) carries no moments
+                continue
             if mean is None:
                 count, mean, m2 = n, b_mean, b_m2
                 continue

@@ -44,9 +44,11 @@ class Pipeline(Layer):
     whose ``fill_mode``/``interpolation``/``fill_value`` agree (flips have none, so they
     join any run) compose into one 3x3 matrix per image and ONE resampling. This equals
     the layers applied one by one wherever every intermediate sample lies inside the
-    image; where it does not, the fused result samples the original image's extension
-    directly (one interpolation instead of several, no fill seen through fill). Other
-    layers run as themselves, in order.
+    image and at most one of them falls between pixels (flips and whole-pixel moves are
+    exact); otherwise the fused result is the sharper one: it interpolates the original
+    image once instead of interpolating interpolations, and samples the original
+    image's extension directly (no fill seen through fill). Other layers run as
+    themselves, in order; nested Pipelines receive ``generator`` too.
 
     Args:
         layers: layers, or their ``serialize_layer`` dicts. All must share ``data_format``.
@@ -88,7 +90,7 @@ class Pipeline(Layer):
         for group in _groups(list(self.layers)):
             if isinstance(group[0], _GEOMETRIC):
                 x = self._warp(group, x, generator)
-            elif isinstance(group[0], RandomLayer):
+            elif isinstance(group[0], (RandomLayer, Pipeline)):
                 x = group[0](x, generator=generator)
             else:
                 x = group[0](x)

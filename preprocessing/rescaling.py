@@ -47,6 +47,12 @@ class Rescaling(Layer):
     def _per_channel(self, value: Any, like: torch.Tensor) -> torch.Tensor | float:
         if not isinstance(value, (list, tuple)):
             return float(value)
+        channels = like.shape[self._channel_axis]
+        if len(value) != channels:
+            raise ValueError(
+                f"Rescaling: {len(value)} per-channel values for an input with {channels} "
+                f"channels ({self.data_format}); got shape {tuple(like.shape)}"
+            )
         t = torch.tensor(value, dtype=like.dtype, device=like.device)
         shape = [1, 1, 1, 1]
         shape[self._channel_axis] = len(value)

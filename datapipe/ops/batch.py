@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from datapipe._batching import stack
@@ -99,33 +99,90 @@ class _BatchAccess:
 
 
 class BatchIterator(OpIterator):
+    """Pulls ``n * batch_size`` input elements per ``next_chunk(n)`` and stacks them.
+
+    A batch that fails to build (``make`` raised) is raised after the good batches before
+    it; the input elements after it are kept (``leftover``, part of the state), so no
+    good batch is lost and iteration may continue past the failure (``ignore_errors``).
+
+    Args:
+        make: ``make(elements, start_index) -> batch``; ``stack`` by default
+            (``padded_batch`` passes its padding function).
+    """
+
     op_name = "batch"
 
-    def __init__(self, inner: OpIterator, batch_size: int, drop_remainder: bool):
+    def __init__(
+        self,
+        inner: OpIterator,
+        batch_size: int,
+        drop_remainder: bool,
+        make: Callable[[list, int], Any] | None = None,
+        op_name: str = "batch",
+    ):
         super().__init__([inner])
         self.inner, self.b, self.drop = inner, batch_size, drop_remainder
-        self.count = 0  # input elements consumed
-        self.done = False
+        self.make = make or (lambda part, start: stack(part, op_name, start))
+        self.op_name = op_name
+        self.count = 0  # input elements consumed into batches (built or failed)
+        self.done = False  # the input has ended
+        self.leftover: list = []  # input elements pulled but not yet batched
+        self.pending: BaseException | None = None
+
+    def _pull(self, need: int) -> list:
+        elems, self.leftover = self.leftover[:need], self.leftover[need:]
+        while len(elems) < need and not self.done:
+            try:
+                more = self.inner.next_chunk(need - len(elems))
+            except Exception as e:  # noqa: BLE001 - the full batches before it come first
+                if len(elems) < self.b:
+                    self.leftover = elems + self.leftover
+                    raise
+                self.pending = e
+                break
+            if not more:
+                self.done = True
+            elems.extend(more)
+        return elems
 
     def next_chunk(self, n: int) -> list:
-        if self.done:
-            return []
+        if self.pending is not None:
+            err, self.pending = self.pending, None
+            raise err
         b = self.b
-        elems = pull_exactly(self.inner, n * b)
-        if len(elems) < n * b:
-            self.done = True
+        elems = self._pull(n * b)
         out = []
         for s in range(0, len(elems), b):
             part = elems[s : s + b]
-            if len(part) < b and self.drop:
+            if len(part) < b and self.pending is not None:  # an input error ended this pull
+                self.leftover = part + self.leftover
                 break
-            out.append(stack(part, "batch", self.count + s))
-        self.count += len(elems)
+            if len(part) < b and self.drop:  # only the input's last, short batch
+                self.count += len(part)
+                break
+            try:
+                batch = self.make(part, self.count)
+            except Exception as e:  # noqa: BLE001 - delivered after the good batches
+                self.count += len(part)
+                self.leftover = elems[s + b :] + self.leftover
+                if not out:
+                    raise
+                self.pending = e
+                return out
+            self.count += len(part)
+            out.append(batch)
         return out
 
     def get_state(self) -> dict:
-        return {"count": self.count, "done": self.done, "input": self.inner.get_state()}
+        return {
+            "count": self.count,
+            "done": self.done,
+            "leftover": list(self.leftover),
+            "input": self.inner.get_state(),
+        }
 
     def set_state(self, state: dict) -> None:
         self.count, self.done = int(state["count"]), bool(state["done"])
+        self.leftover = list(state.get("leftover", []))
+        self.pending = None
         self.inner.set_state(state["input"])

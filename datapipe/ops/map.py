@@ -65,11 +65,7 @@ class MapDataset(Dataset):
     def element_spec(self) -> Any:
         # Unlike tf.data we can't trace the function: compute one element to learn its spec.
         if self._spec_cache is None:
-            it = iter(self.take(1))
-            try:
-                first = next(it, None)
-            finally:
-                it.close()
+            first = self._first_element()
             if first is None:
                 return nest.map_structure(lambda s: s, self._inputs[0].element_spec)
             self._spec_cache = spec_of(first)
@@ -114,31 +110,44 @@ class MapAccess:
 
 class MapIterator(OpIterator):
     """Sequential map over input chunks. A failure is raised after the elements before it
-    are delivered, and iteration may continue past it (``ignore_errors``)."""
+    are delivered; the input elements after it are kept, so iteration may continue past
+    the failing element (``ignore_errors``) without losing any other."""
 
     def __init__(self, inner: OpIterator, func: Callable, op: str, unpack: bool = True):
         super().__init__([inner])
         self.inner, self.func, self.op_name, self.unpack = inner, func, op, unpack
         self.count = 0  # input elements consumed, for error indices
         self.pending: BaseException | None = None
+        self.leftover: list = []  # input elements after a failed one, not yet mapped
 
     def next_chunk(self, n: int) -> list:
         if self.pending is not None:
             err, self.pending = self.pending, None
             raise err
-        chunk = self.inner.next_chunk(n)
+        if self.leftover:
+            chunk, self.leftover = self.leftover[:n], self.leftover[n:]
+        else:
+            chunk = self.inner.next_chunk(n)
         out, err = apply_chunk(self.func, chunk, self.op_name, self.count, self.unpack)
-        self.count += len(chunk)
-        if err is not None:
-            if not out:
-                raise err
-            self.pending = err
+        if err is None:
+            self.count += len(chunk)
+            return out
+        self.count += len(out) + 1
+        self.leftover = chunk[len(out) + 1 :] + self.leftover
+        if not out:
+            raise err
+        self.pending = err
         return out
 
     def get_state(self) -> dict:
-        return {"count": self.count, "input": self.inner.get_state()}
+        return {
+            "count": self.count,
+            "leftover": list(self.leftover),
+            "input": self.inner.get_state(),
+        }
 
     def set_state(self, state: dict) -> None:
         self.count = int(state["count"])
+        self.leftover = list(state.get("leftover", []))
         self.pending = None
         self.inner.set_state(state["input"])

@@ -1,0 +1,30 @@
+"""Distribution: the worker context, auto-sharding, torch integration, iterator state files.
+
+Importing this package (``import datapipe`` does) installs the auto-shard rewrite, so every
+``iter()`` gives each worker — each ``torch.distributed`` rank and each ``DataLoader``
+worker — its own share of the data (see ``datapipe.distribute.auto_shard``).
+"""
+
+from datapipe.distribute.auto_shard import AutoShardError, auto_shard, install, replace_inputs
+from datapipe.distribute.context import (
+    WorkerContext,
+    WorkerContextError,
+    resolve_worker_context,
+)
+from datapipe.distribute.state_io import load_state, save_state
+from datapipe.distribute.torch_dataset import TorchIterableDataset
+
+install()
+
+__all__ = [
+    "AutoShardError",
+    "TorchIterableDataset",
+    "WorkerContext",
+    "WorkerContextError",
+    "auto_shard",
+    "install",
+    "load_state",
+    "replace_inputs",
+    "resolve_worker_context",
+    "save_state",
+]

@@ -1,0 +1,202 @@
+"""Iterator state in a safe file format: JSON for structure, numpy arrays beside it.
+
+An iterator's ``get_state()`` holds ints (PCG64 states are 128-bit: JSON keeps them
+exact), strings, lists, dicts, and elements (numpy arrays and scalars, torch tensors,
+nested tuples and dicts) sitting in shuffle buffers. ``encode_state`` turns that into a
+JSON document in which each array is a tagged reference into a dict of numpy arrays;
+``save_state`` writes both into one ``.npz`` file (the JSON as a text array). Loading uses
+``numpy.load(allow_pickle=False)`` and ``json.loads``: no code runs, unlike pickle.
+
+Tags (objects with the key ``"__dp__"``): ``ndarray``, ``np_scalar``, ``torch``, ``tuple``,
+``namedtuple`` (restored as a ``collections.namedtuple`` of the same name and fields: the
+user's class itself is not imported), ``dict`` (non-string keys), ``bytes``, ``float``
+(NaN and infinities).
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import io
+import json
+import math
+import os
+import tempfile
+from typing import Any
+
+import numpy as np
+
+TAG = "__dp__"
+_FORMAT = "datapipe-state-1"
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+def _encode(x: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
+    if x is None or isinstance(x, (bool, int, str)):
+        return x
+    if isinstance(x, float):
+        return x if math.isfinite(x) else {TAG: "float", "value": repr(x)}
+    if isinstance(x, (np.ndarray, np.generic)):
+        arr = np.asarray(x)
+        if arr.dtype.hasobject:
+            raise TypeError(f"save_state: {path} is an object array, which cannot be saved safely")
+        key = f"a{len(arrays)}"
+        arrays[key] = arr
+        return {TAG: "ndarray" if isinstance(x, np.ndarray) else "np_scalar", "ref": key}
+    if type(x).__module__.startswith("torch") and hasattr(x, "detach"):
+        t = x.detach().cpu()
+        dtype = str(t.dtype).removeprefix("torch.")
+        if dtype == "bfloat16":  # no numpy dtype: keep the bits
+            t = t.view(_torch().int16)
+        key = f"a{len(arrays)}"
+        arrays[key] = t.numpy()
+        return {TAG: "torch", "ref": key, "dtype": dtype}
+    if isinstance(x, bytes):
+        return {TAG: "bytes", "b64": base64.b64encode(x).decode("ascii")}
+    if isinstance(x, tuple):
+        items = [_encode(v, arrays, f"{path}[{i}]") for i, v in enumerate(x)]
+        if hasattr(type(x), "_fields"):
+            return {
+                TAG: "namedtuple",
+                "name": type(x).__name__,
+                "fields": list(x._fields),
+                "items": items,
+            }
+        return {TAG: "tuple", "items": items}
+    if isinstance(x, list):
+        return [_encode(v, arrays, f"{path}[{i}]") for i, v in enumerate(x)]
+    if isinstance(x, dict):
+        if all(isinstance(k, str) for k in x) and TAG not in x:
+            return {k: _encode(v, arrays, f"{path}[{k!r}]") for k, v in x.items()}
+        return {
+            TAG: "dict",
+            "items": [[_encode(k, arrays, path), _encode(v, arrays, path)] for k, v in x.items()],
+        }
+    raise TypeError(
+        f"save_state: {path} has type {type(x).__name__}, which has no safe encoding "
+        "(supported: None, bool, int, float, str, bytes, numpy, torch, tuple, list, dict)"
+    )
+
+
+def encode_state(state: Any) -> tuple[Any, dict[str, np.ndarray]]:
+    """``(json_document, arrays)`` for ``state`` (see the module docstring).
+
+    Raises:
+        TypeError: a value has no safe encoding (names its path in the state).
+    """
+    arrays: dict[str, np.ndarray] = {}
+    return _encode(state, arrays, "state"), arrays
+
+
+def _decode(x: Any, arrays: Any) -> Any:
+    if isinstance(x, list):
+        return [_decode(v, arrays) for v in x]
+    if not isinstance(x, dict):
+        return x
+    tag = x.get(TAG)
+    if tag is None:
+        return {k: _decode(v, arrays) for k, v in x.items()}
+    if tag == "ndarray":
+        return arrays[x["ref"]]
+    if tag == "np_scalar":
+        return arrays[x["ref"]][()]
+    if tag == "torch":
+        torch = _torch()
+        t = torch.from_numpy(np.array(arrays[x["ref"]]))
+        return t.view(torch.bfloat16) if x["dtype"] == "bfloat16" else t
+    if tag == "float":
+        return float(x["value"])
+    if tag == "bytes":
+        return base64.b64decode(x["b64"])
+    if tag == "tuple":
+        return tuple(_decode(v, arrays) for v in x["items"])
+    if tag == "namedtuple":
+        cls = collections.namedtuple(x["name"], x["fields"])
+        return cls(*[_decode(v, arrays) for v in x["items"]])
+    if tag == "dict":
+        return {_hashable(_decode(k, arrays)): _decode(v, arrays) for k, v in x["items"]}
+    raise ValueError(f"load_state: unknown tag {tag!r} in the state file")
+
+
+def _hashable(k: Any) -> Any:
+    return k.item() if isinstance(k, np.generic) else k
+
+
+def decode_state(doc: Any, arrays: Any) -> Any:
+    """Inverse of ``encode_state``."""
+    return _decode(doc, arrays)
+
+
+def state_to_bytes(state: Any) -> bytes:
+    """``state`` as the bytes of an ``.npz`` archive (JSON document + arrays)."""
+    doc, arrays = encode_state(state)
+    text = json.dumps({"format": _FORMAT, "state": doc})
+    buf = io.BytesIO()
+    np.savez(buf, __json__=np.array(text), **arrays)
+    return buf.getvalue()
+
+
+def state_from_bytes(data: bytes) -> Any:
+    """Inverse of ``state_to_bytes``; runs no code (``allow_pickle=False``).
+
+    Raises:
+        ValueError: the bytes are not a datapipe state archive.
+    """
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:
+        if "__json__" not in z.files:
+            raise ValueError("load_state: not a datapipe state archive (no __json__ entry)")
+        meta = json.loads(str(z["__json__"]))
+        if meta.get("format") != _FORMAT:
+            raise ValueError(f"load_state: unsupported state format {meta.get('format')!r}")
+        arrays = {k: z[k] for k in z.files if k != "__json__"}
+    return decode_state(meta["state"], arrays)
+
+
+def save_state(state: Any, path: str | os.PathLike) -> None:
+    """Write ``state`` (e.g. ``iterator.state_dict()``) to ``path`` atomically.
+
+    The file is an ``.npz`` archive: entry ``__json__`` holds the JSON document, the other
+    entries the arrays it refers to. A crash mid-write leaves the previous file intact.
+
+    Raises:
+        TypeError: a value has no safe encoding (names its path in the state).
+
+    Example:
+        >>> import datapipe as dp, os, tempfile
+        >>> it = iter(dp.range(10).shuffle(4, seed=1))
+        >>> _ = [next(it) for _ in range(3)]
+        >>> path = os.path.join(tempfile.mkdtemp(), "it.state")
+        >>> save_state(it.state_dict(), path)
+        >>> it2 = iter(dp.range(10).shuffle(4, seed=1))
+        >>> it2.load_state_dict(load_state(path))
+        >>> [int(x) for x in it2] == [int(x) for x in it]
+        True
+    """
+    path = os.fspath(path)
+    data = state_to_bytes(state)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load_state(path: str | os.PathLike) -> Any:
+    """Read a state written by ``save_state``; runs no code.
+
+    Raises:
+        ValueError: the file is not a datapipe state archive.
+    """
+    with open(os.fspath(path), "rb") as f:
+        return state_from_bytes(f.read())

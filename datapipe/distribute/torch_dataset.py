@@ -1,0 +1,166 @@
+"""``TorchIterableDataset``: a datapipe ``Dataset`` as a ``torch.utils.data.IterableDataset``.
+
+Each ``__iter__`` (in the main process with ``num_workers=0``, or in each DataLoader
+worker) builds the pipeline's iterator for this worker: ranks x loader workers form one
+index space and the auto-shard rewrite gives each its own share, so no sharding code and
+no ``DistributedSampler`` are needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator as PyIterator
+from typing import Any
+
+import torch
+from torch.utils.data import IterableDataset, get_worker_info
+
+from datapipe.distribute.context import resolve_process
+from datapipe.distribute.state_io import state_from_bytes, state_to_bytes
+from datapipe.options import DistributeOptions, Options
+
+
+class TorchIterableDataset(IterableDataset):
+    """A torch ``IterableDataset`` over a datapipe ``Dataset`` (``Dataset.as_torch_dataset``).
+
+    Works with ``DataLoader(num_workers=0..N, persistent_workers=..., pin_memory=...)``:
+    each loader worker reads a disjoint share (see ``datapipe.distribute.auto_shard`` for
+    the policies and ``Options.distribute.uneven`` for even ends). Elements are yielded as
+    the pipeline produces them (numpy or torch); the DataLoader's collate turns numpy into
+    tensors. Pass ``batch_size=None`` to the DataLoader when the pipeline batches itself.
+
+    Epochs: the k-th ``iter()`` is epoch ``k`` (``reshuffle_each_iteration`` reshuffles).
+    With ``num_workers > 0`` and ``persistent_workers=False`` each epoch starts from a fresh
+    copy of this object, so call ``set_epoch(epoch)`` before each epoch, as with torch's
+    ``DistributedSampler``; ``set_epoch`` is always safe to call.
+
+    Checkpoints: ``state_dict()`` / ``load_state_dict()`` save and restore the position
+    within the epoch (exactly: elements already yielded are not yielded again). The state
+    holds only ints, bools and a ``uint8`` tensor (an ``.npz`` archive of JSON plus numpy
+    arrays), so ``torch.load(..., weights_only=True)`` reads it. It describes the iterator
+    of *this* process; with ``num_workers > 0`` the iterators live in the loader workers,
+    where ``torchdata.stateful_dataloader.StatefulDataLoader`` calls these methods.
+
+    Raises:
+        WorkerContextError: (at ``iter()``) malformed or contradictory worker settings.
+
+    Example:
+        >>> import datapipe as dp, torch
+        >>> tds = dp.range(6).map(lambda x: x * 10).as_torch_dataset()
+        >>> [int(x) for x in torch.utils.data.DataLoader(tds, batch_size=None)]
+        [0, 10, 20, 30, 40, 50]
+    """
+
+    def __init__(self, dataset: Any):
+        super().__init__()
+        self.dataset = dataset
+        self._epoch_base = 0  # set_epoch's value
+        self._local_iters = 0  # iter() calls since set_epoch in this process
+        self._iterator: Any = None
+        self._epoch: int | None = None
+        self._done = False
+        self._final_state: Any = None  # the iterator's state when its generator closed
+        self._pending: dict | None = None  # loaded state, applied by the next iter()
+        self._process: tuple[int, int] | None = None  # (rank, world) seen by the parent
+
+    # ---- epochs ------------------------------------------------------------------------
+    def set_epoch(self, epoch: int) -> None:
+        """Use ``epoch`` for the next ``iter()`` (and ``epoch + k`` for the k-th after it).
+
+        A state loaded with ``load_state_dict`` for another epoch is discarded."""
+        self._epoch_base, self._local_iters = int(epoch), 0
+        if self._pending is not None and self._pending["epoch"] != int(epoch):
+            self._pending = None
+
+    def _start(self) -> tuple[int, Any]:
+        pending, self._pending = self._pending, None
+        if pending is not None and not pending["done"]:
+            self._epoch_base, self._local_iters = pending["epoch"], 1
+            return pending["epoch"], pending["iterator"]
+        if pending is not None:  # the saved epoch had ended: go on with the next one
+            self._epoch_base, self._local_iters = pending["epoch"] + 1, 0
+        epoch = self._epoch_base + self._local_iters
+        self._local_iters += 1
+        return epoch, None
+
+    def __iter__(self) -> PyIterator:
+        epoch, state = self._start()
+        p_index, p_count = self._process or resolve_process(self.dataset.options)[:2]
+        # The process part is fixed here (the rank the parent saw, when this is a copy
+        # sent to a loader worker); the rewrite multiplies it by the loader workers.
+        place = Options(distribute=DistributeOptions(num_workers=p_count, worker_index=p_index))
+        it = self.dataset.with_options(place)._build_iterator((epoch,))
+        if state is not None:
+            it.load_state_dict(state)
+        self._iterator, self._epoch, self._done, self._final_state = it, epoch, False, None
+        return self._generate(it)
+
+    def _generate(self, it: Any) -> PyIterator:
+        try:
+            yield from it
+            self._done = True
+        finally:
+            if it is self._iterator:
+                self._final_state = None if self._done else it.state_dict()
+            it.close()
+
+    # ---- checkpoints -------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """``{"epoch": int, "done": bool, "iterator": uint8 tensor | None}``: the position
+        after the elements yielded so far in this process (see the class docstring)."""
+        if self._pending is not None:
+            p = self._pending
+            state = p["iterator"]
+            return {"epoch": p["epoch"], "done": p["done"], "iterator": _pack(state)}
+        if self._iterator is None:
+            return {"epoch": self._epoch_base + self._local_iters, "done": False, "iterator": None}
+        if self._done:
+            return {"epoch": self._epoch, "done": True, "iterator": None}
+        state = self._final_state
+        if state is None:
+            state = self._iterator.state_dict()
+        return {"epoch": self._epoch, "done": False, "iterator": _pack(state)}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Resume from ``state_dict()``'s output: the next ``iter()`` continues that epoch
+        where it stopped (or starts the following epoch if it had ended).
+
+        Raises:
+            ValueError: the dict lacks ``epoch``/``done``/``iterator`` or the archive is bad.
+        """
+        missing = {"epoch", "done", "iterator"} - set(state_dict)
+        if missing:
+            raise ValueError(
+                f"TorchIterableDataset.load_state_dict: missing keys {sorted(missing)}; "
+                "expected the output of state_dict()"
+            )
+        packed = state_dict["iterator"]
+        self._pending = {
+            "epoch": int(state_dict["epoch"]),
+            "done": bool(state_dict["done"]),
+            "iterator": None if packed is None else _unpack(packed),
+        }
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Sent to a loader worker (spawn/forkserver): record the rank the parent sees, as a
+        # worker process may have no process group of its own.
+        d = dict(self.__dict__)
+        d["_iterator"], d["_final_state"] = None, None
+        if d["_process"] is None and get_worker_info() is None:
+            d["_process"] = resolve_process(self.dataset.options)[:2]
+        return d
+
+
+def _pack(state: Any) -> Any:
+    if state is None:
+        return None
+    return torch.frombuffer(bytearray(state_to_bytes(state)), dtype=torch.uint8)
+
+
+def _unpack(packed: Any) -> Any:
+    if isinstance(packed, torch.Tensor):
+        data = packed.detach().cpu().numpy().tobytes()
+    elif isinstance(packed, (bytes, bytearray)):
+        data = bytes(packed)
+    else:
+        data = bytes(bytearray(packed))
+    return state_from_bytes(data)

@@ -1,0 +1,59 @@
+"""Reading files: file lists, text lines, images, Parquet / Arrow IPC / CSV, and saving.
+
+Public names (also exported from ``datapipe``):
+
+- ``list_files(pattern, shuffle=None, seed=None)`` (tf.data), ``TextLineDataset`` (tf.data),
+  ``read_file`` (tf.io).
+- ``decode_image`` / ``decode_jpeg`` / ``decode_png`` (tf.io names, Pillow decodes),
+  ``load_image(path)``, ``image_dataset_from_directory`` (Keras).
+- ``ParquetDataset`` / ``from_parquet``, ``ArrowIPCDataset`` / ``from_arrow_ipc`` /
+  ``from_feather``, ``CsvDataset`` / ``from_csv`` (pyarrow reads them).
+- ``save_dataset`` / ``load_dataset`` (``Dataset.save`` / ``Dataset.load``), and the
+  on-disk ``cache(filename)``.
+- ``FileSource``: the interface FILE auto-sharding uses (see ``file_source``).
+- Errors: ``FileReadError`` and its subclasses ``ImageDecodeError``,
+  ``SchemaMismatchError``, ``NullValueError``; each names the file (``.path``).
+"""
+
+from datapipe.io._errors import (
+    FileReadError,
+    ImageDecodeError,
+    NullValueError,
+    SchemaMismatchError,
+)
+from datapipe.io.arrow_ipc import ArrowIPCDataset, from_arrow_ipc, from_feather
+from datapipe.io.csv import CsvDataset, from_csv
+from datapipe.io.file_source import FileSource
+from datapipe.io.files import FileListDataset, list_files
+from datapipe.io.image_folder import image_dataset_from_directory
+from datapipe.io.images import decode_image, decode_jpeg, decode_png, load_image
+from datapipe.io.parquet import ParquetDataset, from_parquet
+from datapipe.io.read_file import read_file
+from datapipe.io.save import load_dataset, save_dataset
+from datapipe.io.text import TextLineDataset
+
+__all__ = [
+    "ArrowIPCDataset",
+    "CsvDataset",
+    "FileListDataset",
+    "FileReadError",
+    "FileSource",
+    "ImageDecodeError",
+    "NullValueError",
+    "ParquetDataset",
+    "SchemaMismatchError",
+    "TextLineDataset",
+    "decode_image",
+    "decode_jpeg",
+    "decode_png",
+    "from_arrow_ipc",
+    "from_csv",
+    "from_feather",
+    "from_parquet",
+    "image_dataset_from_directory",
+    "list_files",
+    "load_dataset",
+    "load_image",
+    "read_file",
+    "save_dataset",
+]

@@ -1,0 +1,141 @@
+"""``cache(filename)``: cache a dataset's elements in a file on disk (``tf.data`` semantics).
+
+The first iteration that runs to the end writes every element to ``filename`` (a saved
+dataset directory: Arrow IPC plus ``spec.json``, see ``datapipe.io.save``); later
+iterations (later epochs, later processes) read the file instead of the input. The file is
+written under a temporary name and renamed into place only when the pass completed, so an
+iteration that stops early, fails or is killed leaves no cache that could be read back as
+complete (its temporary directory is removed on ``close``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from datapipe._iterator import OpIterator
+from datapipe._spec import spec_to_json
+from datapipe.dataset import Dataset
+from datapipe.io.save import DatasetWriter, LoadedDataset, is_complete, read_meta
+
+
+class FileCacheDataset(Dataset):
+    """Elements of the input, cached in ``filename`` after the first complete pass.
+
+    Args:
+        filename: directory of the cache (created on the first complete pass; its parent
+            must exist).
+
+    Raises (at ``iter()``):
+        ValueError: an existing cache holds another element spec than the input's (delete
+            the directory or use another filename).
+
+    A checkpoint taken while reading the cache resumes in it; one taken while writing
+    resumes the input without writing (the next complete pass writes the cache).
+
+    Example:
+        >>> import datapipe as dp, os, tempfile
+        >>> calls = []
+        >>> ds = dp.range(3).map(lambda x: calls.append(x) or x).cache(
+        ...     os.path.join(tempfile.mkdtemp(), "c"))
+        >>> first = [int(x) for x in ds]; n = len(calls)
+        >>> second = [int(x) for x in ds]  # read from the file: the map does not run
+        >>> first, second, len(calls) == n
+        ([0, 1, 2], [0, 1, 2], True)
+    """
+
+    _name = "cache"
+
+    def __init__(self, input_ds: Dataset, filename: str | os.PathLike):
+        super().__init__(input_ds)
+        self._filename = os.path.abspath(os.fspath(filename))
+        parent = os.path.dirname(self._filename)
+        if not os.path.isdir(parent):
+            raise FileNotFoundError(f"cache: the directory {parent!r} of the cache does not exist")
+
+    @property
+    def element_spec(self) -> Any:
+        return self._inputs[0].element_spec
+
+    def cardinality(self) -> int:
+        return self._inputs[0].cardinality()
+
+    def _make_iterator(self, ctx, epoch):
+        if is_complete(self._filename):
+            stored = read_meta(self._filename)["element_spec"]
+            mine = spec_to_json(self.element_spec)
+            if json.dumps(stored, sort_keys=True) != json.dumps(mine, sort_keys=True):
+                raise ValueError(
+                    f"cache: {self._filename!r} holds elements of spec {stored}, but the input's "
+                    f"spec is {mine}; delete the cache directory or use another filename"
+                )
+            return CacheReadIterator(LoadedDataset(self._filename))
+        return CacheWriteIterator(ctx.make(self._inputs[0], epoch), self)
+
+
+class CacheReadIterator(OpIterator):
+    op_name = "cache"
+
+    def __init__(self, loaded: LoadedDataset):
+        it = loaded._make_iterator(None, ())
+        super().__init__([it])
+        self.inner = it
+
+    def next_chunk(self, n: int) -> list:
+        return self.inner.next_chunk(n)
+
+    def get_state(self) -> dict:
+        return {"mode": "read", "count": self.inner.count}
+
+    def set_state(self, state: dict) -> None:
+        self.inner.set_state({"count": state["count"]})
+
+
+class CacheWriteIterator(OpIterator):
+    """Passes the input through and writes it; commits when the input ends."""
+
+    op_name = "cache"
+
+    def __init__(self, inner: OpIterator, ds: FileCacheDataset):
+        super().__init__([inner])
+        self.inner, self.ds = inner, ds
+        self.writer: DatasetWriter | None = DatasetWriter(ds._filename, ds.element_spec)
+        self.count = 0
+
+    def next_chunk(self, n: int) -> list:
+        chunk = self.inner.next_chunk(n)
+        if self.writer is not None:
+            if chunk:
+                try:
+                    self.writer.add(chunk)
+                except BaseException:
+                    self._abort()
+                    raise
+            else:
+                writer, self.writer = self.writer, None
+                writer.commit(replace=False)
+        self.count += len(chunk)
+        return chunk
+
+    def _abort(self) -> None:
+        if self.writer is not None:
+            self.writer.abort()
+            self.writer = None
+
+    def get_state(self) -> dict:
+        return {"mode": "write", "count": self.count, "input": self.inner.get_state()}
+
+    def set_state(self, state: dict) -> None:
+        if state.get("mode") != "write":
+            raise ValueError(
+                f"cache: the checkpoint was taken while reading the cache {self.ds._filename!r}, "
+                "which is no longer complete; restart the epoch"
+            )
+        self._abort()  # the elements before the checkpoint are not in this writer
+        self.count = int(state["count"])
+        self.inner.set_state(state["input"])
+
+    def close(self) -> None:
+        self._abort()
+        super().close()

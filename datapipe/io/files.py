@@ -1,0 +1,151 @@
+"""``list_files``: the file names matching glob patterns (``tf.data.Dataset.list_files``)."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from datapipe._spec import TensorSpec
+from datapipe.io.file_source import FileSource
+
+
+def match_files(
+    file_pattern: str | os.PathLike | Sequence[str | os.PathLike], op: str
+) -> list[str]:
+    """Sorted, de-duplicated paths matching one pattern or a list of patterns.
+
+    Raises:
+        FileNotFoundError: no file matches any pattern (the message lists the patterns).
+    """
+    patterns = [file_pattern] if isinstance(file_pattern, (str, os.PathLike)) else file_pattern
+    patterns = [os.fspath(p) for p in patterns]
+    if not patterns:
+        raise ValueError(f"{op}: file_pattern is an empty list")
+    found: set[str] = set()
+    for p in patterns:
+        found.update(f for f in glob.glob(p, recursive=True) if os.path.isfile(f))
+    if not found:
+        listing = ", ".join(repr(p) for p in patterns)
+        raise FileNotFoundError(f"{op}: no files match the pattern(s) {listing}")
+    return sorted(found)
+
+
+class FileListDataset(FileSource):
+    """A list of file paths (``str``), optionally paired with labels and shuffled per epoch.
+
+    Elements are ``path`` (``labels`` is None) or ``(path, label)``. Keeps random access:
+    the shuffle is a permutation of indices drawn per epoch, so state is one integer and
+    ``with_files`` (FILE sharding) restricts the list before shuffling.
+
+    Args:
+        files: the paths, in the order read when not shuffled.
+        labels: optional array, one label per file.
+        shuffle: draw a new permutation of the files each epoch.
+        seed: op seed (default: derived from ``Options.seed`` and the op's position).
+    """
+
+    _name = "list_files"
+
+    def __init__(
+        self,
+        files: Sequence[str],
+        labels: np.ndarray | None = None,
+        shuffle: bool = False,
+        seed: int | None = None,
+    ):
+        super().__init__()
+        self._files = tuple(files)
+        self._labels = None if labels is None else np.asarray(labels)
+        if self._labels is not None and len(self._labels) != len(self._files):
+            raise ValueError(
+                f"{self._name}: got {len(self._labels)} labels for {len(self._files)} files"
+            )
+        self._shuffle = bool(shuffle)
+        self._uses_randomness = self._shuffle
+        self._seed = seed
+
+    def _restrict(self, units: tuple) -> None:
+        if self._labels is not None:
+            pos = {f: i for i, f in enumerate(self._files)}
+            self._labels = self._labels[[pos[u] for u in units]]
+
+    @property
+    def element_spec(self) -> Any:
+        path = TensorSpec((), np.dtype(object))
+        if self._labels is None:
+            return path
+        return (path, TensorSpec(self._labels.shape[1:], self._labels.dtype))
+
+    def cardinality(self) -> int:
+        return len(self._files)
+
+    def _random_access_breaker(self) -> str | None:
+        return None
+
+    def _make_random_access(self, ctx):
+        return _FileListAccess(self, ctx)
+
+    def _make_iterator(self, ctx, epoch):
+        return self._ra_iterator(ctx, epoch)
+
+
+class _FileListAccess:
+    def __init__(self, ds: FileListDataset, ctx: Any):
+        self.ds, self.ctx = ds, ctx
+        self._perm: tuple[tuple, np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return len(self.ds._files)
+
+    def _order(self, epoch: tuple) -> np.ndarray | None:
+        if not self.ds._shuffle:
+            return None
+        if self._perm is None or self._perm[0] != epoch:
+            rng = self.ctx.rng(self.ds, epoch)
+            self._perm = (epoch, rng.permutation(len(self.ds._files)))
+        return self._perm[1]
+
+    def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
+        order = self._order(epoch)
+        idx = [int(i) for i in indices] if order is None else order[list(indices)].tolist()
+        files, labels = self.ds._files, self.ds._labels
+        if labels is None:
+            return [files[i] for i in idx]
+        return [(files[i], labels[i]) for i in idx]
+
+
+def list_files(
+    file_pattern: str | os.PathLike | Sequence[str | os.PathLike],
+    shuffle: bool | None = None,
+    seed: int | None = None,
+) -> FileListDataset:
+    """A dataset of the paths matching ``file_pattern`` (``tf.data.Dataset.list_files``).
+
+    Args:
+        file_pattern: a glob pattern (``*``, ``?``, ``[..]``; ``**`` matches directories
+            recursively) or a list of patterns. Only regular files are listed.
+        shuffle: shuffle the paths, with a new order each epoch. ``None`` means True, as in
+            tf.data. When False, the paths are sorted.
+        seed: shuffle seed (default: derived from ``Options.seed``).
+
+    Returns:
+        A ``FileSource`` whose elements are ``str`` paths (spec ``TensorSpec((), object)``);
+        it keeps random access and is restricted by FILE auto-sharding.
+
+    Raises:
+        FileNotFoundError: no file matches; the message names the pattern(s).
+
+    Example:
+        >>> import datapipe as dp, os, tempfile
+        >>> d = tempfile.mkdtemp()
+        >>> for name in ["b.csv", "a.csv", "c.txt"]:
+        ...     _ = open(os.path.join(d, name), "w").write("x")
+        >>> [os.path.basename(p) for p in dp.list_files(os.path.join(d, "*.csv"), shuffle=False)]
+        ['a.csv', 'b.csv']
+    """
+    files = match_files(file_pattern, "list_files")
+    return FileListDataset(files, shuffle=True if shuffle is None else bool(shuffle), seed=seed)

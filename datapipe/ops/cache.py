@@ -1,0 +1,186 @@
+"""``cache``: keep the elements of the first complete pass in memory
+(``tf.data.Dataset.cache`` with no file name)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from datapipe._iterator import OpIterator, pull_exactly
+from datapipe.dataset import Dataset, passes_random_access
+
+
+class _CacheStore:
+    """The cached elements of one ``CacheDataset`` object, shared by all its iterators
+    (threads included): ``elements`` is published once, by the first pass that completes."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.elements: list | None = None
+        self.fill_epoch: tuple | None = None
+        self.memo: dict[int, Any] = {}  # random access: index -> element, until complete
+
+    def publish(self, elements: list, epoch: tuple) -> None:
+        with self.lock:
+            if self.elements is None:
+                self.elements, self.fill_epoch = elements, tuple(epoch)
+                self.memo = {}
+
+    def snapshot(self) -> tuple[list | None, tuple | None]:
+        with self.lock:
+            return self.elements, self.fill_epoch
+
+
+class CacheDataset(Dataset):
+    """Elements unchanged; the first *complete* pass over the input is recorded in memory
+    and every later pass (a later ``repeat`` pass, a later ``iter()`` of the same Dataset
+    object, another thread's iterator) reads the recorded elements instead of running
+    the input again (tf.data's in-memory ``cache``).
+
+    As in tf.data, a pass that stops early (``take``, ``break``, an error) is not cached;
+    random ops before ``cache`` are therefore frozen to the first complete pass. The cache
+    belongs to this Dataset object: build the pipeline once and iterate it many times.
+
+    The iterator state is the position (plus, while the first pass is still running, the
+    input's state). A checkpoint taken while reading the cache and restored in a process
+    where the cache is empty re-runs the input with the recording pass's epoch up to the
+    position, so it resumes exactly when the input is reproducible (``Options.seed``).
+    Restoring a checkpoint taken during the first pass continues that pass without
+    recording it (its first elements are not in the checkpoint).
+
+    Keeps random access; random access reads fill the cache element by element.
+
+    Example:
+        >>> import datapipe as dp
+        >>> calls = []
+        >>> ds = dp.range(3).map(lambda x: calls.append(int(x)) or x).cache()
+        >>> [int(x) for x in ds.repeat(2)], calls
+        ([0, 1, 2, 0, 1, 2], [0, 1, 2])
+    """
+
+    _name = "cache"
+
+    def __init__(self, input_ds: Dataset):
+        super().__init__(input_ds)
+        self._store = _CacheStore()
+
+    @property
+    def element_spec(self) -> Any:
+        return self._inputs[0].element_spec
+
+    def cardinality(self) -> int:
+        return self._inputs[0].cardinality()
+
+    def _random_access_breaker(self) -> str | None:
+        return passes_random_access(self)
+
+    def _make_random_access(self, ctx):
+        return _CacheAccess(self._store, self._inputs[0]._make_random_access(ctx))
+
+    def _make_iterator(self, ctx, epoch):
+        return CacheIterator(self, ctx, epoch)
+
+
+class _CacheAccess:
+    def __init__(self, store: _CacheStore, inner: Any):
+        self.store, self.inner, self.n = store, inner, len(inner)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
+        store = self.store
+        with store.lock:
+            elements, memo = store.elements, store.memo
+            if elements is not None:
+                return [elements[int(i)] for i in indices]
+            missing = sorted({int(i) for i in indices if int(i) not in memo})
+        if missing:
+            fetched = self.inner.get_many(missing, epoch)
+            with store.lock:
+                for i, x in zip(missing, fetched):
+                    memo.setdefault(i, x)  # another thread may have been first: keep its
+                found = [memo[int(i)] for i in indices]
+                complete = len(memo) == self.n
+        else:
+            found = [memo[int(i)] for i in indices]
+            complete = False
+        if complete:
+            store.publish([memo[i] for i in range(self.n)], epoch)
+        return found
+
+
+class CacheIterator(OpIterator):
+    """Reads the published cache, or runs the input and records the pass."""
+
+    op_name = "cache"
+
+    def __init__(self, node: CacheDataset, ctx: Any, epoch: tuple):
+        super().__init__()
+        self.node, self.ctx, self.epoch = node, ctx, epoch
+        self.pos = 0
+        self.inner: OpIterator | None = None
+        self.recorded: list | None = None  # this pass's elements while it may be cached
+        self.fill_epoch = tuple(epoch)
+        self.elements, fill_epoch = node._store.snapshot()
+        if self.elements is not None:
+            self.fill_epoch = fill_epoch
+        else:
+            self._open(self.fill_epoch, record=True)
+
+    def _open(self, epoch: tuple, record: bool) -> None:
+        self.elements = None
+        self.fill_epoch = tuple(epoch)
+        self.inner = self.ctx.make(self.node._inputs[0], self.fill_epoch)
+        self.inputs = [self.inner]
+        self.recorded = [] if record else None
+
+    def next_chunk(self, n: int) -> list:
+        if self.elements is not None:
+            out = self.elements[self.pos : self.pos + n]
+            self.pos += len(out)
+            return out
+        try:
+            got = self.inner.next_chunk(n)
+        except BaseException:
+            self.recorded = None  # an incomplete pass is never cached
+            raise
+        self.pos += len(got)
+        if self.recorded is not None:
+            if got:
+                self.recorded.extend(got)
+            else:
+                self.node._store.publish(self.recorded, self.fill_epoch)
+                self.recorded = None
+        return got
+
+    def get_state(self) -> dict:
+        state = {"pos": self.pos, "fill_epoch": list(self.fill_epoch)}
+        if self.elements is not None:
+            return {"mode": "read", **state}
+        return {"mode": "fill", **state, "input": self.inner.get_state()}
+
+    def set_state(self, state: dict) -> None:
+        if self.inner is not None:
+            self.inner.close()
+            self.inner, self.inputs = None, []
+        self.pos = int(state["pos"])
+        epoch = tuple(state["fill_epoch"])
+        elements, fill_epoch = self.node._store.snapshot()
+        if state["mode"] == "read" and elements is not None and fill_epoch == epoch:
+            self.elements, self.fill_epoch = elements, fill_epoch
+            return
+        if state["mode"] == "fill":
+            self._open(epoch, record=False)
+            self.inner.set_state(state["input"])
+            return
+        # A read position but no cache here: re-run the recording pass up to it.
+        self._open(epoch, record=elements is None)
+        head = pull_exactly(self.inner, self.pos)
+        if self.recorded is not None:
+            self.recorded.extend(head)
+
+    def close(self) -> None:
+        self.recorded = None
+        super().close()

@@ -1,0 +1,130 @@
+"""``shard``: every ``num_shards``-th element from ``index`` (``tf.data.Dataset.shard``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from datapipe._iterator import OpIterator
+from datapipe.dataset import (
+    INFINITE_CARDINALITY,
+    UNKNOWN_CARDINALITY,
+    Dataset,
+    passes_random_access,
+)
+
+
+class ShardDataset(Dataset):
+    """The input's elements ``index, index + num_shards, index + 2 * num_shards, ...``.
+
+    The shards ``0 .. num_shards - 1`` partition the input: every element is in exactly
+    one of them. Cardinality (tf.data): ``n // num_shards + (index < n % num_shards)`` for
+    a known ``n``; infinite and unknown stay so.
+
+    On a random access input only the shard's own elements are ever computed (index
+    arithmetic, and random access is kept); on a streaming input the other shards'
+    elements are pulled and dropped, as tf.data does.
+
+    Raises:
+        ValueError: ``num_shards < 1`` or ``index`` outside ``[0, num_shards)`` (the
+            message names both numbers).
+
+    Example:
+        >>> import datapipe as dp
+        >>> [int(x) for x in dp.range(10).shard(3, 1)]
+        [1, 4, 7]
+    """
+
+    _name = "shard"
+
+    def __init__(self, input_ds: Dataset, num_shards: int, index: int):
+        super().__init__(input_ds)
+        num_shards, index = int(num_shards), int(index)
+        if num_shards < 1:
+            raise ValueError(f"shard: num_shards must be >= 1, got {num_shards}")
+        if not 0 <= index < num_shards:
+            raise ValueError(
+                f"shard: index must be in [0, num_shards), got index={index} with "
+                f"num_shards={num_shards}"
+            )
+        self._num_shards, self._index = num_shards, index
+
+    @property
+    def element_spec(self) -> Any:
+        return self._inputs[0].element_spec
+
+    def cardinality(self) -> int:
+        n = self._inputs[0].cardinality()
+        if n in (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY):
+            return n
+        k = self._num_shards
+        return n // k + (1 if self._index < n % k else 0)
+
+    def _random_access_breaker(self) -> str | None:
+        return passes_random_access(self)
+
+    def _make_random_access(self, ctx):
+        return _ShardAccess(self._inputs[0]._make_random_access(ctx), self._num_shards, self._index)
+
+    def _make_iterator(self, ctx, epoch):
+        if self._random_access_breaker() is None:
+            # Fetch only this shard's indices: the other shards' elements are never built.
+            return self._ra_iterator(ctx, epoch)
+        return ShardIterator(ctx.make(self._inputs[0], epoch), self._num_shards, self._index)
+
+
+class _ShardAccess:
+    def __init__(self, inner: Any, num_shards: int, index: int):
+        self.inner, self.k, self.index = inner, num_shards, index
+        n = len(inner)
+        self.n = n // num_shards + (1 if index < n % num_shards else 0)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
+        k, o = self.k, self.index
+        if isinstance(indices, range):
+            mapped: Sequence[int] = range(
+                indices.start * k + o, indices.stop * k + o, indices.step * k
+            )
+        else:
+            mapped = [int(i) * k + o for i in indices]
+        return self.inner.get_many(mapped, epoch)
+
+
+class ShardIterator(OpIterator):
+    """Pulls the input up to (never past) the last element it returns and keeps every
+    ``num_shards``-th; ``position`` (input elements consumed) is the state."""
+
+    op_name = "shard"
+
+    def __init__(self, inner: OpIterator, num_shards: int, index: int):
+        super().__init__([inner])
+        self.inner, self.k, self.index = inner, num_shards, index
+        self.position = 0
+        self.done = False
+
+    def next_chunk(self, n: int) -> list:
+        out: list = []
+        while not out and not self.done:
+            # Input position of this shard's next element; ask for exactly the input up to
+            # the n-th such element (in pieces, so a large num_shards never holds much).
+            first = self.position + (self.index - self.position) % self.k
+            if self.position <= self.index:
+                first = self.index
+            want = first + (n - 1) * self.k + 1 - self.position
+            got = self.inner.next_chunk(min(want, 4096))
+            if not got:
+                self.done = True
+                break
+            out = got[first - self.position :: self.k]
+            self.position += len(got)
+        return out
+
+    def get_state(self) -> dict:
+        return {"position": self.position, "done": self.done, "input": self.inner.get_state()}
+
+    def set_state(self, state: dict) -> None:
+        self.position, self.done = int(state["position"]), bool(state["done"])
+        self.inner.set_state(state["input"])

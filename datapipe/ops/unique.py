@@ -1,0 +1,186 @@
+"""``unique``: drop repeated elements (``tf.data.Dataset.unique``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from datapipe import _structure as nest
+from datapipe._iterator import OpIterator
+from datapipe._spec import TensorSpec, dtype_name, is_torch, is_torch_dtype
+from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset
+from datapipe.errors import annotate
+
+
+def _check_spec(spec: Any) -> None:
+    if nest.is_nested(spec) or not isinstance(spec, TensorSpec):
+        raise TypeError(
+            "unique: elements must be single scalars of an integer or string type, got the "
+            f"structure {spec!r}"
+        )
+    name = dtype_name(spec.dtype)
+    if is_torch_dtype(spec.dtype):
+        ok = not (spec.dtype.is_floating_point or spec.dtype.is_complex or name == "bool")
+    else:
+        ok = np.dtype(spec.dtype).kind in "iuOSU"
+    if not ok:
+        raise TypeError(
+            f"unique: elements must be integers or strings (tf.data: int32, int64, string), "
+            f"got dtype {name}"
+        )
+    if spec.shape is not None and len(spec.shape) != 0:
+        raise TypeError(f"unique: elements must be scalars, got shape {spec.shape}")
+
+
+def _type_error(what: str) -> TypeError:
+    return TypeError(f"unique: elements must be scalar integers or strings, got {what}")
+
+
+def _key(x: Any) -> int | str | bytes:
+    """The hashable, sortable value of a scalar int/str/bytes element."""
+    if isinstance(x, (str, bytes)):
+        return x
+    if isinstance(x, int) and not isinstance(x, bool):
+        return x
+    if is_torch(x):
+        if x.ndim != 0:
+            raise _type_error(f"shape {tuple(x.shape)}")
+        if x.dtype.is_floating_point or x.dtype.is_complex or str(x.dtype) == "torch.bool":
+            raise _type_error(f"dtype {x.dtype}")
+        return int(x)
+    if isinstance(x, (np.ndarray, np.generic)):
+        if x.shape != ():
+            raise _type_error(f"shape {x.shape}")
+        if x.dtype.kind in "iu":
+            return int(x)
+        v = x.item()
+        if isinstance(v, (str, bytes)):
+            return v
+        raise _type_error(f"dtype {x.dtype}")
+    raise _type_error(type(x).__name__)
+
+
+def _sort_key(v: Any) -> tuple:
+    # str and bytes never compare with each other, so the type name leads the key.
+    return (type(v).__name__, v)
+
+
+class UniqueDataset(Dataset):
+    """Each distinct element once, at its first occurrence, in input order.
+
+    Elements must be scalars of an integer type or strings (``str``/``bytes``), as in
+    tf.data (int32, int64, string). Every distinct element seen is held in memory, and in
+    the iterator state (``"seen"``: a list of disjoint sorted runs of the seen keys, kept
+    as runs so that taking a state costs O(log n) amortised per key, not O(n)) so that a
+    checkpoint resumes exactly.
+
+    Raises:
+        TypeError: at construction when the input's ``element_spec`` is nested, not
+            scalar, or of another dtype.
+        PipelineError (at iteration): an element that is not such a scalar; names
+            ``unique`` and the element's index.
+
+    ``cardinality()`` is ``UNKNOWN_CARDINALITY`` (tf.data). Random access is lost.
+
+    Example:
+        >>> import datapipe as dp
+        >>> [int(x) for x in dp.from_tensor_slices([1, 3, 1, 2, 3, 4]).unique()]
+        [1, 3, 2, 4]
+    """
+
+    _name = "unique"
+
+    def __init__(self, input_ds: Dataset):
+        super().__init__(input_ds)
+        _check_spec(input_ds.element_spec)
+
+    @property
+    def element_spec(self) -> Any:
+        return self._inputs[0].element_spec
+
+    def cardinality(self) -> int:
+        return UNKNOWN_CARDINALITY
+
+    def _make_iterator(self, ctx, epoch):
+        return UniqueIterator(ctx.make(self._inputs[0], epoch))
+
+
+class UniqueIterator(OpIterator):
+    op_name = "unique"
+
+    def __init__(self, inner: OpIterator):
+        super().__init__([inner])
+        self.inner = inner
+        self.seen: set = set()
+        # For get_state: ``seen`` as sorted runs (disjoint; a run is never mutated once
+        # made, so states can share them), plus the keys added since the last snapshot.
+        self.runs: list[list] = []
+        self.added: list = []
+        self.count = 0
+        self.leftover: list = []
+        self.pending: BaseException | None = None
+
+    def next_chunk(self, n: int) -> list:
+        if self.pending is not None:
+            err, self.pending = self.pending, None
+            raise err
+        while True:
+            if self.leftover:
+                chunk, self.leftover = self.leftover[:n], self.leftover[n:]
+            else:
+                chunk = self.inner.next_chunk(n)
+            if not chunk:
+                return []
+            out = []
+            for j, x in enumerate(chunk):
+                try:
+                    k = _key(x)
+                except Exception as e:  # noqa: BLE001 - located and handed to the consumer
+                    err = annotate("unique", self.count + j, e)
+                    self.count += j + 1
+                    self.leftover = chunk[j + 1 :] + self.leftover
+                    if not out:
+                        raise err from e
+                    self.pending = err
+                    return out
+                if k not in self.seen:
+                    self.seen.add(k)
+                    self.added.append(k)
+                    out.append(x)
+            self.count += len(chunk)
+            if out:
+                return out
+
+    def get_state(self) -> dict:
+        # The outer iterator asks for the state before every chunk, so this must not cost
+        # O(len(seen)): the new keys become one sorted run, and runs merge like a binary
+        # counter (a run merges into the one before it once it is as large), which keeps
+        # O(log n) runs and O(log n) amortised work per key.
+        if self.added:
+            run = sorted(self.added, key=_sort_key)
+            self.added = []
+            runs = list(self.runs)
+            while runs and len(runs[-1]) <= len(run):
+                run = sorted(runs.pop() + run, key=_sort_key)  # two sorted runs: linear
+            runs.append(run)
+            self.runs = runs
+        return {
+            "seen": list(self.runs),
+            "count": self.count,
+            "leftover": list(self.leftover),
+            "input": self.inner.get_state(),
+        }
+
+    def seen_sorted(self) -> list:
+        """Every key seen so far, sorted (for inspection and tests)."""
+        return sorted(self.seen, key=_sort_key)
+
+    def set_state(self, state: dict) -> None:
+        self.runs = [list(run) for run in state["seen"]]
+        self.seen = {k for run in self.runs for k in run}
+        self.added = []
+        self.count = int(state["count"])
+        self.leftover = list(state["leftover"])
+        self.pending = None
+        self.inner.set_state(state["input"])

@@ -1,0 +1,319 @@
+"""AUTOTUNE: measure every parallel stage while the pipeline runs and move its knobs.
+
+Where the model comes from
+--------------------------
+tf.data models a pipeline as a tree of nodes, each with a measured *processing time* per
+element and, for asynchronous nodes, a parallelism or buffer-size parameter; it predicts
+the pipeline's output latency from those (``tensorflow/core/framework/model.cc``: e.g.
+``AsyncKnownRatio::OutputTimeLocked`` divides the self time by the parallelism and models
+the buffer as a queue) and optimises the parameters by gradient descent or hill climbing
+under a CPU budget (the number of schedulable cores) and a RAM budget (half of available
+memory) — Murray et al., "tf.data: A Machine Learning Data Processing Framework",
+PVLDB 14(12), 2021, §3.3.
+
+What we keep, and what we change
+--------------------------------
+We keep the measurements (per stage: elements produced, wall time busy, thread CPU time,
+time the consumer waited, bytes buffered), the two budgets with tf.data's names and
+defaults, and hill climbing on the output rate. We change the predictor: in CPython a
+thread's speed depends on whether its function holds the GIL, which no per-element time
+tells in advance (a pure-Python function gets *slower* per element on more threads). So
+the model only *proposes* moves and the measured rate decides them:
+
+* A stage whose workers are busy (busy fraction >= 0.7, i.e. it is a bottleneck) proposes
+  ``p -> max(p + 1, 1.5 p)``, if its predicted CPU demand ``p' * cpu_time / wall_time *
+  max_intra_op_parallelism`` (summed over stages) fits the CPU budget. Threads that sleep
+  on I/O cost almost no CPU, so an I/O-latency map may get many threads on two cores.
+* A trial runs for one measurement window and is kept only if the output rate rose by at
+  least 35% of the ideal linear gain (and 8%); otherwise it is reverted and the stage waits
+  ``2**k`` windows before trying again (``k`` grows with each failure). This is what keeps a
+  GIL-bound function at 1–2 threads instead of the budget's maximum.
+* A stage whose workers idle (busy fraction < 0.5; the consumer or the input limits it),
+  and now and then any stage, probes ``p -> p / 1.5``; it keeps the lower value if the rate
+  stays within 5%: threads that bring no throughput are given back.
+* Buffers (``prefetch(AUTOTUNE)``) double when their consumer waited on an empty buffer
+  for more than 2% of a window, as tf.data's prefetch autotuning does, up to 1024 elements.
+* Every buffer reserves bytes from one ``RamBudget`` per pipeline before it is filled, so
+  the bytes buffered never exceed ``Options.autotune.ram_budget`` (a stage with nothing
+  outstanding may always compute one element, so a budget below one element still runs).
+
+``Options.threading.max_intra_op_parallelism`` (threads a user function uses inside
+itself) multiplies a worker's CPU demand in the budget; torch's own thread count is
+process-wide, so it is not changed from worker threads.
+
+The tuner has no thread of its own: stage consumers call ``maybe_step`` whenever they ask
+for data or wake from a wait, and one of them runs a step when a window has passed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from datapipe import _structure as nest
+
+WINDOW_S = 0.15  # shortest measurement window
+MIN_WINDOW_ELEMENTS = 8
+DEFAULT_MAX_THREADS = 64  # per stage, when threading.private_threadpool_size is unset
+MAX_AUTOTUNE_BUFFER = 1024
+
+
+def cpu_count() -> int:
+    """Cores available to this process (its affinity mask)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def available_memory() -> int:
+    """Bytes of available memory (``MemAvailable``), or 8 GiB when unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 8 << 30
+
+
+def element_nbytes(x: Any) -> int:
+    """Bytes held by one element's arrays (numpy/torch ``nbytes``; rough for other leaves)."""
+    total = 0
+    for leaf in nest.flatten(x):
+        nb = getattr(leaf, "nbytes", None)
+        if nb is None and hasattr(leaf, "element_size"):
+            nb = leaf.element_size() * leaf.nelement()
+        if nb is None:
+            nb = len(leaf) if isinstance(leaf, (bytes, str)) else 8
+        total += int(nb)
+    return total
+
+
+def chunk_nbytes(items: list) -> int:
+    """Bytes of a chunk of same-structure elements, from its first element (cheap)."""
+    if not items:
+        return 0
+    first = items[0]
+    if isinstance(first, (int, float, np.generic)):
+        return 8 * len(items)
+    return element_nbytes(first) * len(items)
+
+
+class RamBudget:
+    """Bytes reserved by the buffers of one pipeline, against ``limit``.
+
+    ``peak`` is the most bytes ever reserved at once (tests assert ``peak <= limit``).
+    """
+
+    def __init__(self, limit: int):
+        self.limit = int(limit)
+        self.used = 0
+        self.peak = 0
+        self._lock = threading.Lock()
+
+    def free(self) -> int:
+        return self.limit - self.used
+
+    def try_reserve(self, nbytes: int, force: bool = False) -> bool:
+        with self._lock:
+            if not force and self.used + nbytes > self.limit:
+                return False
+            self.used += nbytes
+            self.peak = max(self.peak, self.used)
+            return True
+
+    def release(self, nbytes: int) -> None:
+        with self._lock:
+            self.used -= nbytes
+
+
+class Stage:
+    """One tunable knob and the measurements that steer it.
+
+    Workers and consumers add to the counters (under the stage's own lock or the GIL; a
+    lost update only blurs one window). ``apply(value)`` puts a new value into effect.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        value: int,
+        autotuned: bool,
+        max_value: int,
+        apply: Callable[[int], None] | None = None,
+        intra_op: int = 1,
+    ):
+        self.name, self.kind, self.value = name, kind, int(value)
+        self.autotuned, self.max_value, self.apply = autotuned, int(max_value), apply
+        self.intra_op = intra_op
+        self.produced = 0
+        self.busy_s = 0.0
+        self.cpu_s = 0.0
+        self.consumer_wait_s = 0.0
+        self.history: list[int] = [self.value]  # every value the tuner chose, in order
+        # (time.perf_counter(), knob, old, new) per change: datapipe.stats's autotune_events
+        self.events: list[tuple[float, str, int, int]] = []
+        # hill-climbing state
+        self._mark: tuple | None = None
+        self._trial: tuple | None = None  # (old value, base rate, direction)
+        self._settle = False  # discard the window right after a change (buffers refill)
+        self._cooldown = {"up": 0, "down": 0}
+        self._failures = {"up": 0, "down": 0}
+        self._windows = 0
+        self.cpu_fraction = 1.0
+        self.rate = 0.0
+
+    def _counters(self) -> tuple:
+        return (time.monotonic(), self.produced, self.busy_s, self.cpu_s, self.consumer_wait_s)
+
+    def set_value(self, v: int) -> None:
+        v = max(1, min(int(v), self.max_value))
+        if v != self.value:
+            self.events.append((time.perf_counter(), self.kind, self.value, v))
+            self.value = v
+            self.history.append(v)
+            if self.apply is not None:
+                self.apply(v)
+
+
+class Autotuner:
+    """The tuner of one pipeline (one ``iter()``): its stages, budgets and steps."""
+
+    def __init__(self, enabled: bool, cpu_budget: int, ram_budget: int):
+        self.enabled, self.cpu_budget = enabled, int(cpu_budget)
+        self.ram = RamBudget(ram_budget)
+        self.stages: list[Stage] = []
+        self._lock = threading.Lock()
+        self._last = time.monotonic()
+
+    def add_stage(self, stage: Stage) -> Stage:
+        with self._lock:
+            self.stages.append(stage)
+        return stage
+
+    def remove_stage(self, stage: Stage) -> None:
+        with self._lock:
+            if stage in self.stages:
+                self.stages.remove(stage)
+
+    def maybe_step(self) -> None:
+        """Run one tuning step if a window has passed and no other thread is running one."""
+        if not self.enabled or time.monotonic() - self._last < WINDOW_S:
+            return
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            self._last = time.monotonic()
+            for s in list(self.stages):
+                if s.autotuned:
+                    self._step_stage(s)
+        finally:
+            self._lock.release()
+
+    # ---- one stage ---------------------------------------------------------------------
+    def _step_stage(self, s: Stage) -> None:
+        now = s._counters()
+        if s._mark is None:
+            s._mark = now
+            return
+        dt, dn, dbusy, dcpu, dwait = (a - b for a, b in zip(now, s._mark))
+        if dn < MIN_WINDOW_ELEMENTS and dt < 4 * WINDOW_S:
+            return  # too few elements to judge; keep measuring
+        s._mark = now
+        if s._settle:
+            s._settle = False
+            return
+        rate = dn / dt if dt > 0 else 0.0
+        s.rate = rate
+        if dbusy > 0:
+            s.cpu_fraction = min(1.0, dcpu / dbusy)
+        if s.kind == "buffer":
+            self._step_buffer(s, dt, dwait)
+            return
+        busy_fraction = dbusy / (s.value * dt) if dt > 0 else 0.0
+        if s._trial is not None:
+            self._judge(s, rate)
+            return
+        self._propose(s, rate, busy_fraction)
+
+    def _judge(self, s: Stage, rate: float) -> None:
+        old, base, direction = s._trial
+        s._trial = None
+        new = s.value
+        if direction == "up":
+            ideal = new / old
+            keep = rate >= base * max(1.08, 1 + 0.35 * (ideal - 1))
+        else:
+            keep = rate >= 0.95 * base
+        if keep:
+            s._failures[direction] = 0
+            return
+        s.set_value(old)
+        s._failures[direction] = min(s._failures[direction] + 1, 6)
+        s._cooldown[direction] = 2 ** s._failures[direction]
+        s._mark = None  # re-measure at the restored value
+
+    def _propose(self, s: Stage, rate: float, busy_fraction: float) -> None:
+        s._windows += 1
+        for d in ("up", "down"):
+            s._cooldown[d] = max(0, s._cooldown[d] - 1)
+        p = s.value
+        if busy_fraction >= 0.7 and p < s.max_value and s._cooldown["up"] == 0:
+            target = min(s.max_value, max(p + 1, math.ceil(1.5 * p)))
+            target = self._fit_cpu(s, target)
+            if target > p:
+                s._trial, s._settle = (p, rate, "up"), True
+                s.set_value(target)
+                return
+        idle = busy_fraction < 0.5
+        if p > 1 and s._cooldown["down"] == 0 and (idle or s._windows % 8 == 0):
+            s._trial, s._settle = (p, rate, "down"), True
+            s.set_value(max(1, math.floor(p / 1.5)))
+
+    def _fit_cpu(self, s: Stage, target: int) -> int:
+        """Largest value <= target whose predicted CPU demand fits the budget."""
+        others = sum(
+            o.value * o.cpu_fraction * o.intra_op
+            for o in self.stages
+            if o is not s and o.kind == "parallelism"
+        )
+        per_thread = max(s.cpu_fraction, 0.02) * s.intra_op
+        room = (self.cpu_budget + 0.25 - others) / per_thread
+        return max(s.value, min(target, int(room)))
+
+    def _step_buffer(self, s: Stage, dt: float, dwait: float) -> None:
+        if dt > 0 and dwait / dt > 0.02 and s.value < s.max_value:
+            s.set_value(min(s.max_value, 2 * s.value))
+
+
+def get_tuner(ctx: Any) -> Autotuner:
+    """The pipeline's tuner, created on first use from ``ctx.options.autotune``."""
+    tuner = getattr(ctx, "_datapipe_autotuner", None)
+    if tuner is None:
+        opts = ctx.options.autotune
+        enabled = True if opts.enabled is None else bool(opts.enabled)
+        cpu = opts.cpu_budget if opts.cpu_budget else cpu_count()
+        ram = opts.ram_budget if opts.ram_budget else available_memory() // 2
+        tuner = Autotuner(enabled, cpu, ram)
+        ctx._datapipe_autotuner = tuner
+    return tuner
+
+
+def max_threads(ctx: Any) -> int:
+    """Most threads one stage may use: ``threading.private_threadpool_size`` or 64."""
+    n = ctx.options.threading.private_threadpool_size
+    return int(n) if n else DEFAULT_MAX_THREADS
+
+
+def intra_op(ctx: Any) -> int:
+    n = ctx.options.threading.max_intra_op_parallelism
+    return int(n) if n else 1

@@ -1,0 +1,175 @@
+"""Bounded groups of worker threads and the chunked hand-off between them and a consumer.
+
+A thread-to-thread round trip costs about 88 µs on the 2-vCPU machines we measure on
+(DESIGN.md, "The flow of one element"), so parallel stages never hand single elements
+between threads: a worker takes a *chunk* of input elements, processes it, and hands back
+one ``Chunk``. Chunk sizes grow from 1 (a first element comes fast) towards a target
+duration of work per chunk (``ChunkSizer``).
+
+Threads are daemon threads named ``datapipe-<op>-<i>`` so tests and users can count them.
+They never block without a timeout and check a stop flag on every wake-up, so ``close()``
+stops them within a fraction of a second. A worker's target receives only a shared-state
+object, never the op iterator that owns the group, so dropping the public iterator lets
+the garbage collector run its finaliser (which closes the pipeline).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+# How long a waiting thread sleeps before re-checking the stop flag (seconds).
+POLL_S = 0.05
+# Target wall time of work per chunk: large against the ~88 µs hand-off, small enough that
+# a deterministic consumer is not held up long behind one chunk.
+TARGET_CHUNK_S = 0.004
+MAX_CHUNK = 4096
+
+
+class WorkerGroup:
+    """A resizable set of named daemon threads running ``target(shared, worker_id)``.
+
+    ``target`` must return when ``shared.closed`` is set or when ``worker_id >=
+    group.size`` (the group shrank). ``resize`` starts missing threads; ``stop`` joins them.
+    """
+
+    def __init__(self, name: str, target: Callable[[Any, int], None], shared: Any):
+        self.name, self.target, self.shared = name, target, shared
+        self.size = 0
+        self.threads: dict[int, threading.Thread] = {}
+        self._lock = threading.Lock()
+
+    def resize(self, n: int) -> None:
+        with self._lock:
+            self.size = n
+            for i in range(n):
+                t = self.threads.get(i)
+                if t is None or not t.is_alive():
+                    t = threading.Thread(
+                        target=self.target,
+                        args=(self.shared, i),
+                        name=f"datapipe-{self.name}-{i}",
+                        daemon=True,
+                    )
+                    self.threads[i] = t
+                    t.start()
+
+    def alive(self) -> int:
+        return sum(t.is_alive() for t in self.threads.values())
+
+    def stop(self, timeout: float = 1.0) -> None:
+        """Join every thread (the caller has set the stop flag and notified waiters)."""
+        deadline = time.monotonic() + timeout
+        me = threading.current_thread()
+        with self._lock:
+            self.size = 0
+            threads = list(self.threads.values())
+            self.threads = {}
+        for t in threads:
+            if t is not me:  # a finaliser may run on one of our own threads
+                t.join(max(0.0, deadline - time.monotonic()))
+
+
+class ChunkSizer:
+    """Chooses how many elements the next chunk holds.
+
+    Starts at 1 and at most doubles per chunk (so the first elements and a ``take(1)``
+    never wait on a large chunk), towards ``TARGET_CHUNK_S`` of work measured per element
+    (an exponential moving average of each finished chunk's wall time). ``limit`` caps it
+    (the RAM budget, the op's own needs).
+    """
+
+    def __init__(self, target_s: float = TARGET_CHUNK_S, max_chunk: int = MAX_CHUNK):
+        self.target_s, self.max_chunk = target_s, max_chunk
+        self.size = 1
+        self.per_elem_s: float | None = None
+
+    def observe(self, n: int, seconds: float) -> None:
+        if n <= 0:
+            return
+        t = seconds / n
+        self.per_elem_s = t if self.per_elem_s is None else 0.7 * self.per_elem_s + 0.3 * t
+
+    def next_size(self, limit: int | None = None) -> int:
+        want = self.max_chunk
+        if self.per_elem_s is not None and self.per_elem_s > 0:
+            want = int(self.target_s / self.per_elem_s)
+        size = max(1, min(want, self.size * 2, self.max_chunk))
+        self.size = size
+        if limit is not None:
+            size = max(1, min(size, limit))
+        return size
+
+
+class Chunk:
+    """One unit of hand-off: the results of a run of consecutive input elements.
+
+    Attributes:
+        seq: dispatch order (the sequential order of the chunks).
+        start: index of the chunk's first input element in the op's input stream.
+        size: number of input elements taken for it.
+        skip: how many of them were consumed before a restore (``items`` holds the rest).
+        state_before: the input's state before the chunk was taken (for exact checkpoints).
+        items: results; a failed element is an ``Failed`` in its place.
+        done: results are ready.
+        consumed: how many items the consumer has taken.
+        nbytes: bytes of the results (for the RAM budget).
+        reserved: bytes reserved against the RAM budget before computing.
+    """
+
+    __slots__ = (
+        "seq",
+        "start",
+        "size",
+        "skip",
+        "state_before",
+        "items",
+        "done",
+        "consumed",
+        "nbytes",
+        "reserved",
+        "input_error",
+        "end",
+    )
+
+    def __init__(self, seq: int, start: int, state_before: Any):
+        self.seq, self.start, self.state_before = seq, start, state_before
+        self.size = 0
+        self.skip = 0  # elements of the chunk consumed before a checkpoint restore
+        self.items: list = []
+        self.done = False
+        self.consumed = 0
+        self.nbytes = 0
+        self.reserved = 0
+        self.input_error: BaseException | None = None
+        self.end = False  # the input ended while taking this chunk
+
+
+class Failed:
+    """Marks an element whose computation raised; the consumer raises ``error`` there."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+def take_ready(items: list, start: int, n: int) -> tuple[list, BaseException | None, int]:
+    """From ``items[start:]``, the elements before the first ``Failed`` (at most ``n``).
+
+    Returns (elements, error or None, new position). The error is returned only when it is
+    the very next item, so good elements are always delivered before a failure.
+    """
+    out = []
+    i, end = start, min(len(items), start + n)
+    while i < end:
+        x = items[i]
+        if type(x) is Failed:
+            if not out:
+                return [], x.error, i + 1
+            break
+        out.append(x)
+        i += 1
+    return out, None, i

@@ -1,0 +1,210 @@
+"""``from_generator``: elements from a Python generator (``tf.data.Dataset.from_generator``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from datapipe import _structure as nest
+from datapipe._iterator import OpIterator
+from datapipe._spec import TensorSpec, dtype_name, is_torch_dtype, shapes_compatible
+from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset
+from datapipe.errors import annotate
+
+
+class GeneratorDataset(Dataset):
+    """Elements yielded by ``generator(*args)``, checked against ``output_signature``.
+
+    Args:
+        generator: a callable returning an iterable (a generator function, or a class
+            with ``__iter__``). It is called anew for every iteration of the dataset (each
+            ``iter()``, each ``repeat`` pass), as in tf.data.
+        output_signature: nested structure (tuple, namedtuple, dict) of ``TensorSpec``, one
+            per component of an element.
+        args: positional arguments passed to ``generator`` on each call.
+
+    Each yielded value is converted leaf-wise as tf.data does: ``numpy.asarray(value,
+    dtype=spec.dtype)`` (a ``torch.as_tensor`` for torch dtypes), so ``1.5`` with an int64
+    spec becomes ``1``; 0-d results become numpy scalars; ``object`` specs (strings) keep
+    the value as yielded.
+
+    Raises:
+        TypeError: at construction, ``generator`` is not callable or ``output_signature``
+            holds something other than ``TensorSpec``.
+        PipelineError (at iteration): an element does not match the signature (wrong
+            structure, a value that can't be converted, a shape mismatch); names the
+            element index, the component and the expected vs yielded spec. Errors raised
+            by the generator itself are annotated the same way.
+
+    Cardinality is unknown; no random access. The iterator's state is the number of
+    elements consumed: ``set_state`` *replays* the generator (calls it again and skips
+    that many elements), so restoring costs as much as producing them, and is exact only
+    if the generator yields the same sequence each call.
+
+    Example:
+        >>> import datapipe as dp
+        >>> def gen():
+        ...     for i in range(3):
+        ...         yield i, [i] * 2
+        >>> sig = (dp.TensorSpec((), "int64"), dp.TensorSpec((2,), "float32"))
+        >>> [(int(a), b.tolist()) for a, b in dp.from_generator(gen, sig)]
+        [(0, [0.0, 0.0]), (1, [1.0, 1.0]), (2, [2.0, 2.0])]
+    """
+
+    _name = "from_generator"
+
+    def __init__(self, generator: Callable[..., Any], output_signature: Any, args: tuple = ()):
+        super().__init__()
+        if not callable(generator):
+            raise TypeError(
+                f"from_generator: generator must be callable, got {type(generator).__name__}"
+            )
+        for path, leaf in nest.flatten_with_paths(output_signature):
+            if not isinstance(leaf, TensorSpec):
+                raise TypeError(
+                    f"from_generator: output_signature component {path} must be a "
+                    f"datapipe.TensorSpec, got {type(leaf).__name__}"
+                )
+        self._generator = generator
+        self._signature = output_signature
+        self._args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+
+    @property
+    def element_spec(self) -> Any:
+        return self._signature
+
+    def cardinality(self) -> int:
+        return UNKNOWN_CARDINALITY
+
+    def _random_access_breaker(self) -> str | None:
+        return self._name
+
+    def _make_iterator(self, ctx, epoch):
+        return GeneratorIterator(self._generator, self._args, self._signature)
+
+
+def _convert_leaf(value: Any, spec: TensorSpec, path: str) -> Any:
+    """tf.data's conversion of one yielded component, then its shape check."""
+    try:
+        if is_torch_dtype(spec.dtype):
+            import torch
+
+            out = torch.as_tensor(value, dtype=spec.dtype)
+            shape = tuple(out.shape)
+        elif spec.dtype == np.dtype(object):
+            if isinstance(value, (str, bytes)):
+                return value
+            out = np.asarray(value, dtype=object)
+            shape = out.shape
+        else:
+            out = np.asarray(value, dtype=spec.dtype)
+            shape = out.shape
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise TypeError(
+            f"component {path}: expected {spec}, got a value that can't be converted to "
+            f"{dtype_name(spec.dtype)}: {value!r} ({e})"
+        ) from e
+    if not shapes_compatible(spec.shape, shape):
+        raise TypeError(
+            f"component {path}: expected shape {spec.shape} ({spec}), got shape {shape}"
+        )
+    if isinstance(out, np.ndarray) and out.ndim == 0 and out.dtype != np.dtype(object):
+        return out[()]
+    return out
+
+
+def check_element(value: Any, signature: Any) -> Any:
+    """``value`` converted to ``signature`` (nested ``TensorSpec``); TypeError on mismatch."""
+    if not nest.same_structure(signature, value):
+        raise TypeError(
+            f"the element's structure does not match output_signature: expected "
+            f"{signature!r}, got {value!r}"
+        )
+    if not nest.is_nested(signature):
+        return _convert_leaf(value, signature, "element")
+    paths = nest.flatten_with_paths(signature)
+    leaves = [_convert_leaf(v, s, p) for (p, s), v in zip(paths, nest.flatten(value))]
+    return nest.pack_as(signature, leaves)
+
+
+class GeneratorIterator(OpIterator):
+    """Pulls from ``generator(*args)``; state is the number of elements consumed."""
+
+    op_name = "from_generator"
+
+    def __init__(self, generator: Callable[..., Any], args: tuple, signature: Any):
+        super().__init__()
+        self.generator, self.args, self.signature = generator, args, signature
+        self.it: Iterator | None = None
+        self.count = 0
+        self.done = False
+        self.pending: BaseException | None = None  # raised after the good elements before it
+
+    def _open(self) -> Iterator:
+        if self.it is None:
+            try:
+                self.it = iter(self.generator(*self.args))
+            except Exception as e:  # noqa: BLE001 - located and re-raised
+                raise annotate(self.op_name, None, e) from e
+        return self.it
+
+    def next_chunk(self, n: int) -> list:
+        if self.pending is not None:
+            err, self.pending = self.pending, None
+            raise err
+        if self.done:
+            return []
+        it, out = self._open(), []
+        for _ in range(n):
+            try:
+                value = next(it)
+            except StopIteration:
+                self.done = True
+                break
+            except Exception as e:  # noqa: BLE001 - generator failed at this element
+                self.done = True
+                return self._fail(out, e)
+            try:
+                out.append(check_element(value, self.signature))
+            except TypeError as e:
+                self.count += 1  # the bad element was consumed; iteration may go on past it
+                return self._fail(out, e, self.count - 1)
+            self.count += 1
+        return out
+
+    def _fail(self, out: list, e: Exception, index: int | None = None) -> list:
+        err = annotate(self.op_name, self.count if index is None else index, e)
+        if not out:
+            raise err
+        self.pending = err
+        return out
+
+    def get_state(self) -> dict:
+        return {"count": self.count, "done": self.done}
+
+    def set_state(self, state: dict) -> None:
+        self._close_generator()
+        self.count, self.done, self.pending = 0, False, None
+        target = int(state["count"])
+        it = self._open()
+        while self.count < target:  # replay: the generator holds no seekable position
+            try:
+                next(it)
+            except StopIteration:
+                self.done = True
+                break
+            self.count += 1
+        self.done = self.done or bool(state["done"])
+
+    def _close_generator(self) -> None:
+        close = getattr(self.it, "close", None)
+        if close is not None:
+            close()
+        self.it = None
+
+    def close(self) -> None:
+        if not self.closed:
+            self._close_generator()
+        super().close()

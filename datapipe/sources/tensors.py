@@ -1,0 +1,81 @@
+"""``from_tensors``: a dataset of exactly one element (``tf.data.Dataset.from_tensors``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from datapipe import _structure as nest
+from datapipe._spec import is_torch, spec_of
+from datapipe.dataset import Dataset
+
+
+def _as_leaf(x: Any) -> Any:
+    # Arrays and tensors are kept as they are (no copy); strings stay Python strings; other
+    # values (lists, Python numbers) become numpy, 0-d ones numpy scalars like range's.
+    if is_torch(x) or isinstance(x, (np.ndarray, np.generic, str, bytes)):
+        return x
+    arr = np.asarray(x)
+    return arr[()] if arr.ndim == 0 else arr
+
+
+class TensorsDataset(Dataset):
+    """One element: ``tensors`` itself (``tf.data.Dataset.from_tensors``).
+
+    Args:
+        tensors: an array, tensor, list, scalar, string, or a nested tuple/namedtuple/dict
+            of them. numpy arrays and torch tensors are kept without copying; lists and
+            Python numbers become numpy (0-d values become numpy scalars).
+
+    Unlike ``from_tensor_slices`` nothing is sliced: a ``[3, 2]`` array gives one element
+    of shape ``[3, 2]``. Cardinality 1; keeps random access.
+
+    Example:
+        >>> import datapipe as dp
+        >>> ds = dp.from_tensors(([1, 2, 3], 7))
+        >>> [(a.tolist(), int(b)) for a, b in ds]
+        [([1, 2, 3], 7)]
+        >>> ds.element_spec
+        (TensorSpec(shape=(3,), dtype=int64), TensorSpec(shape=(), dtype=int64))
+    """
+
+    _name = "from_tensors"
+
+    def __init__(self, tensors: Any):
+        super().__init__()
+        self._element = nest.map_structure(_as_leaf, tensors)
+        self._spec = spec_of(self._element)
+
+    @property
+    def element_spec(self) -> Any:
+        return self._spec
+
+    def cardinality(self) -> int:
+        return 1
+
+    def _random_access_breaker(self) -> str | None:
+        return None
+
+    def _make_random_access(self, ctx):
+        return _OneAccess(self._element)
+
+    def _make_iterator(self, ctx, epoch):
+        return self._ra_iterator(ctx, epoch)
+
+
+class _OneAccess:
+    def __init__(self, element: Any):
+        self.element = element
+
+    def __len__(self) -> int:
+        return 1
+
+    def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
+        out = []
+        for i in indices:
+            if int(i) != 0:
+                raise IndexError(f"from_tensors: index {int(i)} out of range for 1 element")
+            out.append(self.element)
+        return out

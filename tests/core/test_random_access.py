@@ -1,0 +1,259 @@
+"""global_shuffle (Feistel permutation over random access) and random_map."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import datapipe as dp
+from datapipe.errors import PipelineError, RandomAccessError
+from datapipe.ops.global_shuffle import FeistelPermutation
+from datapipe.ops.random_map import element_rng
+
+
+def py(x):
+    if isinstance(x, dict):
+        return {k: py(v) for k, v in x.items()}
+    if isinstance(x, (tuple, list)):
+        return type(x)(py(v) for v in x) if isinstance(x, list) else tuple(py(v) for v in x)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return x.tolist()
+    return x
+
+
+def elems(ds):
+    return [py(x) for x in ds]
+
+
+def assert_resumes(ds, positions):
+    for k in positions:
+        it = iter(ds)
+        [next(it) for _ in range(k)]
+        state = copy.deepcopy(it.get_state())
+        rest = [py(x) for x in it]
+        fresh = iter(ds)
+        fresh.set_state(state)
+        assert [py(x) for x in fresh] == rest, f"resume after {k} elements"
+
+
+# ---- the permutation ---------------------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 5000), st.integers(0, 2**63 - 1))
+def test_feistel_is_a_bijection(n, seed):
+    keys = np.random.SeedSequence(seed).generate_state(6, np.uint64)
+    perm = FeistelPermutation(n, keys)(np.arange(n))
+    assert perm.dtype == np.int64
+    assert sorted(perm.tolist()) == list(range(n))
+
+
+def test_feistel_positions_are_uniform():
+    # Over many keys, every element lands at every position about equally often.
+    n, trials = 10, 4000
+    counts = np.zeros((n, n))
+    for t in range(trials):
+        keys = np.random.SeedSequence(t).generate_state(6, np.uint64)
+        counts[np.arange(n), FeistelPermutation(n, keys)(np.arange(n))] += 1
+    expected = trials / n
+    assert np.abs(counts - expected).max() < 0.2 * expected  # ~6 standard deviations
+    keys = np.random.SeedSequence(1).generate_state(6, np.uint64)
+    big = FeistelPermutation(100_000, keys)(np.arange(100_000))
+    assert abs(np.corrcoef(np.arange(100_000), big)[0, 1]) < 0.02
+
+
+# ---- global_shuffle ----------------------------------------------------------------------
+def test_global_shuffle_is_a_reproducible_permutation():
+    ds = dp.range(1000).global_shuffle(seed=42)
+    first = elems(ds)
+    assert sorted(first) == list(range(1000)) and first != list(range(1000))
+    assert elems(dp.range(1000).global_shuffle(seed=42)) == first  # same seed, same epoch
+    assert elems(dp.range(1000).global_shuffle(seed=43)) != first
+    assert ds.cardinality() == 1000 and ds.element_spec == dp.TensorSpec((), "int64")
+    glob = dp.range(100).global_shuffle().with_options(dp.Options(seed=3))
+    assert elems(glob) == elems(dp.range(100).global_shuffle().with_options(dp.Options(seed=3)))
+
+
+def test_global_shuffle_reshuffles_each_iteration_only_when_asked():
+    ds = dp.range(200).global_shuffle(seed=1)
+    a, b = elems(ds), elems(ds)
+    assert a != b and sorted(a) == sorted(b) == list(range(200))
+    fixed = dp.range(200).global_shuffle(seed=1, reshuffle_each_iteration=False)
+    assert elems(fixed) == elems(fixed)
+    two = elems(ds.repeat(2))
+    assert two[:200] != two[200:] and sorted(two[200:]) == list(range(200))
+    two_fixed = elems(fixed.repeat(2))
+    assert two_fixed[:200] == two_fixed[200:]
+
+
+def test_global_shuffle_state_is_one_integer_and_resumes():
+    ds = dp.range(10**9).global_shuffle(seed=5).map(lambda x: x * 2)
+    it = iter(ds)
+    head = [int(next(it)) for _ in range(10)]
+    assert len(set(head)) == 10 and all(0 <= x < 2 * 10**9 and x % 2 == 0 for x in head)
+    state = it.get_state()
+    assert len(json.dumps(state)) < 200  # a few integers, nothing n-sized
+    nxt = [int(next(it)) for _ in range(5)]
+    fresh = iter(ds)
+    fresh.set_state(state)
+    assert [int(next(fresh)) for _ in range(5)] == nxt
+    assert_resumes(dp.range(40).global_shuffle(seed=2), range(0, 41, 3))
+
+
+def test_global_shuffle_same_order_whatever_the_read_pattern():
+    # Larger than the 4096-position block cache: reads straddle blocks differently.
+    ds = dp.range(10_000).global_shuffle(seed=8, reshuffle_each_iteration=False)
+    one_by_one = elems(ds)
+    assert sorted(one_by_one) == list(range(10_000))
+    in_batches = [v for b in ds.batch(1000) for v in b.tolist()]
+    assert in_batches == one_by_one
+    nested = ds.global_shuffle(seed=2)  # the outer op reads the inner one out of order
+    assert sorted(elems(nested)) == list(range(10_000)) and elems(nested) != one_by_one
+
+
+def test_global_shuffle_edge_sizes():
+    assert elems(dp.range(0).global_shuffle(seed=1)) == []
+    assert elems(dp.range(1).global_shuffle(seed=1)) == [0]
+    assert sorted(elems(dp.range(2).global_shuffle(seed=1))) == [0, 1]
+
+
+def _chains():
+    """(name, chain without shuffle, chain with global_shuffle somewhere inside)."""
+    f = lambda x: x * 10 + 1  # noqa: E731
+    base = dp.range(24)
+    return [
+        ("map", base.map(f), base.global_shuffle(seed=1).map(f)),
+        ("map-before", base.map(f), base.map(f).global_shuffle(seed=1)),
+        ("take", base.take(10), base.take(10).global_shuffle(seed=1)),
+        ("skip", base.skip(10), base.skip(10).global_shuffle(seed=1)),
+        ("repeat", base.repeat(2), base.repeat(2).global_shuffle(seed=1)),
+        ("zip", dp.zip(base, base.map(f)), dp.zip(base, base.map(f)).global_shuffle(seed=1)),
+        ("shard", base.shard(3, 1), base.shard(3, 1).global_shuffle(seed=1)),
+        ("concatenate", base.concatenate(base), base.concatenate(base).global_shuffle(seed=1)),
+    ]
+
+
+@pytest.mark.parametrize("name, plain, shuffled", _chains(), ids=[c[0] for c in _chains()])
+def test_global_shuffle_over_random_access_chains(name, plain, shuffled):
+    assert shuffled._random_access_breaker() is None
+    out, ref = elems(shuffled), elems(plain)
+    assert sorted(out) == sorted(ref) and len(out) == len(ref) == shuffled.cardinality()
+    assert out != ref
+    assert_resumes(shuffled, [0, 1, 5, len(ref)])
+
+
+def test_ops_after_global_shuffle_keep_random_access():
+    sh = dp.range(30).global_shuffle(seed=4)
+    perm = elems(sh)
+    batched = sh.map(lambda x: x + 100).batch(4).skip(1).take(3)
+    assert batched._random_access_breaker() is None
+    assert elems(batched) == [[p + 100 for p in perm[i : i + 4]] for i in (4, 8, 12)]
+    sharded = sh.shard(2, 0)
+    assert sharded._random_access_breaker() is None
+    assert elems(sharded) == perm[0::2]
+    assert elems(dp.zip(sh, dp.range(30))) == list(zip(perm, range(30)))
+    twice = dp.range(30).global_shuffle(seed=4).repeat(2)
+    assert twice._random_access_breaker() is None and len(elems(twice)) == 60
+    # A second global_shuffle over the first one is still a permutation.
+    assert sorted(elems(sh.global_shuffle(seed=9))) == list(range(30))
+
+
+def test_global_shuffle_without_random_access_names_the_breaker():
+    with pytest.raises(RandomAccessError) as info:
+        dp.range(10).filter(lambda x: x > 2).map(lambda x: x).global_shuffle()
+    assert str(info.value) == (
+        "global_shuffle: the input lost random access at op 'filter'; use "
+        "shuffle(buffer_size) or move global_shuffle before 'filter'"
+    )
+    assert isinstance(info.value, TypeError)
+    with pytest.raises(RandomAccessError, match="at op 'shuffle'"):
+        dp.range(10).shuffle(4).global_shuffle()
+    with pytest.raises(RandomAccessError, match="at op 'repeat'"):
+        dp.range(10).repeat().global_shuffle()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 300), st.integers(0, 2**31), st.integers(1, 1000))
+def test_shuffles_are_permutations_reproducible_from_the_seed(n, seed, buffer_size):
+    for make in (
+        lambda: dp.range(n).global_shuffle(seed=seed),
+        lambda: dp.range(n).shuffle(buffer_size, seed=seed),
+    ):
+        a, b = elems(make()), elems(make())
+        assert a == b and sorted(a) == list(range(n))
+
+
+# ---- random_map --------------------------------------------------------------------------
+def _noise(x, rng):
+    return x, int(rng.integers(0, 2**31))
+
+
+def test_random_map_is_reproducible_and_redraws_per_epoch():
+    ds = dp.range(50).random_map(_noise, seed=7)
+    a, b = elems(ds), elems(ds)  # two iterations: two epochs
+    assert [x for x, _ in a] == list(range(50))
+    assert a != b
+    assert elems(dp.range(50).random_map(_noise, seed=7)) == a
+    assert elems(dp.range(50).random_map(_noise, seed=8)) != a
+    glob = dp.range(20).random_map(_noise).with_options(dp.Options(seed=1))
+    assert elems(glob) == elems(dp.range(20).random_map(_noise).with_options(dp.Options(seed=1)))
+    rep = elems(dp.range(10).random_map(_noise, seed=7).repeat(2))
+    assert [r for _, r in rep[:10]] != [r for _, r in rep[10:]]
+
+
+@pytest.mark.parametrize("npc", [2, 4, dp.AUTOTUNE])
+def test_random_map_same_results_with_any_parallelism(npc):
+    ref = elems(dp.range(3000).random_map(_noise, seed=3))
+    par = elems(dp.range(3000).random_map(_noise, seed=3, num_parallel_calls=npc))
+    assert par == ref
+    loose = dp.range(3000).random_map(_noise, seed=3, num_parallel_calls=npc, deterministic=False)
+    assert sorted(elems(loose)) == ref
+
+
+def test_random_map_keys_by_index_in_streaming_and_random_access():
+    streamed = dict(elems(dp.range(40).random_map(_noise, seed=5)))
+    shuffled = dp.range(40).random_map(_noise, seed=5).global_shuffle(seed=1)
+    assert shuffled._random_access_breaker() is None
+    assert dict(elems(shuffled)) == streamed  # element i got the same draws either way
+    # In the iterator world (after a filter) the index is the count consumed.
+    after_filter = dp.range(80).filter(lambda x: x % 2 == 0).random_map(_noise, seed=5)
+    draws = [r for _, r in elems(after_filter)]
+    assert draws == [streamed[i] for i in range(40)]
+
+
+def test_random_map_generator_is_philox_keyed_by_index():
+    key = np.array([12, 34], dtype=np.uint64)
+    got = element_rng(key, 9).random(5)
+    ref = np.random.Generator(np.random.Philox(key=key, counter=[0, 0, 9, 0])).random(5)
+    np.testing.assert_array_equal(got, ref)
+    assert not np.array_equal(element_rng(key, 10).random(5), ref)
+    rngs = [element_rng(key, 9).random(3) for _ in range(2)]
+    np.testing.assert_array_equal(rngs[0], rngs[1])  # re-keying starts the stream afresh
+
+
+def test_random_map_unpacks_tuples_and_locates_errors():
+    ds = dp.zip(dp.range(3), dp.range(10, 13)).random_map(lambda a, b, rng: a + b, seed=0)
+    assert elems(ds) == [10, 12, 14]
+
+    def bad(x, rng):
+        if x == 3:
+            raise ValueError("no threes")
+        return x
+
+    it = iter(dp.range(6).random_map(bad, seed=0))
+    assert [int(next(it)) for _ in range(3)] == [0, 1, 2]
+    with pytest.raises(PipelineError, match="random_map at element 3: ValueError: no threes"):
+        next(it)
+    with pytest.raises(TypeError, match="map_func must be callable"):
+        dp.range(3).random_map(5)
+
+
+def test_random_map_resume():
+    ds = dp.range(30).random_map(_noise, seed=2)
+    assert_resumes(ds, range(0, 31, 4))
+    assert_resumes(dp.range(30).filter(lambda x: x % 3 > 0).random_map(_noise, seed=2), [0, 7, 20])
+    assert_resumes(dp.range(300).random_map(_noise, seed=2, num_parallel_calls=2), [0, 33, 300])
+    assert dp.range(30).random_map(_noise).cardinality() == 30

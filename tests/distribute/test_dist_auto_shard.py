@@ -1,0 +1,243 @@
+"""The auto-shard rewrite: where shards go, even ends, FILE sharding, errors."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from _dist_helpers import FakeFiles, per_worker, worker_options
+
+import datapipe as dp
+from datapipe._context import walk
+from datapipe.distribute.auto_shard import AutoShardError, auto_shard, replace_inputs
+
+DATA, FILE, AUTO = dp.AutoShardPolicy.DATA, dp.AutoShardPolicy.FILE, dp.AutoShardPolicy.AUTO
+
+
+def names_after_rewrite(ds, count=2, index=0, **kw):
+    root = auto_shard(ds, worker_options(count, index, **kw))
+    return [n._name for n in walk(root)]
+
+
+# ---- where the shard goes ---------------------------------------------------------------
+def test_shard_sinks_below_map_and_batch():
+    ds = dp.range(12).map(lambda x: x * 2).batch(2)
+    assert names_after_rewrite(ds) == ["range", "shard", "map", "batch"]
+    assert per_worker(ds, 3) == [[[0, 6], [12, 18]], [[2, 8], [14, 20]], [[4, 10], [16, 22]]]
+
+
+def test_shard_stays_above_take_so_take_counts_all_workers():
+    ds = dp.range(10).take(7)
+    assert names_after_rewrite(ds) == ["range", "take", "shard", "take"]  # shard, then drop
+    assert per_worker(ds, 3, uneven="allow") == [[0, 3, 6], [1, 4], [2, 5]]
+    assert per_worker(ds, 3) == [[0, 3], [1, 4], [2, 5]]
+
+
+def test_unseeded_shuffle_below_take_raises_naming_both_ops():
+    ds = dp.range(10).shuffle(10).take(5)
+    with pytest.raises(AutoShardError) as info:
+        iter(ds.with_options(worker_options(2, 0)))
+    msg = str(info.value)
+    assert "'take' needs the same element order on every worker" in msg
+    assert "'shuffle' below it is not deterministic across workers" in msg
+    # With a seed, every worker sees the same order: the take's 5 elements are split.
+    got = per_worker(dp.range(10).shuffle(10, seed=3).take(5), 2, uneven="allow")
+    whole = [int(x) for x in dp.range(10).shuffle(10, seed=3).take(5)]
+    assert got == [whole[0::2], whole[1::2]]
+
+
+def test_unseeded_shuffle_shards_below_and_stays_disjoint():
+    ds = dp.range(20).shuffle(8).map(lambda x: x + 100)
+    assert names_after_rewrite(ds) == ["range", "shard", "shuffle", "map"]
+    parts = per_worker(ds, 4)
+    assert sorted(sum(parts, [])) == list(range(100, 120))
+    assert [sorted(p) for p in parts] == [list(range(100 + i, 120, 4)) for i in range(4)]
+
+
+def test_seeded_random_map_keeps_global_indices():
+    def jitter(x, rng):
+        return int(x) * 1000 + int(rng.integers(0, 1000))
+
+    ds = dp.range(12).random_map(jitter, seed=11).batch(2)
+    assert names_after_rewrite(ds) == ["range", "random_map", "shard", "batch"]
+    whole = [int(v) for b in dp.range(12).random_map(jitter, seed=11) for v in np.atleast_1d(b)]
+    for k in (2, 3, 4):
+        parts = per_worker(dp.range(12).random_map(jitter, seed=11), k)
+        assert parts == [whole[i::k] for i in range(k)]  # independent of the worker count
+
+
+def test_seeded_global_shuffle_is_one_permutation_split():
+    whole = [int(x) for x in dp.range(15).global_shuffle(seed=4)]
+    ds = dp.range(15).global_shuffle(seed=4).map(lambda x: x)
+    assert names_after_rewrite(ds, 3) == ["range", "global_shuffle", "shard", "map"]
+    assert per_worker(ds, 3) == [whole[i::3] for i in range(3)]
+
+
+def test_global_seed_counts_as_a_seed():
+    whole = [int(x) for x in dp.range(9).global_shuffle().with_options(dp.Options(seed=5))]
+    assert per_worker(dp.range(9).global_shuffle(), 3, seed=5) == [whole[i::3] for i in range(3)]
+
+
+def test_unseeded_global_shuffle_shards_below_it():
+    ds = dp.range(16).global_shuffle()
+    assert names_after_rewrite(ds, 4) == ["range", "shard", "global_shuffle"]
+    parts = per_worker(ds, 4)
+    assert [sorted(p) for p in parts] == [list(range(i, 16, 4)) for i in range(4)]
+
+
+def test_zip_shards_each_input_and_keeps_pairs_aligned():
+    a = dp.range(10)
+    b = dp.range(10).map(lambda x: x * 10)
+    parts = per_worker(dp.zip(a, b), 2, uneven="allow")
+    assert parts == [[(i, 10 * i) for i in range(w, 10, 2)] for w in range(2)]
+
+
+def test_rewrite_leaves_the_original_graph_untouched():
+    ds = dp.range(6).map(lambda x: x + 1)
+    before = [n for n in walk(ds)]
+    rewritten = auto_shard(ds, worker_options(2, 1))
+    assert [n for n in walk(ds)] == before and rewritten is not ds
+    assert [int(x) for x in ds] == [1, 2, 3, 4, 5, 6]
+    assert [int(x) for x in rewritten] == [2, 4, 6]
+
+
+def test_replace_inputs_updates_structures_holding_inputs():
+    a, b, c = dp.range(2), dp.range(3), dp.range(4)
+    z = dp.zip({"x": a, "y": b})
+    z2 = replace_inputs(z, [a, c])
+    assert z2._structure == {"x": a, "y": c} and z._structure == {"x": a, "y": b}
+    assert [sorted((k, int(v)) for k, v in e.items()) for e in z2] == [
+        [("x", 0), ("y", 0)],
+        [("x", 1), ("y", 1)],
+    ]
+
+
+def test_one_worker_or_off_is_unchanged():
+    ds = dp.range(5)
+    assert auto_shard(ds, worker_options(1, 0)) is ds
+    assert auto_shard(ds, worker_options(3, 1, policy=dp.AutoShardPolicy.OFF)) is ds
+
+
+def test_spec_inference_is_not_sharded():
+    # An unseeded shuffle below take would fail under DATA; spec inference must not.
+    ds = dp.range(10).with_options(worker_options(2, 1)).shuffle(10).map(lambda x: x * 1.5)
+    assert ds.element_spec == dp.TensorSpec((), np.dtype("float64"))
+
+
+# ---- even ends -------------------------------------------------------------------------
+def test_uneven_drop_pad_allow():
+    ds = dp.range(10)
+    assert per_worker(ds, 3) == [[0, 3, 6], [1, 4, 7], [2, 5, 8]]
+    assert per_worker(ds, 3, uneven="pad") == [[0, 3, 6, 9], [1, 4, 7, 1], [2, 5, 8, 2]]
+    assert per_worker(ds, 3, uneven="allow") == [[0, 3, 6, 9], [1, 4, 7], [2, 5, 8]]
+
+
+def test_pad_with_an_empty_shard_uses_the_input_start():
+    assert per_worker(dp.range(2), 3, uneven="pad") == [[0], [1], [0]]
+    assert per_worker(dp.range(2), 3) == [[], [], []]
+
+
+def test_pad_then_batch_gives_equal_batch_counts():
+    parts = per_worker(dp.range(11).map(lambda x: x).batch(2), 4, uneven="pad")
+    assert [len(p) for p in parts] == [2, 2, 2, 2]
+    assert parts[3] == [[3, 7], [3]]
+
+
+def test_unknown_cardinality_logs_once_and_does_not_even(caplog):
+    ds = dp.range(10).filter(lambda x: x % 3 != 0)
+    ds2 = dp.from_generator(lambda: iter(range(7)), dp.TensorSpec((), "int64"))
+    with caplog.at_level(logging.WARNING, logger="datapipe.distribute"):
+        parts = per_worker(ds2, 2)
+        per_worker(ds2, 2)
+    assert [len(p) for p in parts] == [4, 3]
+    warnings = [r.getMessage() for r in caplog.records if "unknown" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "'from_generator' is unknown" in warnings[0]
+    # filter sits above the shard point, where 10 elements are evened to 3 each; the filter
+    # then keeps data-dependent counts (documented: filter voids the equal-count guarantee).
+    assert per_worker(ds, 3) == [[], [1, 4, 7], [2, 5, 8]]
+
+
+def test_state_resumes_a_sharded_padded_iterator():
+    ds = dp.range(11).shuffle(5, seed=2).with_options(worker_options(3, 2, uneven="pad"))
+    for cut in range(5):
+        it = iter(ds)
+        head = [int(next(it)) for _ in range(cut)]
+        state = it.state_dict()
+        rest = [int(x) for x in it]
+        assert len(head + rest) == 4 and sorted(set(head + rest)) in ([2, 5, 8], [2, 5, 8, 11])
+        it2 = iter(ds)  # another epoch: the state carries its own epoch
+        it2.load_state_dict(state)
+        assert [int(x) for x in it2] == rest
+
+
+# ---- FILE ------------------------------------------------------------------------------
+def files(sizes, known=True):
+    contents, start = {}, 0
+    for i, s in enumerate(sizes):
+        contents[f"f{i}"] = list(range(start, start + s))
+        start += s
+    return FakeFiles(contents, known)
+
+
+def test_file_policy_reads_own_files():
+    src = files([2, 2, 2, 2, 2])
+    parts = per_worker(src.map(lambda x: x), 2, policy=FILE, uneven="allow")
+    assert parts == [[0, 1, 4, 5, 8, 9], [2, 3, 6, 7]]
+    root = auto_shard(src, worker_options(2, 1, policy=FILE))
+    assert root.files == ("f1", "f3") and src.files == ("f0", "f1", "f2", "f3", "f4")
+
+
+def test_file_policy_evens_known_cardinalities():
+    src = files([3, 1, 2])
+    assert per_worker(src, 3, policy=FILE) == [[0], [3], [4]]
+    assert per_worker(src, 3, policy=FILE, uneven="pad") == [
+        [0, 1, 2],
+        [3, 3, 3],
+        [4, 5, 4],
+    ]
+
+
+def test_file_policy_with_too_few_files_names_both_counts():
+    with pytest.raises(AutoShardError) as info:
+        iter(files([1, 1]).with_options(worker_options(3, 0, policy=FILE)))
+    assert "'fake_files' has 2 files but there are 3 workers" in str(info.value)
+
+
+def test_file_policy_without_file_source():
+    with pytest.raises(AutoShardError, match="the graph has no file source to shard"):
+        iter(dp.range(4).with_options(worker_options(2, 0, policy=FILE)))
+
+
+def test_auto_chooses_and_logs_once(caplog):
+    with caplog.at_level(logging.INFO, logger="datapipe.distribute"):
+        assert per_worker(files([1, 1, 1, 1]), 2, policy=AUTO) == [[0, 2], [1, 3]]
+        assert per_worker(files([4]), 2, policy=AUTO) == [[0, 2], [1, 3]]
+        per_worker(files([4]), 2, policy=AUTO)
+    msgs = [r.getMessage() for r in caplog.records]
+    assert msgs.count("auto-shard: AUTO chose FILE (2 workers)") == 1
+    fallback = "auto-shard: AUTO chose DATA (2 workers; 'fake_files' has 1 files for 2 workers)"
+    assert msgs.count(fallback) == 1
+    assert names_after_rewrite(files([4]).map(lambda x: x)) == ["fake_files", "shard", "map"]
+
+
+def test_auto_uses_data_when_other_sources_are_mixed_in():
+    mixed = dp.zip(files([1, 1]), dp.range(2))
+    assert per_worker(mixed, 2, policy=AUTO) == [[(0, 0)], [(1, 1)]]
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (
+            {"uneven": "bogus"},
+            "Options.distribute.uneven='bogus' is not one of ['drop', 'pad', 'allow']",
+        ),
+        ({"policy": "SOMETIMES"}, "Options.distribute.auto_shard_policy='SOMETIMES' is not one of"),
+    ],
+)
+def test_bad_option_values(kw, message):
+    with pytest.raises(AutoShardError) as info:
+        iter(dp.range(4).with_options(worker_options(2, 0, **kw)))
+    assert message in str(info.value)

@@ -1,0 +1,167 @@
+"""Worker context resolution: order of the sources and the errors' messages."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+import datapipe as dp
+from datapipe.distribute.context import (
+    WorkerContext,
+    WorkerContextError,
+    process_from_env,
+    resolve_worker_context,
+)
+
+ENV_VARS = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch):
+    for name in ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def explicit(n, i, **kw):
+    return dp.Options(distribute=dp.DistributeOptions(num_workers=n, worker_index=i, **kw))
+
+
+def test_default_is_one_worker():
+    assert resolve_worker_context() == WorkerContext(0, 1, 0, 1, 0, 1, "default")
+
+
+def test_torchrun_env(clean_env):
+    env = {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
+    for k, v in env.items():
+        clean_env.setenv(k, v)
+    ctx = resolve_worker_context()
+    assert (ctx.index, ctx.count, ctx.source) == (3, 4, "env:torchrun")
+
+
+def test_slurm_env_used_when_no_torchrun(clean_env):
+    clean_env.setenv("SLURM_PROCID", "2")
+    clean_env.setenv("SLURM_NTASKS", "5")
+    ctx = resolve_worker_context()
+    assert (ctx.index, ctx.count, ctx.source) == (2, 5, "env:slurm")
+    clean_env.setenv("RANK", "0")
+    clean_env.setenv("WORLD_SIZE", "2")
+    assert resolve_worker_context().source == "env:torchrun"  # torchrun beats Slurm
+
+
+def test_explicit_option_beats_environment(clean_env):
+    clean_env.setenv("RANK", "1")
+    clean_env.setenv("WORLD_SIZE", "2")
+    ctx = resolve_worker_context(explicit(5, 4))
+    assert (ctx.index, ctx.count, ctx.source) == (4, 5, "options")
+
+
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"RANK": "one", "WORLD_SIZE": "2"}, "environment variable RANK='one' is not an integer"),
+        ({"RANK": "0", "WORLD_SIZE": "2.5"}, "WORLD_SIZE='2.5' is not an integer"),
+        ({"RANK": "2", "WORLD_SIZE": "2"}, "RANK=2 must be in [0, WORLD_SIZE) but WORLD_SIZE=2"),
+        ({"RANK": "-1", "WORLD_SIZE": "2"}, "RANK=-1 must be in [0, WORLD_SIZE) but WORLD_SIZE=2"),
+        ({"RANK": "0", "WORLD_SIZE": "0"}, "WORLD_SIZE=0 must be >= 1 (RANK=0)"),
+        ({"RANK": "0"}, "RANK='0' is set but WORLD_SIZE is not"),
+        ({"WORLD_SIZE": "2"}, "WORLD_SIZE='2' is set but RANK is not"),
+        (
+            {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "2"},
+            "LOCAL_RANK=2 must be in [0, LOCAL_WORLD_SIZE) but LOCAL_WORLD_SIZE=2",
+        ),
+        (
+            {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "4"},
+            "LOCAL_WORLD_SIZE=4 is larger than WORLD_SIZE=2",
+        ),
+        ({"LOCAL_RANK": "x"}, "LOCAL_RANK='x' is not an integer"),
+        (
+            {"SLURM_PROCID": "3", "SLURM_NTASKS": "3"},
+            "SLURM_PROCID=3 must be in [0, SLURM_NTASKS) but SLURM_NTASKS=3",
+        ),
+    ],
+)
+def test_malformed_environment_fails_at_iter_naming_variables(clean_env, env, message):
+    for k, v in env.items():
+        clean_env.setenv(k, v)
+    with pytest.raises(WorkerContextError) as info:
+        process_from_env()
+    assert message in str(info.value)
+    start = time.monotonic()
+    with pytest.raises(WorkerContextError, match=r".") as info:
+        iter(dp.range(10))
+    assert message in str(info.value)
+    assert time.monotonic() - start < 1.0
+
+
+@pytest.mark.parametrize(
+    "n, i, message",
+    [
+        (4, None, "must be set together, got num_workers=4, worker_index=None"),
+        (None, 1, "must be set together, got num_workers=None, worker_index=1"),
+        (2, 2, "must be in [0, num_workers), got num_workers=2, worker_index=2"),
+        (0, 0, "must be in [0, num_workers), got num_workers=0, worker_index=0"),
+    ],
+)
+def test_malformed_explicit_options(n, i, message):
+    with pytest.raises(WorkerContextError) as info:
+        iter(dp.range(4).with_options(explicit(n, i)))
+    assert message in str(info.value)
+
+
+def test_policy_off_skips_resolution(clean_env):
+    clean_env.setenv("RANK", "nonsense")
+    clean_env.setenv("WORLD_SIZE", "2")
+    off = dp.Options(distribute=dp.DistributeOptions(auto_shard_policy=dp.AutoShardPolicy.OFF))
+    assert [int(x) for x in dp.range(3).with_options(off)] == [0, 1, 2]
+
+
+def test_loader_worker_info_multiplies_process_part(monkeypatch):
+    class Info:
+        id, num_workers = 1, 3
+
+    monkeypatch.setattr(torch.utils.data, "get_worker_info", lambda: Info())
+    ctx = resolve_worker_context(explicit(2, 1))
+    assert (ctx.index, ctx.count) == (1 * 3 + 1, 6)
+    assert (ctx.process_index, ctx.process_count, ctx.loader_index, ctx.loader_count) == (
+        1,
+        2,
+        1,
+        3,
+    )
+
+
+def test_env_sharding_end_to_end(clean_env):
+    clean_env.setenv("RANK", "1")
+    clean_env.setenv("WORLD_SIZE", "3")
+    assert [int(x) for x in dp.range(10)] == [1, 4, 7]
+
+
+def test_process_group_and_contradicting_env(clean_env, tmp_path):
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
+    try:
+        ctx = resolve_worker_context()
+        assert (ctx.index, ctx.count, ctx.source) == (0, 1, "torch.distributed")
+        clean_env.setenv("RANK", "1")
+        clean_env.setenv("WORLD_SIZE", "2")
+        with pytest.raises(WorkerContextError) as info:
+            iter(dp.range(4))
+        assert str(info.value) == (
+            "environment RANK=1, WORLD_SIZE=2 disagrees with the initialised "
+            "torch.distributed process group (rank 0 of 1)"
+        )
+        # The explicit option still wins over both.
+        assert resolve_worker_context(explicit(2, 1)).source == "options"
+    finally:
+        dist.destroy_process_group()

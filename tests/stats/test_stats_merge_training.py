@@ -1,0 +1,145 @@
+"""Per-rank reports and their merge; the training-loop timer; progress bars."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import time
+
+import pytest
+
+import datapipe as dp
+from datapipe import _progress
+from datapipe.stats import InputBoundTimer, merge_reports, profile_rank, trace
+from datapipe.stats.merge import current_rank, rank_paths
+
+
+def pipeline(delay: float) -> dp.Dataset:
+    def work(x):
+        time.sleep(delay)
+        return x
+
+    return dp.range(20).map(work).batch(4)
+
+
+def test_merge_names_the_slowest_rank_per_stage(tmp_path):
+    for rank, delay in ((0, 0.0), (1, 0.003), (2, 0.0005)):
+        report = profile_rank(pipeline(delay), tmp_path, rank=rank)
+        assert report.rank == rank
+    files = sorted(os.listdir(tmp_path))
+    assert files == [f"{k}-rank{r}.json" for k in ("report", "trace") for r in range(3)]
+    with open(tmp_path / "trace-rank1.json", encoding="utf-8") as f:
+        assert {e["pid"] for e in json.load(f)["traceEvents"]} == {1}
+    merged = merge_reports(str(tmp_path))
+    assert merged.ranks == [0, 1, 2]
+    assert merged.slowest_rank == 1
+    by_label = {s.label: s for s in merged.stages}
+    assert list(by_label) == ["range", "map", "batch"]
+    assert by_label["map"].slowest_rank == 1
+    assert by_label["map"].per_rank[1]["cost_us"] >= 3000
+    assert by_label["map"].spread > 1.5
+    assert sorted(by_label["map"].per_rank) == [0, 1, 2]
+    assert json.loads(json.dumps(merged.to_dict())) == merged.to_dict()
+    text = str(merged)
+    assert text.startswith("datapipe profile of 3 ranks; slowest rank: 1")
+    assert "rank 1: bottleneck: map." in text
+    merged_trace = trace.merge_traces(
+        [tmp_path / f"trace-rank{r}.json" for r in range(3)], tmp_path / "all.json"
+    )
+    with open(merged_trace, encoding="utf-8") as f:
+        evs = json.load(f)["traceEvents"]
+    assert {e["pid"] for e in evs} == {0, 1, 2}
+    starts = {r: min(e["ts"] for e in evs if e["pid"] == r and e["ph"] == "X") for r in range(3)}
+    assert starts[0] < starts[1] < starts[2]  # the ranks ran one after another
+
+
+def test_merge_accepts_reports_and_dicts_and_rejects_duplicates():
+    a = pipeline(0.0).profile(rank=0)
+    b = pipeline(0.002).profile(rank=1)
+    merged = merge_reports([a, b.to_dict()])
+    assert merged.slowest_rank == 1
+    with pytest.raises(ValueError, match=r"duplicate ranks \[0, 0\]"):
+        merge_reports([a, a])
+    with pytest.raises(ValueError, match="no reports given"):
+        merge_reports([])
+
+
+def test_current_rank_and_paths(monkeypatch, tmp_path):
+    monkeypatch.setenv("RANK", "2")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    assert current_rank() == 2
+    assert rank_paths(tmp_path) == (
+        str(tmp_path / "report-rank2.json"),
+        str(tmp_path / "trace-rank2.json"),
+    )
+    assert dp.range(3).profile().rank == 2
+
+
+def test_input_bound_timer_splits_wait_and_step():
+    def slow_source():
+        for i in range(5):
+            time.sleep(0.004)
+            yield i
+
+    timer = InputBoundTimer()
+    seen = []
+    for x in timer.epoch(slow_source()):
+        seen.append(x)
+        time.sleep(0.001)
+    for x in timer(range(4)):
+        time.sleep(0.003)
+        if x == 1:
+            break
+    assert seen == [0, 1, 2, 3, 4]
+    e0, e1 = timer.epochs
+    assert (e0.epoch, e0.steps, e1.epoch, e1.steps) == (0, 5, 1, 2)
+    assert e0.wait_s >= 5 * 0.004 and 5 * 0.001 <= e0.step_s < e0.wait_s
+    assert e0.input_bound_fraction > 0.5
+    assert e1.step_s >= 0.003 and e1.input_bound_fraction < 0.2
+    d = timer.to_dict()
+    assert [e["steps"] for e in d["epochs"]] == [5, 2]
+    assert d["input_bound_fraction"] == pytest.approx(timer.input_bound_fraction)
+    lines = timer.summary().splitlines()
+    assert lines[0].split() == ["epoch", "steps", "wait", "s", "step", "s", "input-bound"]
+    assert lines[1].split()[:2] == ["0", "5"]
+    assert lines[-1].startswith("overall: ")
+
+
+def test_input_bound_timer_closes_dataset_iterators_and_syncs():
+    calls = []
+    timer = InputBoundTimer(sync=lambda: calls.append(1))
+    assert [int(x) for x in timer.epoch(dp.range(3))] == [0, 1, 2]
+    assert len(calls) == 3
+    assert timer.epochs[0].steps == 3
+
+
+def test_progress_switches(monkeypatch):
+    monkeypatch.delenv(_progress.ENV_VAR, raising=False)
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert not _progress.progress_enabled(None)  # not a terminal
+    assert isinstance(_progress.progress_bar(total=3), _progress.NullBar)
+    monkeypatch.setenv(_progress.ENV_VAR, "1")
+    assert _progress.progress_enabled(None)
+    assert not _progress.progress_enabled(False)
+    with _progress.progress_bar(total=4, desc="save", unit="el") as bar:
+        bar.update(4)
+    assert "save" in sys.stderr.getvalue() and "4/4" in sys.stderr.getvalue()
+    assert list(_progress.track(range(3), desc="t")) == [0, 1, 2]
+    monkeypatch.setenv(_progress.ENV_VAR, "0")
+    assert not _progress.progress_enabled(True)
+
+
+def test_progress_on_a_terminal(monkeypatch):
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv(_progress.ENV_VAR, raising=False)
+    monkeypatch.setattr(sys, "stderr", Tty())
+    assert _progress.progress_enabled(None)
+    assert not _progress.progress_enabled(False)
+    report = dp.range(600).profile(num_elements=600)
+    assert report.elements == 600
+    assert "profile" in sys.stderr.getvalue()

@@ -1,0 +1,208 @@
+"""Dataset.profile: per-stage table, verdicts, JSON round trip."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+from _stats_ops import Gauged, SlowSource
+
+import datapipe as dp
+from datapipe.stats import ProfileReport, StageReport
+from datapipe.stats.verdict import diagnose
+
+
+def slow(x):
+    time.sleep(0.002)
+    return x
+
+
+def test_slow_map_is_named_and_parallelism_suggested():
+    report = dp.range(40).map(slow).batch(4).profile()
+    assert [s.label for s in report.stages] == ["range", "map", "batch"]
+    assert [s.elements for s in report.stages] == [40, 40, 10]
+    assert report.elements == 10
+    assert report.verdict.kind == "parallelize"
+    assert report.verdict.stage == "map"
+    assert "num_parallel_calls=AUTOTUNE on 'map'" in report.verdict.fix
+    m = report.stage("map")
+    assert m.busy_s >= 40 * 0.002
+    assert m.busy_share > 0.8
+    assert m.parallelism == 1
+    assert report.input_bound_fraction > 0.9
+    text = str(report)
+    assert text.startswith("datapipe profile: 10 elements in ")
+    lines = text.splitlines()
+    words = "stage elements rate/s busy % max rate/s wait ms buffer fill par".split()
+    assert lines[2].split() == words
+    assert [ln.split()[:2] for ln in lines[4:7]] == [
+        ["range", "40"],
+        ["map", "40"],
+        ["batch", "10"],
+    ]
+    assert "Verdict: bottleneck: map." in text
+
+
+def test_slow_consumer_gets_model_verdict():
+    report = dp.range(30).profile(step_fn=lambda x: time.sleep(0.003))
+    assert report.elements == 30
+    assert report.step_s >= 30 * 0.003
+    assert report.input_bound_fraction < 0.05
+    assert report.verdict.kind == "model"
+    assert report.verdict.stage is None
+    assert "model/step is the bottleneck, not the input" in str(report)
+
+
+def test_tiny_map_before_batch_suggests_batched_map():
+    ds = dp.from_tensor_slices(np.arange(40_000, dtype=np.float64))
+    report = ds.map(lambda x: np.sqrt(x) * 2.0 + np.sin(x)).batch(256).profile()
+    assert report.verdict.stage == "map"
+    assert report.verdict.kind == "batched_map"
+    assert "batch first, then map" in report.verdict.fix
+
+
+def test_slow_repeated_source_suggests_cache():
+    report = SlowSource(10, 0.003).repeat(3).batch(5).profile()
+    assert report.stage("slow_source").elements == 30
+    assert report.stage("repeat").inputs == ["slow_source"]
+    assert report.verdict.kind == "cache"
+    assert report.verdict.stage == "slow_source"
+    assert ".cache() right after 'slow_source'" in report.verdict.fix
+
+
+def test_step_without_prefetch_suggests_prefetch():
+    report = dp.range(30).map(slow).profile(step_fn=lambda x: time.sleep(0.002))
+    assert 0.2 < report.input_bound_fraction < 0.8
+    assert report.verdict.kind == "prefetch"
+    assert ".prefetch(AUTOTUNE)" in report.verdict.fix
+
+
+def _stage(label, op, busy_share, inputs=(), **kw) -> StageReport:
+    base = dict(
+        label=label, op=op, kind=op.title() + "Dataset", inputs=list(inputs), elements=100,
+        bytes=800, calls=10, wait_s=1.0, own_s=busy_share, busy_s=busy_share, cpu_s=None,
+        parallelism=1,
+        num_parallel_calls=None, buffered=False, buffer_size=None, buffer_fill_mean=None,
+        buffer_empty_fraction=None, threads=["MainThread"], autotune_events=[],
+        buffer_series=[], rate=100.0, busy_share=busy_share,
+        capacity=100 / busy_share if busy_share else None,
+    )  # fmt: skip
+    base.update(kw)
+    return StageReport(**base)
+
+
+def test_bursty_input_suggests_larger_prefetch():
+    stages = [
+        _stage("range", "range", 0.1),
+        _stage("map", "map", 0.4, ["range"]),
+        _stage("prefetch", "prefetch", 0.0, ["map"], buffered=True, buffer_size=2.0,
+               buffer_fill_mean=0.3, buffer_empty_fraction=0.7),
+    ]  # fmt: skip
+    v = diagnose(stages, wall_s=1.0, input_bound=0.4, step_s=0.6, root="prefetch")
+    assert (v.kind, v.stage) == ("prefetch", "prefetch")
+    assert "larger buffer" in v.fix
+    # The same buffer, but the map is saturated: the map, not the buffer, is the fix.
+    stages[1] = _stage("map", "map", 0.9, ["range"])
+    v = diagnose(stages, wall_s=1.0, input_bound=0.4, step_s=0.6, root="prefetch")
+    assert (v.kind, v.stage) == ("parallelize", "map")
+
+
+def test_saturated_parallel_map_suggests_reducing_work():
+    stages = [
+        _stage("range", "range", 0.01),
+        _stage("map", "map", 0.95, ["range"], parallelism=8, busy_s=7.6),
+    ]
+    v = diagnose(stages, wall_s=1.0, input_bound=0.9, step_s=0.0, root="map")
+    assert (v.kind, v.stage) == ("reduce_work", "map")
+    assert "already runs 8 calls in parallel" in v.fix
+
+
+def test_to_dict_round_trips_json():
+    report = Gauged(dp.range(20).map(lambda x: x + 1)).batch(5).profile()
+    d = report.to_dict()
+    assert json.loads(json.dumps(d)) == d
+    again = ProfileReport.from_dict(json.loads(json.dumps(d)))
+    assert again.to_dict() == d
+    assert str(again) == str(report)
+    assert set(d) >= {"wall_s", "elements", "rate", "stages", "verdict", "input_bound_fraction"}
+    assert [s["label"] for s in d["stages"]] == ["range", "map", "gauged", "batch"]
+
+
+def test_gauges_and_autotune_events_reach_the_report():
+    report = Gauged(dp.range(100)).batch(10).profile()
+    g = report.stage("gauged")
+    calls = g.calls
+    fills = [k % 3 for k in range(calls)]
+    assert g.buffered and g.buffer_size == 4.0 and g.parallelism == 2
+    assert g.buffer_fill_mean == pytest.approx(sum(fills) / calls)
+    assert g.buffer_empty_fraction == pytest.approx(fills.count(0) / calls)
+    assert g.busy_s == 0.5  # the worker time the stage reported, not time in next_chunk
+    assert [(e["knob"], e["old"], e["new"]) for e in g.autotune_events] == [("parallelism", 1, 2)]
+    assert g.buffer_series and g.buffer_series[0][1:] == [0, 4, 2]
+    assert "(" in str(report) and "% empty)" in str(report)
+
+
+def test_limits_and_validation():
+    assert dp.range(10**9).profile(num_elements=7).elements == 7
+    t0 = time.perf_counter()
+    report = dp.range(10**9).map(slow).profile(seconds=0.2)
+    assert 0.2 <= time.perf_counter() - t0 < 2.0
+    assert report.wall_s >= 0.2
+    with pytest.raises(ValueError, match="num_elements must be >= 1, got 0"):
+        dp.range(3).profile(num_elements=0)
+    with pytest.raises(ValueError, match="seconds must be > 0, got -1"):
+        dp.range(3).profile(seconds=-1)
+
+
+def test_profile_leaves_the_dataset_unchanged():
+    ds = dp.range(5).map(lambda x: x * 3)
+    ds.profile()
+    assert ds.options.stats.enabled is None
+    assert [int(x) for x in ds] == [0, 3, 6, 9, 12]
+
+
+def test_bytes_are_estimated_from_nbytes():
+    arr = np.zeros((12, 3), np.float32)
+    report = dp.from_tensor_slices(arr).batch(4).profile()
+    assert report.stage("from_tensor_slices").bytes == 12 * 12
+    assert report.stage("batch").bytes == 3 * 4 * 12
+
+
+def test_iterator_report_of_a_live_training_loop():
+    ds = dp.range(20).map(lambda x: x + 1)
+    ds = ds.with_options(dp.Options(stats=dp.StatsOptions(enabled=True)))
+    it = iter(ds)
+    for _ in it:
+        time.sleep(0.002)
+    report = dp.stats.iterator_report(it)
+    assert report.stage("map").elements == 20
+    assert report.step_s > 0.02
+    assert report.verdict.kind == "model"
+    with pytest.raises(ValueError, match="records no statistics"):
+        dp.stats.iterator_report(iter(dp.range(3)))
+
+
+def test_waiting_parallel_map_suggests_more_calls_than_cores():
+    stages = [
+        _stage("range", "range", 0.01),
+        _stage("map", "map", 0.9, ["range"], parallelism=2, busy_s=1.8, cpu_s=0.1),
+    ]
+    v = diagnose(stages, wall_s=1.0, input_bound=0.9, step_s=0.0, root="map")
+    assert (v.kind, v.stage) == ("parallelize", "map")
+    assert "mostly waits rather than computes (6% of its busy time on a CPU" in v.fix
+
+
+def test_parallel_map_reports_its_gauges():
+    report = dp.range(200).map(slow, num_parallel_calls=2).batch(10).profile()
+    assert report.elements == 20
+    m = report.stage("map")
+    assert (m.elements, m.parallelism, m.num_parallel_calls) == (200, 2, 2)
+    assert m.buffered and m.buffer_size == 4.0
+    assert 0.0 <= m.buffer_fill_mean <= 4.0
+    assert m.busy_s >= 200 * 0.002  # the workers' time, summed
+    assert m.cpu_s is not None and m.cpu_s < 0.5 * m.busy_s
+    assert report.verdict.stage == "map"
+    assert report.verdict.kind == "parallelize"
+    assert "mostly waits" in report.verdict.fix
