@@ -62,12 +62,19 @@ class IterContext:
         seed = self.options.seed
         self.seed = int(seed) if seed is not None else int(np.random.SeedSequence().entropy % 2**63)
         self._positions: dict[int, int] = {}
+        self._keep_alive: list = []
         for node in walk(root):
             if getattr(node, "_uses_randomness", False):
                 self._positions[id(node)] = len(self._positions)
         self.deterministic = (
             True if self.options.deterministic is None else self.options.deterministic
         )
+
+    def alias(self, clone: Dataset, original: Dataset) -> None:
+        """Let a rewritten copy of a node draw the same seeds as the node it stands for."""
+        if id(original) in self._positions:
+            self._positions[id(clone)] = self._positions[id(original)]
+        self._keep_alive.append(clone)  # ids must not be reused while this context lives
 
     def seed_sequence(self, node: Dataset, epoch: tuple, *extra: int) -> np.random.SeedSequence:
         """Seeds for ``node`` in ``epoch``: from its own ``seed`` argument when given (then

@@ -45,6 +45,13 @@ class OpIterator:
     def set_state(self, state: dict) -> None:
         raise NotImplementedError
 
+    def index_base(self) -> tuple[int, int] | None:
+        """``(stride, offset)`` such that this iterator's k-th element of the epoch is element
+        ``offset + stride * k`` of the random-access source below it, or None when unknown
+        (after filter, interleave, ...). ``random_map`` keys its generators on that global
+        index, so its draws do not depend on sharding or worker count."""
+        return None
+
     def close(self) -> None:
         """Stop every thread this iterator (and its inputs) started. Idempotent."""
         if self.closed:

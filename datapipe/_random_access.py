@@ -69,6 +69,10 @@ class RandomAccessIterator(OpIterator):
         self.index = stop
         return out
 
+    def index_base(self) -> tuple[int, int] | None:
+        # A view such as shard's maps its indices onto the source's: it says so itself.
+        return getattr(self.ra, "index_base", (1, 0))
+
     def get_state(self) -> dict:
         return {"index": self.index}
 

@@ -168,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     if rank == 0:
         print(f"total time: {time.perf_counter() - start:.1f} s")
         print(f"final test accuracy: {accuracy:.4f}")
+    dist.barrier()  # no rank tears gloo down while another still talks to it
     dist.destroy_process_group()
     return 0
 

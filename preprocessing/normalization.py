@@ -213,7 +213,15 @@ class Normalization(Layer):
 
     def _moments(self, batch: Any) -> tuple[int, torch.Tensor, torch.Tensor]:
         """(count, mean, M2) of one batch in float64, in the buffers' broadcast shape."""
-        x = torch.as_tensor(np.asarray(batch)) if not isinstance(batch, torch.Tensor) else batch
+        x = batch
+        if not isinstance(x, torch.Tensor):
+            try:
+                x = torch.as_tensor(np.asarray(x))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(
+                    "Normalization.adapt: an element must be an image or a batch (array or "
+                    f"tensor) or a tuple/list whose first component is one; got {type(batch)}"
+                ) from exc
         if x.ndim == 3:
             x = x.unsqueeze(0)
         if x.ndim != 4:

@@ -48,7 +48,7 @@ class Rescaling(Layer):
         if not isinstance(value, (list, tuple)):
             return float(value)
         channels = like.shape[self._channel_axis]
-        if len(value) != channels:
+        if len(value) not in (1, channels):  # one value broadcasts, like a number
             raise ValueError(
                 f"Rescaling: {len(value)} per-channel values for an input with {channels} "
                 f"channels ({self.data_format}); got shape {tuple(like.shape)}"

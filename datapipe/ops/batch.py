@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from datapipe._batching import stack
-from datapipe._iterator import OpIterator, pull_exactly
+from datapipe._iterator import OpIterator
 from datapipe._spec import batched_spec
 from datapipe.dataset import (
     INFINITE_CARDINALITY,

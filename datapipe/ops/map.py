@@ -10,7 +10,7 @@ from datapipe._functions import apply_chunk, call
 from datapipe._iterator import OpIterator
 from datapipe._spec import spec_of
 from datapipe.dataset import AUTOTUNE, Dataset, passes_random_access
-from datapipe.errors import annotate
+from datapipe.errors import PipelineError, annotate
 
 
 def validate_parallelism(op: str, num_parallel_calls: int | None) -> int | None:
@@ -132,12 +132,25 @@ class MapIterator(OpIterator):
         if err is None:
             self.count += len(chunk)
             return out
+        err = self._global_index(err)
         self.count += len(out) + 1
         self.leftover = chunk[len(out) + 1 :] + self.leftover
         if not out:
             raise err
         self.pending = err
         return out
+
+    def index_base(self) -> tuple[int, int] | None:
+        return self.inner.index_base()
+
+    def _global_index(self, err: BaseException) -> BaseException:
+        """Name the element by its index in the source when this map runs on a shard of it
+        (after a shard was moved below it), so the message points at the data itself."""
+        base = self.inner.index_base()
+        if base is None or base == (1, 0) or not isinstance(err, PipelineError):
+            return err
+        stride, offset = base
+        return annotate(self.op_name, offset + stride * err.index, err.cause, err.path)
 
     def get_state(self) -> dict:
         return {

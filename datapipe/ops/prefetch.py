@@ -59,6 +59,9 @@ class PassThroughIterator(OpIterator):
     def next_chunk(self, n: int) -> list:
         return self.inner.next_chunk(n)
 
+    def index_base(self) -> tuple[int, int] | None:
+        return self.inner.index_base()
+
     def get_state(self) -> dict:
         return self.inner.get_state()
 

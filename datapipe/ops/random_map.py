@@ -48,11 +48,14 @@ class RandomCall:
     """``f(element, rng)`` for element ``index`` (``f(*element, rng)`` for a plain tuple,
     tf.data's convention). Called with ``(index, element)``; picklable when ``f`` is."""
 
-    def __init__(self, func: Callable, key: np.ndarray):
+    def __init__(self, func: Callable, key: np.ndarray, base: tuple[int, int] | None = None):
         self.func, self.key = func, key
+        # (stride, offset): the stream index -> the index in the random-access source, when
+        # a shard (explicit or auto-sharding's) sits below; draws then don't depend on it.
+        self.stride, self.offset = base if base is not None else (1, 0)
 
     def __call__(self, index: Any, element: Any) -> Any:
-        rng = element_rng(self.key, int(index))
+        rng = element_rng(self.key, self.offset + self.stride * int(index))
         if type(element) is tuple:
             return self.func(*element, rng)
         return self.func(element, rng)
@@ -134,8 +137,8 @@ class RandomMapDataset(Dataset):
         return _RandomMapAccess(self, ctx, self._inputs[0]._make_random_access(ctx))
 
     def _make_iterator(self, ctx, epoch):
-        fn = RandomCall(self._func, self._key(ctx, epoch))
         inner = ctx.make(self._inputs[0], epoch)
+        fn = RandomCall(self._func, self._key(ctx, epoch), inner.index_base())
         if self._num_parallel_calls not in (None, 1):
             from datapipe.parallel.map import ParallelMapIterator
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,10 +68,44 @@ class ShardDataset(Dataset):
         return _ShardAccess(self._inputs[0]._make_random_access(ctx), self._num_shards, self._index)
 
     def _make_iterator(self, ctx, epoch):
-        if self._random_access_breaker() is None:
-            # Fetch only this shard's indices: the other shards' elements are never built.
+        inp = self._inputs[0]
+        if inp._random_access_breaker() is None:
+            # Only this shard's elements are ever built. Directly above a source: read its
+            # indices. Above element-wise ops (map, random_map, ...): move the shard below
+            # them so they still run as iterators (in parallel, with statistics).
+            if inp._inputs:
+                pushed = _push_below_elementwise(inp, self, ctx)
+                if pushed is not None:
+                    return ctx.make(pushed, epoch)
             return self._ra_iterator(ctx, epoch)
-        return ShardIterator(ctx.make(self._inputs[0], epoch), self._num_shards, self._index)
+        return ShardIterator(ctx.make(inp, epoch), self._num_shards, self._index)
+
+
+def _elementwise_types() -> tuple:
+    from datapipe.ops.map import MapDataset
+    from datapipe.ops.prefetch import PrefetchDataset
+    from datapipe.ops.random_map import RandomMapDataset
+    from datapipe.ops.to_torch import ToTorchDataset
+    from datapipe.ops.with_options import OptionsDataset
+
+    return (MapDataset, RandomMapDataset, ToTorchDataset, PrefetchDataset, OptionsDataset)
+
+
+def _push_below_elementwise(node: Dataset, shard: ShardDataset, ctx: Any) -> Dataset | None:
+    """``node``'s chain with ``shard`` moved down to just above the source, when every op on
+    the way acts on each element alone (its output for element i depends only on input
+    element i, and random_map keys on the global index via ``index_base``); else None."""
+    if not node._inputs:
+        return ShardDataset(node, shard._num_shards, shard._index)
+    if type(node) not in _elementwise_types():
+        return None
+    child = _push_below_elementwise(node._inputs[0], shard, ctx)
+    if child is None:
+        return None
+    clone = copy.copy(node)
+    clone._inputs = (child,)
+    ctx.alias(clone, node)  # same seeds as the node it stands for
+    return clone
 
 
 class _ShardAccess:
@@ -78,6 +113,8 @@ class _ShardAccess:
         self.inner, self.k, self.index = inner, num_shards, index
         n = len(inner)
         self.n = n // num_shards + (1 if index < n % num_shards else 0)
+        stride, offset = getattr(inner, "index_base", (1, 0))
+        self.index_base = (stride * num_shards, offset + stride * index)
 
     def __len__(self) -> int:
         return self.n
@@ -121,6 +158,13 @@ class ShardIterator(OpIterator):
             out = got[first - self.position :: self.k]
             self.position += len(got)
         return out
+
+    def index_base(self) -> tuple[int, int] | None:
+        base = self.inner.index_base()
+        if base is None:
+            return None
+        stride, offset = base
+        return (stride * self.k, offset + stride * self.index)
 
     def get_state(self) -> dict:
         return {"position": self.position, "done": self.done, "input": self.inner.get_state()}

@@ -79,6 +79,13 @@ class SkipIterator(OpIterator):
             self.skipped += len(got)
         return self.inner.next_chunk(n)
 
+    def index_base(self) -> tuple[int, int] | None:
+        base = self.inner.index_base()
+        if base is None or self.count == -1:
+            return None
+        stride, offset = base
+        return (stride, offset + stride * self.count)
+
     def get_state(self) -> dict:
         return {"skipped": self.skipped, "input": self.inner.get_state()}
 

@@ -78,6 +78,9 @@ class TakeIterator(OpIterator):
         self.taken += len(out)
         return out
 
+    def index_base(self) -> tuple[int, int] | None:
+        return self.inner.index_base()
+
     def get_state(self) -> dict:
         return {"taken": self.taken, "input": self.inner.get_state()}
 

@@ -184,6 +184,9 @@ class StatsIterator(OpIterator):
             trace.record_span(st.label, st.label, t0, t1, {"elements": k, "requested": n})
         return out
 
+    def index_base(self) -> tuple[int, int] | None:
+        return self.wrapped.index_base()
+
     def get_state(self) -> dict:
         return self.wrapped.get_state()
 

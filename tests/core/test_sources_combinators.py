@@ -189,9 +189,10 @@ def test_from_generator_resume_replays():
     it = iter(ds)
     [next(it) for _ in range(4)]
     state = it.get_state()
-    # The generator's state is its count: the outer iterator's snapshot is that count
-    # before its current chunk plus the elements of the chunk already handed out.
-    assert state["root"]["count"] + state["skip"] == 4 and state["root"]["done"] is False
+    # The generator's own state is the count of elements it produced (the outer iterator
+    # may have read a few ahead of the consumer; they travel in its part of the state).
+    root = state["root"]
+    assert set(root) == {"count", "done"} and 4 <= root["count"] <= 7 and not root["done"]
     before = len(calls)
     fresh = iter(ds)
     fresh.set_state(state)

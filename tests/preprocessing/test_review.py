@@ -36,6 +36,7 @@ def test_rescaling_rejects_per_channel_values_of_the_wrong_length():
         pp.Rescaling([1.0, 2.0, 3.0])(img(c=1))
     out = pp.Rescaling([1.0, 2.0], data_format="channels_last")(torch.ones(4, 4, 2))
     assert out.shape == (4, 4, 2)
+    assert pp.Rescaling([2.0])(img(c=3)).shape == (4, 3, 8, 8)
 
 
 # Zero-sized images gave NaN statistics (one batch) or ZeroDivisionError (several).
@@ -78,3 +79,10 @@ def test_out_of_range_seed_fails_at_construction():
     with pytest.raises(ValueError, match="RandomFlip: seed must be an int in"):
         pp.RandomFlip(seed=2**64)
     assert pp.RandomFlip(seed=2**64 - 1)(img()).shape == (4, 3, 8, 8)
+
+
+# A dict element (or any non-array) failed with torch's "can't convert np.ndarray of
+# type numpy.object_", which names neither the layer nor what an element may be.
+def test_adapt_names_the_accepted_element_forms():
+    with pytest.raises(ValueError, match="Normalization.adapt: an element must be an image"):
+        pp.Normalization().adapt([{"image": np.zeros((3, 2, 2))}])
