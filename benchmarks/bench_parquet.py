@@ -12,7 +12,7 @@ consumer work (a checksum) runs on each batch; the checksums must agree.
 Rounds are interleaved and each contender's best round is kept (other jobs on a shared
 machine slow all contenders alike)::
 
-    .venv/bin/python benchmarks/bench_parquet.py                 # --rounds 3 --rows 1000000
+    .venv/bin/python benchmarks/bench_parquet.py                 # --rounds 6 --rows 1000000
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def make_tf(path: str):
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--path", default=os.path.join(tempfile.gettempdir(), "datapipe_w5.parquet"))
     args = ap.parse_args(argv)
     path = make_file(args.path, args.rows)

@@ -66,9 +66,11 @@ class AutotuneOptions(_Merge):
 class DistributeOptions(_Merge):
     """Worker context and auto-sharding (see ``datapipe.distribute``).
 
-    ``auto_shard_policy`` (default AUTO); ``num_workers`` / ``worker_index``: an explicit
-    worker context that beats every other source; ``uneven``: ``"drop"`` (default),
-    ``"pad"`` or ``"allow"`` — how workers with unequal shares are evened out.
+    ``auto_shard_policy`` (default AUTO); ``num_workers`` / ``worker_index``: this
+    process's place among the processes, set together; it beats the process group and the
+    launcher's environment (torch ``DataLoader`` workers still split the process's share);
+    ``uneven``: ``"drop"`` (default), ``"pad"`` or ``"allow"`` — how workers with unequal
+    shares are evened out (see ``datapipe.distribute.auto_shard``).
     """
 
     auto_shard_policy: AutoShardPolicy | None = None

@@ -96,7 +96,10 @@ class TorchIterableDataset(IterableDataset):
 
     def _generate(self, it: Any) -> PyIterator:
         try:
-            yield from it
+            # Not `yield from`: it would close `it` on GeneratorExit before the position
+            # is read below.
+            for x in it:  # noqa: UP028
+                yield x
             self._done = True
         finally:
             if it is self._iterator:
