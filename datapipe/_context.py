@@ -56,10 +56,11 @@ class IterContext:
         seed: the global seed (``options.seed``, or fresh entropy for this ``iter()``).
     """
 
-    def __init__(self, root: Dataset, options: Options | None = None):
+    def __init__(self, root: Dataset, options: Options | None = None, seed: int | None = None):
         self.root = root
         self.options = options if options is not None else merged_options(root)
-        seed = self.options.seed
+        # An explicit ``seed`` is the one a checkpoint saved (Iterator.set_state).
+        seed = self.options.seed if seed is None else seed
         self.seed = int(seed) if seed is not None else int(np.random.SeedSequence().entropy % 2**63)
         self._positions: dict[int, int] = {}
         self._keep_alive: list = []

@@ -130,16 +130,22 @@ class Iterator:
         # (at most MAX_OUTER_CHUNK - 1), so a snapshot costs nothing until it is asked for.
         return {
             "epoch": list(self._epoch),
+            # Without Options(seed) every iter() draws a fresh global seed; the state keeps
+            # it, or a resumed global_shuffle/random_map would draw another permutation.
+            "seed": getattr(self._root, "global_seed", None),
             "root": self._root.get_state(),
             "pending": list(self._buf[self._pos :]),
         }
 
     def set_state(self, state: dict) -> None:
-        if tuple(state["epoch"]) != self._epoch:
-            # The epoch fixes seeds; rebuild the chain for the saved epoch.
+        seed = state.get("seed")
+        if tuple(state["epoch"]) != self._epoch or (
+            seed is not None and seed != getattr(self._root, "global_seed", None)
+        ):
+            # The epoch and the global seed fix the seeds; rebuild the chain for the saved ones.
             self._root.close()
             self._epoch = tuple(int(e) for e in state["epoch"])
-            self._root = self._dataset._build_root(self._epoch)
+            self._root = self._dataset._build_root(self._epoch, seed)
             self._finalizer.detach()
             self._finalizer = weakref.finalize(self, self._root.close)
         self._root.set_state(state["root"])

@@ -90,14 +90,18 @@ class Dataset:
     def _make_iterator(self, ctx: IterContext, epoch: tuple) -> OpIterator:
         raise NotImplementedError
 
-    def _build_root(self, epoch: tuple) -> OpIterator:
-        """Apply the graph rewrites and build the iterator chain for ``epoch``."""
+    def _build_root(self, epoch: tuple, seed: int | None = None) -> OpIterator:
+        """Apply the graph rewrites and build the iterator chain for ``epoch``; ``seed``
+        (the global seed of a checkpoint) overrides ``Options.seed``. The chain's global
+        seed is left on the returned iterator as ``global_seed`` for checkpoints."""
         options = merged_options(self)
         root = self
         for rewrite in REWRITES:
             root = rewrite(root, options)
-        ctx = IterContext(root, options)
-        return ctx.make(root, epoch)
+        ctx = IterContext(root, options, seed)
+        it = ctx.make(root, epoch)
+        it.global_seed = ctx.seed
+        return it
 
     def _build_iterator(self, epoch: tuple) -> Iterator:
         return Iterator(self._build_root(epoch), epoch, self)

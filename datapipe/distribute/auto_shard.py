@@ -164,7 +164,7 @@ def _nondeterministic_op(node: Dataset, options: Options) -> Dataset | None:
     return None
 
 
-def _has_seeded_random(node: Dataset) -> bool:
+def _is_random(node: Dataset) -> bool:
     return bool(getattr(node, "_uses_randomness", False))
 
 
@@ -185,7 +185,7 @@ def _shard_point_data(node: Dataset, options: Options) -> str:
             )
         return "here"
     random_access = node._random_access_breaker() is None
-    if random_access and _has_seeded_random(node) and _nondeterministic_op(node, options) is None:
+    if random_access and _is_random(node) and _nondeterministic_op(node, options) is None:
         return "here"  # keep the random op's indices global (see the module docstring)
     return "below"
 

@@ -93,10 +93,10 @@ class _Shared:
 
 def _admit(sh: _Shared) -> int:
     """Under ``cond``: elements the next chunk may hold (0: not now)."""
+    if sh.redo:  # re-taken by a restore; bounded by the checkpoint, and a forced
+        return 1  # delivery may wait on any of them, so the buffer bound does not apply
     if sh.pending >= 2 * sh.parallelism():
         return 0
-    if sh.redo:
-        return 1
     if sh.input_done:
         return 0
     bpe = sh.bytes_per_elem

@@ -241,3 +241,20 @@ def test_bad_option_values(kw, message):
     with pytest.raises(AutoShardError) as info:
         iter(dp.range(4).with_options(worker_options(2, 0, **kw)))
     assert message in str(info.value)
+
+
+def test_file_policy_on_real_text_files(tmp_path):
+    paths = []
+    for i in range(4):
+        p = tmp_path / f"part{i}.txt"
+        p.write_text("".join(f"{i}-{j}\n" for j in range(i + 1)))
+        paths.append(str(p))
+    ds = dp.TextLineDataset(paths).map(lambda s: s.upper())
+    # Text files have no known length: FILE cannot even the shares out ("allow" behaviour).
+    parts = per_worker(ds, 2, policy=FILE)
+    assert parts == [["0-0", "2-0", "2-1", "2-2"], ["1-0", "1-1", "3-0", "3-1", "3-2", "3-3"]]
+    files = dp.list_files(str(tmp_path / "*.txt"), shuffle=False)
+    lines = files.flat_map(lambda f: dp.TextLineDataset(f))
+    assert per_worker(lines, 4, policy=AUTO) == [
+        [f"{i}-{j}" for j in range(i + 1)] for i in range(4)
+    ]
