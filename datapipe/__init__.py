@@ -36,6 +36,9 @@ zip = Dataset.zip  # noqa: A001 - tf.data's name
 sample_from_datasets = Dataset.sample_from_datasets
 choose_from_datasets = Dataset.choose_from_datasets
 
+# parallel execution (datapipe/parallel): the count of elements ignore_errors dropped
+from datapipe.ops.ignore_errors import ignored_count  # noqa: E402
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -55,6 +58,7 @@ __all__ = [
     "ThreadingOptions",
     "choose_from_datasets",
     "from_generator",
+    "ignored_count",
     "from_tensor_slices",
     "from_tensors",
     "range",

@@ -127,7 +127,9 @@ def list_files(
 
     Args:
         file_pattern: a glob pattern (``*``, ``?``, ``[..]``; ``**`` matches directories
-            recursively) or a list of patterns. Only regular files are listed.
+            recursively) or a list of patterns. Only regular files are listed, each once:
+            a file matched by several patterns is not repeated (tf.data lists it once per
+            matching pattern).
         shuffle: shuffle the paths, with a new order each epoch. ``None`` means True, as in
             tf.data. When False, the paths are sorted.
         seed: shuffle seed (default: derived from ``Options.seed``).

@@ -17,6 +17,8 @@ from datapipe.io.images import load_image
 
 ALLOWLIST_FORMATS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
 _CHANNELS = {"grayscale": 1, "rgb": 3, "rgba": 4}
+# "bilinear" and "nearest" are computed as tf.image.resize does (see _lerp / _nearest);
+# the other names are Pillow's filters.
 _RESAMPLE = {
     "bilinear": Image.Resampling.BILINEAR,
     "nearest": Image.Resampling.NEAREST,
@@ -98,19 +100,43 @@ def _split(paths: list, labels: Any, validation_split: float | None, subset: str
     return paths[cut], None if labels is None else labels[cut]
 
 
+def _nearest(size: int, out: int) -> np.ndarray:
+    """tf.image.resize's nearest source indices (half-pixel centres, no rounding up)."""
+    return np.minimum(np.floor((np.arange(out) + 0.5) * (size / out)), size - 1).astype(np.intp)
+
+
+def _lerp(x: np.ndarray, out: int, axis: int) -> np.ndarray:
+    """tf.image.resize's bilinear along ``axis`` (half-pixel centres, no antialiasing):
+    two taps per output, so no low-pass filter when downscaling, as in Keras's loader.
+    Plain numpy, as it runs inside parallel map workers (no intra-op thread pool)."""
+    size = x.shape[axis]
+    src = (np.arange(out) + 0.5) * (size / out) - 0.5
+    lo = np.floor(src)
+    frac = (src - lo).astype(np.float32)
+    i0 = np.clip(lo, 0, size - 1).astype(np.intp)
+    i1 = np.clip(lo + 1, 0, size - 1).astype(np.intp)
+    shape = [1] * x.ndim
+    shape[axis] = out
+    frac = frac.reshape(shape)
+    a = np.take(x, i0, axis=axis).astype(np.float32, copy=False)
+    b = np.take(x, i1, axis=axis).astype(np.float32, copy=False)
+    return a + (b - a) * frac
+
+
 class ImageFolderLoader:
     """The map function: read, decode (JPEG draft-downscaled), crop/pad, resize, encode label.
 
     Images come out ``float32`` in [0, 255], ``(height, width, channels)`` (or channels
-    first), resized by Pillow's filter named by ``interpolation``, as Keras's loader does
-    with ``tf.image.resize``.
+    first). ``bilinear`` and ``nearest`` resize as Keras's loader does
+    (``tf.image.resize``: half-pixel centres, no antialiasing, unrounded floats); the
+    other ``interpolation`` names use Pillow's filters of those names.
     """
 
     def __init__(
         self, image_size, channels, interpolation, crop, pad, data_format, label_mode, num_classes
     ):
         self.size = (int(image_size[0]), int(image_size[1]))
-        self.channels, self.resample = channels, _RESAMPLE[interpolation]
+        self.channels, self.interpolation = channels, interpolation
         self.crop, self.pad, self.channels_first = crop, pad, data_format == "channels_first"
         self.label_mode, self.num_classes = label_mode, num_classes
 
@@ -142,11 +168,21 @@ class ImageFolderLoader:
             top, left = (rh - h) // 2, (rw - w) // 2
             canvas[top : top + h, left : left + w] = arr
             arr = canvas
-        if arr.shape[:2] != self.size:
-            img = Image.fromarray(arr[..., 0] if arr.shape[2] == 1 else arr)
-            arr = np.asarray(img.resize((tw, th), self.resample)).reshape(th, tw, -1)
-        out = arr.astype(np.float32)
+        out = self._resize(arr) if arr.shape[:2] != self.size else arr.astype(np.float32)
         return np.ascontiguousarray(out.transpose(2, 0, 1)) if self.channels_first else out
+
+    def _resize(self, arr: np.ndarray) -> np.ndarray:
+        """``arr`` (uint8 HWC) resized to ``size`` as float32, unrounded as in Keras."""
+        th, tw = self.size
+        if self.interpolation == "bilinear":
+            rows = _lerp(arr, th, axis=0)
+            return _lerp(rows, tw, axis=1)
+        if self.interpolation == "nearest":
+            h, w = arr.shape[:2]
+            return arr[_nearest(h, th)][:, _nearest(w, tw)].astype(np.float32)
+        img = Image.fromarray(arr[..., 0] if arr.shape[2] == 1 else arr)
+        resized = img.resize((tw, th), _RESAMPLE[self.interpolation])
+        return np.asarray(resized).reshape(th, tw, -1).astype(np.float32)
 
     def label(self, y: Any) -> np.ndarray:
         if self.label_mode == "int":
@@ -267,7 +303,8 @@ def image_dataset_from_directory(
             the sorted ``os.walk`` order of the file paths.
         label_mode: ``"int"`` (``int32`` scalar), ``"categorical"`` (``float32`` one-hot of
             length ``num_classes``), ``"binary"`` (``float32`` of shape ``(1,)``; exactly 2
-            classes), or ``None`` (elements are images only).
+            classes), or ``None`` (elements are images only; as in Keras this means
+            ``labels=None``: every image below ``directory`` is used, ``class_names`` is None).
         class_names: the subdirectories to use, in label order (default: all, sorted).
         color_mode: ``"grayscale"``, ``"rgb"`` or ``"rgba"`` (1, 3 or 4 channels).
         batch_size: images per batch (default 32); ``None`` yields single images.
@@ -280,8 +317,9 @@ def image_dataset_from_directory(
         validation_split, subset: keep the last ``int(validation_split * n)`` files of the
             shuffled index for ``"validation"``, the rest for ``"training"``; ``"both"``
             returns ``(training, validation)``; the validation set is not reshuffled.
-        interpolation: ``"bilinear"``, ``"nearest"``, ``"bicubic"``, ``"area"``,
-            ``"lanczos3"``, ``"hamming"`` (Pillow's filters of those names).
+        interpolation: ``"bilinear"``, ``"nearest"`` (both as Keras's ``tf.image.resize``,
+            without antialiasing), ``"bicubic"``, ``"area"``, ``"lanczos3"``,
+            ``"hamming"`` (Pillow's filters of those names, antialiased).
         follow_links: follow symbolic links to directories.
         crop_to_aspect_ratio / pad_to_aspect_ratio: center-crop (Keras's ``smart_resize``)
             or zero-pad to the target aspect ratio before resizing.
@@ -328,8 +366,8 @@ def image_dataset_from_directory(
         pad_to_aspect_ratio,
         data_format,
     )
-    if labels is None:
-        label_mode = None
+    if labels is None or label_mode is None:  # Keras: no labels means no class folders
+        labels, label_mode = None, None
     paths, labs, names = index_directory(directory, labels, class_names, follow_links)
     if verbose:
         what = f" belonging to {len(names)} classes" if names is not None else ""

@@ -6,6 +6,10 @@ in [0, 1] as ``tf.image.convert_image_dtype`` scales). Pillow does the decoding,
 decompression-bomb limit (``PIL.Image.MAX_IMAGE_PIXELS``) stays on: an image over twice
 the limit raises ``ImageDecodeError`` (Pillow itself only warns between 1x and 2x).
 
+As in tf.io, the EXIF orientation tag is ignored: pixels come out as stored, the same
+as ``numpy.asarray(PIL.Image.open(f))`` (apply ``PIL.ImageOps.exif_transpose`` yourself
+to rotate them).
+
 Every failure raises ``ImageDecodeError`` (a ``ValueError``) with the reason; the functions
 on bytes cannot know the file, ``load_image(path)`` names it, and inside ``Dataset.map``
 the ``PipelineError`` carries it as ``.path``.

@@ -13,7 +13,7 @@ def as_path(filename: str | bytes | os.PathLike | np.ndarray) -> str:
         filename = filename.item()
     if isinstance(filename, bytes):
         return os.fsdecode(filename)
-    return os.fspath(filename)
+    return str(os.fspath(filename))  # a plain str: np.str_ would show as np.str_('...')
 
 
 def read_file(filename: str | bytes | os.PathLike) -> bytes:

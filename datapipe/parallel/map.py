@@ -44,6 +44,9 @@ from datapipe.parallel import autotune
 from datapipe.parallel.pool import POLL_S, Chunk, ChunkSizer, Failed, WorkerGroup, take_ready
 from datapipe.stats import trace
 
+# Most chunks and deliveries logged after a deterministic=False snapshot (see get_state).
+LOG_LIMIT = 10_000
+
 
 class _Shared:
     """State shared by the consumer and the workers (guarded by ``cond``; the input by
@@ -100,8 +103,8 @@ def _admit(sh: _Shared) -> int:
     if sh.input_done:
         return 0
     bpe = sh.bytes_per_elem
-    if bpe is None:  # learn the element size from one chunk before filling the buffer
-        return 0 if sh.pending else sh.sizer.next_size()
+    if bpe is None:  # element size unknown: one element per worker until a chunk is done
+        return 0 if sh.pending >= sh.parallelism() else 1
     fit = int(sh.ram.free() // max(bpe, 1.0))
     if fit < 1:
         if sh.pending:
@@ -154,7 +157,7 @@ def _take_input(sh: _Shared, n: int, reserve: int) -> tuple[Chunk | None, list]:
                     sh.ram.release(reserve)
                     sh.cond.notify_all()
                 return None, []
-            if sh.log is not None and len(sh.log["then_chunks"]) < 100_000:
+            if sh.log is not None and len(sh.log["then_chunks"]) < LOG_LIMIT:
                 sh.log["then_chunks"].append([chunk.size, chunk.input_error is not None])
         chunk.reserved = reserve
         sh.next_seq += 1
@@ -289,10 +292,11 @@ class ParallelMapIterator(OpIterator):
         out, err, pos = take_ready(chunk.items, chunk.consumed, n)
         taken = pos - chunk.consumed
         if sh.forced:
+            sh.forced[0][0] += taken
             sh.forced[0][1] -= taken
             if sh.forced[0][1] <= 0:
                 sh.forced.popleft()
-        elif sh.log is not None and len(sh.log["then_take"]) < 100_000:
+        elif sh.log is not None and len(sh.log["then_take"]) < LOG_LIMIT:
             sh.log["then_take"].append([chunk.start + chunk.skip + chunk.consumed, taken])
         chunk.consumed = pos
         if pos >= len(chunk.items):

@@ -168,6 +168,10 @@ def take_ready(items: list, start: int, n: int) -> tuple[list, BaseException | N
         x = items[i]
         if type(x) is Failed:
             if not out:
+                # Drop our reference: once raised, the error's traceback holds the consumer's
+                # frames (and so the public iterator); a worker-reachable reference would keep
+                # the pipeline alive after the consumer let go of it.
+                items[i] = None
                 return [], x.error, i + 1
             break
         out.append(x)

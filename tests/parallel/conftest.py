@@ -1,0 +1,34 @@
+"""Fixtures for the parallel-execution tests: counting the pipeline's own threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+
+class Threads:
+    """Counts live threads named ``datapipe-*`` (every thread a pipeline starts)."""
+
+    @staticmethod
+    def names() -> list[str]:
+        return sorted(t.name for t in threading.enumerate() if t.name.startswith("datapipe-"))
+
+    def settle(self, deadline_s: float = 1.0) -> list[str]:
+        """The datapipe threads still alive after at most ``deadline_s`` (polling)."""
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end:
+            if not self.names():
+                return []
+            time.sleep(0.01)
+        return self.names()
+
+
+@pytest.fixture
+def threads() -> Threads:
+    t = Threads()
+    # Pipelines of earlier tests must be gone before this one measures.
+    assert t.settle(2.0) == []
+    assert threading.active_count() >= 1
+    return t
