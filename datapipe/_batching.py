@@ -33,6 +33,15 @@ def _mismatch(op: str, values: list, start_index: int, path: str) -> BatchShapeE
     return BatchShapeError(f"{op}: cannot stack the elements starting at {start_index}")
 
 
+def as_numpy(x: Any) -> np.ndarray:
+    """``np.asarray(x)`` for a list or Python value, but text and bytes become ``object``
+    arrays of ``str``/``bytes``: numpy's fixed-width ``U``/``S`` would drop trailing NULs."""
+    arr = np.asarray(x)
+    if arr.dtype.kind in "US" and not isinstance(x, np.ndarray):
+        return np.array(x, dtype=object)
+    return arr
+
+
 def stack_leaf(values: list, op: str, start_index: int, path: str = "element") -> Any:
     """Stack one component's values: torch -> torch.stack, else numpy."""
     v0 = values[0]

@@ -22,6 +22,9 @@ INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
 AUTOTUNE = -1
 
+# Elements tried by element_spec inference before the first one's error is raised.
+_SPEC_ATTEMPTS = 16
+
 # Graph rewrites applied at iter() time, in order: fn(root, options) -> root.
 REWRITES: list[Callable[[Dataset, Options], Dataset]] = []
 
@@ -70,6 +73,11 @@ class Dataset:
             raise TypeError(f"{self._name}: the dataset's length is unknown; use cardinality()")
         return n
 
+    def __bool__(self) -> bool:
+        # As tf.data: always true, so `if ds:` never calls __len__ (which raises when the
+        # cardinality is infinite or unknown).
+        return True
+
     @property
     def options(self) -> Options:
         """The merged options of this dataset's graph."""
@@ -117,16 +125,30 @@ class Dataset:
         return iter(self)
 
     def _first_element(self) -> Any:
-        """The first element, or None when empty (for ``element_spec`` inference). Never
-        auto-sharded: every worker infers the same spec, whatever its share."""
+        """The first element that can be computed, or None when empty (for
+        ``element_spec`` inference). Elements whose computation fails are passed over (a
+        few, then the first error is raised), so a bad first record does not stop a
+        ``map(decode).ignore_errors()`` pipeline from being built. Never auto-sharded: every
+        worker infers the same spec, whatever its share."""
+        from datapipe.errors import PipelineError
         from datapipe.options import AutoShardPolicy, DistributeOptions
 
         off = Options(distribute=DistributeOptions(auto_shard_policy=AutoShardPolicy.OFF))
-        it = iter(self.take(1).with_options(off))
+        it = iter(self.with_options(off))
+        first_error: PipelineError | None = None
         try:
-            return next(it, None)
+            for _ in builtins.range(_SPEC_ATTEMPTS):
+                try:
+                    return next(it)
+                except StopIteration:
+                    break
+                except PipelineError as e:
+                    first_error = first_error or e
         finally:
             it.close()
+        if first_error is not None:
+            raise first_error
+        return None
 
     def take_all(self) -> list:
         """All elements in a list (handy in tests and small pipelines)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from datapipe._iterator import OpIterator
@@ -74,7 +74,8 @@ class ShardDataset(Dataset):
             # indices. Above element-wise ops (map, random_map, ...): move the shard below
             # them so they still run as iterators (in parallel, with statistics).
             if inp._inputs:
-                pushed = _push_below_elementwise(inp, self, ctx)
+                k, i = self._num_shards, self._index
+                pushed = push_below_elementwise(inp, lambda src: ShardDataset(src, k, i), ctx)
                 if pushed is not None:
                     return ctx.make(pushed, epoch)
             return self._ra_iterator(ctx, epoch)
@@ -91,15 +92,18 @@ def _elementwise_types() -> tuple:
     return (MapDataset, RandomMapDataset, ToTorchDataset, PrefetchDataset, OptionsDataset)
 
 
-def _push_below_elementwise(node: Dataset, shard: ShardDataset, ctx: Any) -> Dataset | None:
-    """``node``'s chain with ``shard`` moved down to just above the source, when every op on
-    the way acts on each element alone (its output for element i depends only on input
-    element i, and random_map keys on the global index via ``index_base``); else None."""
+def push_below_elementwise(
+    node: Dataset, make_op: Callable[[Dataset], Dataset], ctx: Any
+) -> Dataset | None:
+    """``node``'s chain with an index-selecting op (``make_op(source)``: shard, skip) moved
+    down to just above the source, when every op on the way acts on each element alone (its
+    output for element i depends only on input element i, and random_map keys on the global
+    index via ``index_base``); else None."""
     if not node._inputs:
-        return ShardDataset(node, shard._num_shards, shard._index)
+        return make_op(node)
     if type(node) not in _elementwise_types():
         return None
-    child = _push_below_elementwise(node._inputs[0], shard, ctx)
+    child = push_below_elementwise(node._inputs[0], make_op, ctx)
     if child is None:
         return None
     clone = copy.copy(node)

@@ -43,13 +43,28 @@ class SkipDataset(Dataset):
         return _SkipAccess(self._inputs[0]._make_random_access(ctx), self._count)
 
     def _make_iterator(self, ctx, epoch):
-        return SkipIterator(ctx.make(self._inputs[0], epoch), self._count)
+        inp = self._inputs[0]
+        if inp._random_access_breaker() is None:
+            # Read from the first kept index (as shard does): with the skip moved below
+            # element-wise ops when it can be (they keep running as iterators: parallel,
+            # statistics), else through the input's random access.
+            if inp._inputs:
+                from datapipe.ops.shard import push_below_elementwise
+
+                count = self._count
+                pushed = push_below_elementwise(inp, lambda src: SkipDataset(src, count), ctx)
+                if pushed is not None:
+                    return ctx.make(pushed, epoch)
+            return self._ra_iterator(ctx, epoch)
+        return SkipIterator(ctx.make(inp, epoch), self._count)
 
 
 class _SkipAccess:
     def __init__(self, inner: Any, count: int):
         self.inner = inner
         self.offset = len(inner) if count == -1 else min(count, len(inner))
+        stride, offset = getattr(inner, "index_base", (1, 0))
+        self.index_base = (stride, offset + stride * self.offset)  # for random_map's keys
 
     def __len__(self) -> int:
         return len(self.inner) - self.offset

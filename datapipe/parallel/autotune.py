@@ -21,18 +21,20 @@ tells in advance (a pure-Python function gets *slower* per element on more threa
 the model only *proposes* moves and the measured rate decides them:
 
 * A stage whose workers are busy (busy fraction >= 0.7, i.e. it is a bottleneck) proposes
-  ``p -> max(p + 1, 1.5 p)``, if its predicted CPU demand ``p' * cpu_time / wall_time *
+  ``p -> max(p + 1, 1.5 p)`` (``2 p`` after a trial that scaled almost linearly, ``4 p``
+  if the threads also mostly wait), if its predicted CPU demand ``p' * cpu_time / wall_time *
   max_intra_op_parallelism`` (summed over stages) fits the CPU budget. Threads that sleep
   on I/O cost almost no CPU, so an I/O-latency map may get many threads on two cores.
 * A trial runs for one measurement window and is kept only if the output rate rose by at
-  least 35% of the ideal linear gain (and 8%); otherwise it is reverted and the stage waits
+  least 25% of the ideal linear gain (and 8%); otherwise it is reverted and the stage waits
   ``2**k`` windows before trying again (``k`` grows with each failure). This is what keeps a
   GIL-bound function at 1–2 threads instead of the budget's maximum.
 * A stage whose workers idle (busy fraction < 0.5; the consumer or the input limits it),
-  and now and then any stage, probes ``p -> p / 1.5``; it keeps the lower value if the rate
+  and every 16th window any stage, probes ``p -> p / 1.5``; it keeps the lower value if the rate
   stays within 5%: threads that bring no throughput are given back.
 * Buffers (``prefetch(AUTOTUNE)``) double when their consumer waited on an empty buffer
-  for more than 2% of a window, as tf.data's prefetch autotuning does, up to 1024 elements.
+  for more than 2% of a window (tf.data's prefetch autotuning) and the producer was held
+  back by the buffer's size in that window (else more room cannot help), up to 1024.
 * Every buffer reserves bytes from one ``RamBudget`` per pipeline before it is filled, so
   the bytes buffered never exceed ``Options.autotune.ram_budget`` (a stage with nothing
   outstanding may always compute one element, so a budget below one element still runs).
@@ -58,8 +60,8 @@ import numpy as np
 
 from datapipe import _structure as nest
 
-WINDOW_S = 0.15  # shortest measurement window
-MIN_WINDOW_ELEMENTS = 8
+WINDOW_S = 0.1  # shortest measurement window
+MIN_WINDOW_ELEMENTS = 16
 DEFAULT_MAX_THREADS = 64  # per stage, when threading.private_threadpool_size is unset
 MAX_AUTOTUNE_BUFFER = 1024
 
@@ -159,7 +161,11 @@ class Stage:
         self.busy_s = 0.0
         self.cpu_s = 0.0
         self.consumer_wait_s = 0.0
+        self.full = 0  # times a producer found its buffer full (buffers only)
+        self._full_mark = 0
         self.history: list[int] = [self.value]  # every value the tuner chose, in order
+        # judged trials: (direction, from, to, rate before, rate during, kept)
+        self.trials: list[tuple] = []
         # (time.perf_counter(), knob, old, new) per change: datapipe.stats's autotune_events
         self.events: list[tuple[float, str, int, int]] = []
         # hill-climbing state
@@ -170,6 +176,7 @@ class Stage:
         self._failures = {"up": 0, "down": 0}
         self._windows = 0
         self.cpu_fraction = 1.0
+        self._step_up = 1.5  # growth factor of the next trial up (2 after a near-linear gain)
         self.rate = 0.0
 
     def _counters(self) -> tuple:
@@ -251,11 +258,18 @@ class Autotuner:
         new = s.value
         if direction == "up":
             ideal = new / old
-            keep = rate >= base * max(1.08, 1 + 0.35 * (ideal - 1))
+            keep = rate >= base * max(1.08, 1 + 0.25 * (ideal - 1))
         else:
             keep = rate >= 0.95 * base
+        if len(s.trials) < 1000:
+            s.trials.append((direction, old, new, round(base, 1), round(rate, 1), keep))
         if keep:
             s._failures[direction] = 0
+            if direction == "up":  # scaled almost linearly: take bigger steps, bigger
+                # still for threads that mostly wait (the model predicts linear scaling
+                # until the CPU budget is full, which _fit_cpu enforces)
+                linear = rate >= base * (1 + 0.7 * (ideal - 1))
+                s._step_up = (4.0 if s.cpu_fraction < 0.25 else 2.0) if linear else 1.5
             return
         s.set_value(old)
         s._failures[direction] = min(s._failures[direction] + 1, 6)
@@ -267,15 +281,17 @@ class Autotuner:
         for d in ("up", "down"):
             s._cooldown[d] = max(0, s._cooldown[d] - 1)
         p = s.value
+        if s._windows < 2:  # warm-up: chunk sizes and caches are still settling
+            return
         if busy_fraction >= 0.7 and p < s.max_value and s._cooldown["up"] == 0:
-            target = min(s.max_value, max(p + 1, math.ceil(1.5 * p)))
+            target = min(s.max_value, max(p + 1, math.ceil(s._step_up * p)))
             target = self._fit_cpu(s, target)
             if target > p:
                 s._trial, s._settle = (p, rate, "up"), True
                 s.set_value(target)
                 return
         idle = busy_fraction < 0.5
-        if p > 1 and s._cooldown["down"] == 0 and (idle or s._windows % 8 == 0):
+        if p > 1 and s._cooldown["down"] == 0 and (idle or s._windows % 16 == 0):
             s._trial, s._settle = (p, rate, "down"), True
             s.set_value(max(1, math.floor(p / 1.5)))
 
@@ -291,7 +307,10 @@ class Autotuner:
         return max(s.value, min(target, int(room)))
 
     def _step_buffer(self, s: Stage, dt: float, dwait: float) -> None:
-        if dt > 0 and dwait / dt > 0.02 and s.value < s.max_value:
+        # A bigger buffer helps only if the producer was held back by the buffer's size at
+        # some point (bursts to absorb); a producer that is simply slower never fills it.
+        was_full, s._full_mark = s.full > s._full_mark, s.full
+        if dt > 0 and dwait / dt > 0.02 and was_full and s.value < s.max_value:
             s.set_value(min(s.max_value, 2 * s.value))
 
 

@@ -170,6 +170,7 @@ def _compute(sh: _Shared, chunk: Chunk, elems: list) -> None:
     t0, c0 = time.perf_counter(), time.thread_time()
     if chunk.input_error is not None:
         items: list = [Failed(chunk.input_error)]
+        chunk.input_error = True  # keep the fact, not the exception (see take_ready)
     else:
         items = _apply(sh, elems, chunk.start + chunk.skip)
     dt, dcpu = time.perf_counter() - t0, time.thread_time() - c0

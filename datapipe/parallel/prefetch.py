@@ -64,6 +64,7 @@ def _room(sh: _Shared) -> int:
         return 0
     room = sh.stage.value - sh.buffered
     if room <= 0:
+        sh.stage.full += 1
         return 0
     if sh.bytes_per_elem is None:
         return 0 if sh.buffered else 1

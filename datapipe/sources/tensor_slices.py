@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from datapipe import _structure as nest
+from datapipe._batching import as_numpy
 from datapipe._spec import TensorSpec, is_torch
 from datapipe.dataset import Dataset
 
@@ -16,7 +17,7 @@ def _as_sliceable(path: str, x: Any) -> Any:
     if is_torch(x) or isinstance(x, np.ndarray):
         out = x
     else:
-        out = np.asarray(x)
+        out = as_numpy(x)
     if out.ndim == 0:
         raise ValueError(
             f"from_tensor_slices: component {path} is a scalar; every component "
@@ -30,7 +31,8 @@ class TensorSlicesDataset(Dataset):
 
     Args:
         tensors: an array, tensor or list, or a nested tuple/namedtuple/dict of them. numpy
-            arrays and torch tensors are used without copying; lists become numpy arrays.
+            arrays and torch tensors are used without copying; lists become numpy arrays
+            (lists of strings: ``object`` arrays of ``str``/``bytes``, as NULs must survive).
 
     Raises:
         ValueError: a component is a scalar, or first dimensions disagree (the message names

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from datapipe import _structure as nest
+from datapipe._batching import as_numpy
 from datapipe._spec import is_torch, spec_of
 from datapipe.dataset import Dataset
 
@@ -17,7 +18,7 @@ def _as_leaf(x: Any) -> Any:
     # values (lists, Python numbers) become numpy, 0-d ones numpy scalars like range's.
     if is_torch(x) or isinstance(x, (np.ndarray, np.generic, str, bytes)):
         return x
-    arr = np.asarray(x)
+    arr = as_numpy(x)
     return arr[()] if arr.ndim == 0 else arr
 
 

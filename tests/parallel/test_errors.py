@@ -58,8 +58,8 @@ def test_nondeterministic_error_names_the_element():
 def test_parallel_batch_shape_error_names_batch_and_element():
     import numpy as np
 
-    ds = dp.range(10).map(lambda x: np.zeros(3 if int(x) != 5 else 4)).batch(
-        4, num_parallel_calls=2
+    ds = (
+        dp.range(10).map(lambda x: np.zeros(3 if int(x) != 5 else 4)).batch(4, num_parallel_calls=2)
     )
     it = iter(ds)
     assert next(it).shape == (4, 3)

@@ -98,7 +98,9 @@ def test_indexed_mode_passes_input_index():
 
 
 @settings(max_examples=20, deadline=None)
-@given(n=st.integers(0, 100), b=st.integers(1, 9), drop=st.booleans(), calls=st.sampled_from([2, 4]))
+@given(
+    n=st.integers(0, 100), b=st.integers(1, 9), drop=st.booleans(), calls=st.sampled_from([2, 4])
+)
 def test_parallel_batch_equals_sequential(n, b, drop, calls):
     seq = [x.tolist() for x in dp.range(n).batch(b, drop_remainder=drop)]
     par = [x.tolist() for x in dp.range(n).batch(b, drop_remainder=drop, num_parallel_calls=calls)]

@@ -1,0 +1,152 @@
+"""Side-by-side benchmarks W1-W4: datapipe vs tf.data vs torch's DataLoader, in one run.
+
+    .venv/bin/python benchmarks/run.py                 # all workloads (~5-10 min on 2 cores)
+    .venv/bin/python benchmarks/run.py --only W1,W3    # a subset
+    .venv/bin/python benchmarks/run.py --quick         # small sizes, one repetition
+    .venv/bin/python benchmarks/run.py --no-tf         # without tensorflow
+
+Every system's output is checked (count and checksum) before its figures are printed;
+rates are medians of ``--repeats`` runs; peak memory is the process's (plus DataLoader
+workers') peak RSS during the run. Ratios are datapipe's rate over each peer's. See
+benchmarks/README.md for the workloads, the targets and the recorded figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+
+from workloads import common, w1, w2, w3, w4  # noqa: E402
+
+
+def _by(results, system):
+    return next(r for r in results if r.system == system)
+
+
+def _target(label: str, value: float, goal: float) -> str:
+    verdict = "met" if value >= goal else f"MISSED by {(1 - value / goal):.0%}"
+    return f"  target {label}: {value:.2f}x (goal >= {goal}x) -> {verdict}"
+
+
+def _checked(results, rel_tol=0.0, loose=()) -> None:
+    strict = [r for r in results if r.system not in loose]
+    problems = common.check_same(strict, rel_tol)
+    if loose:
+        problems += common.check_same(
+            [results[0], *[r for r in results if r.system in loose]], 0.01
+        )
+    if problems:
+        raise SystemExit("output mismatch:\n" + "\n".join(problems))
+    print(f"  outputs verified: {results[0].count:,} {results[0].unit} each, checksums equal")
+
+
+def do_w1(args) -> None:
+    print("\nW1 per-element overhead: from_tensor_slices -> map(x*2+1) -> batch(256)")
+    res = w1.run(args.quick, args.repeats, not args.no_tf)
+    print(common.table(res))
+    _checked(res)
+    ours = res[0].rate
+    print(
+        _target(
+            "vs DataLoader(num_workers=0)",
+            ours / _by(res, "torch DataLoader num_workers=0").rate,
+            2,
+        )
+    )
+    if not args.no_tf:
+        print(_target("vs tf.data", ours / _by(res, "tf.data map(numpy_function)").rate, 20))
+
+
+def do_w2(args) -> None:
+    print(
+        "\nW2 JPEG decode: list files -> read -> decode -> resize 224 -> flip -> batch 64 -> prefetch"
+    )
+    res = w2.run(args.quick, args.repeats, not args.no_tf)
+    print(common.table(res))
+    _checked(res, 0.0, loose=("tf.data map(AUTOTUNE) TF ops",))
+    ours = res[0].rate
+    best_dl = max(_by(res, f"torch DataLoader num_workers={k}").rate for k in (0, 2))
+    print(_target("vs better DataLoader", ours / best_dl, 1.5))
+    if not args.no_tf:
+        print(
+            _target(
+                "vs tf.data AUTOTUNE", ours / _by(res, "tf.data map(AUTOTUNE) TF ops").rate, 1.0
+            )
+        )
+
+
+def do_w3(args) -> None:
+    print("\nW3 shuffle memory: rows of 3 KiB float32 -> shuffle(10_000) -> batch(128)")
+    res, base, nbytes = w3.run(args.quick, args.repeats, not args.no_tf)
+    print(common.table(res, base))
+    _checked(res, 1e-9)
+    ours = res[0]
+    limit = nbytes + 1.5 * w3.BUFFER * w3.WIDTH * 4
+    used = ours.peak_rss - base
+    print(
+        f"  source {nbytes / 2**20:,.0f} MB; datapipe peak above baseline {used / 2**20:,.0f} MB"
+        f" (goal <= {limit / 2**20:,.0f} MB) -> {'met' if used <= limit else 'MISSED'}"
+    )
+    if not args.no_tf:
+        print(_target("vs tf.data rows/s", ours.rate / _by(res, "tf.data shuffle(10k)").rate, 1.5))
+
+
+def do_w4(args) -> None:
+    print("\nW4 AUTOTUNE quality: AUTOTUNE vs the best fixed num_parallel_calls")
+    rows = w4.run(args.quick, args.repeats)
+    text, _ = w4.report(rows)
+    print(text)
+    for name, fixed, auto, _ in rows:
+        ratio = auto / max(fixed.values())
+        print(
+            f"  target {name}: {ratio:.0%} of best fixed (goal >= 90%) -> "
+            + ("met" if ratio >= 0.9 else f"MISSED by {0.9 - ratio:.0%} points")
+        )
+
+
+WORKLOADS = {"W1": do_w1, "W2": do_w2, "W3": do_w3, "W4": do_w4}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--only", default="W1,W2,W3,W4", help="comma-separated workloads")
+    ap.add_argument("--quick", action="store_true", help="small sizes, one repetition")
+    ap.add_argument("--repeats", type=int, default=None, help="runs per measurement (default 3)")
+    ap.add_argument("--no-tf", action="store_true", help="skip tensorflow")
+    args = ap.parse_args()
+    if args.repeats is None:
+        args.repeats = 1 if args.quick else 3
+    chosen = [w.strip().upper() for w in args.only.split(",") if w.strip()]
+    for w in chosen:
+        if w not in WORKLOADS:
+            raise SystemExit(f"unknown workload {w!r}; choose from {', '.join(WORKLOADS)}")
+    import numpy
+    import torch
+
+    import datapipe
+
+    print(
+        f"python {platform.python_version()}, numpy {numpy.__version__}, torch {torch.__version__},"
+        f" datapipe {datapipe.__version__}, cores available: {len(os.sched_getaffinity(0))}, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    if not args.no_tf:
+        import tensorflow as tf
+
+        print(f"tensorflow {tf.__version__}")
+    t0 = time.perf_counter()
+    for w in chosen:
+        WORKLOADS[w](args)
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s; load average now {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

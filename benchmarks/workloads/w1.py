@@ -1,0 +1,129 @@
+"""W1 per-element overhead: int64 scalars, ``from_tensor_slices -> map(x*2+1) -> batch(256)``.
+
+Every system runs the same Python function per element (``x * 2 + 1``): datapipe's
+``map``, ``tf.numpy_function`` inside tf.data's ``map`` (the per-element Python map; a
+traced TF graph is also shown, for reference), and a ``Dataset.__getitem__`` for torch's
+DataLoader. Checksum: the sum of all output values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .common import Result, measure
+
+N = 1_000_000
+BATCH = 256
+
+
+def f(x):
+    return x * 2 + 1
+
+
+def _sum_batches(batches) -> tuple[int, float]:
+    count, total = 0, 0
+    for b in batches:
+        a = np.asarray(b)
+        count += a.shape[0]
+        total += int(a.sum())
+    return count, float(total)
+
+
+def run_datapipe(data: np.ndarray, autotune: bool = False):
+    import datapipe as dp
+
+    def run():
+        ds = dp.from_tensor_slices(data)
+        ds = ds.map(f, num_parallel_calls=dp.AUTOTUNE) if autotune else ds.map(f)
+        return _sum_batches(ds.batch(BATCH))
+
+    return run
+
+
+def run_generator(data: np.ndarray):
+    def run():
+        values = data.tolist()  # plain Python ints, as a bare generator would see them
+
+        def batches():
+            buf = []
+            for x in values:
+                buf.append(x * 2 + 1)
+                if len(buf) == BATCH:
+                    yield buf
+                    buf = []
+            if buf:
+                yield buf
+
+        count = total = 0
+        for b in batches():
+            count += len(b)
+            total += sum(b)
+        return count, float(total)
+
+    return run
+
+
+def run_torch(data: np.ndarray, workers: int):
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Scalars(Dataset):
+        def __len__(self):
+            return len(data)
+
+        def __getitem__(self, i):
+            return f(data[i])
+
+    def run():
+        loader = DataLoader(Scalars(), batch_size=BATCH, num_workers=workers)
+        count, total = 0, 0
+        for b in loader:
+            count += b.shape[0]
+            total += int(torch.sum(b))
+        return count, float(total)
+
+    return run
+
+
+def run_tf(data: np.ndarray, graph: bool, autotune: bool):
+    import tensorflow as tf
+
+    def run():
+        ds = tf.data.Dataset.from_tensor_slices(data)
+        calls = tf.data.AUTOTUNE if autotune else None
+        if graph:
+            ds = ds.map(lambda x: x * 2 + 1, num_parallel_calls=calls)
+        else:
+            ds = ds.map(
+                lambda x: tf.numpy_function(f, [x], tf.int64, stateful=False),
+                num_parallel_calls=calls,
+            )
+        return _sum_batches(b.numpy() for b in ds.batch(BATCH))
+
+    return run
+
+
+def run(quick: bool, repeats: int, with_tf: bool = True) -> list[Result]:
+    n = 100_000 if quick else N
+    data = np.arange(n, dtype=np.int64)
+    w = "W1"
+    out = [
+        measure(w, "datapipe map (sequential)", run_datapipe(data), repeats),
+        measure(w, "datapipe map(AUTOTUNE)", run_datapipe(data, True), repeats),
+        measure(w, "bare Python generator", run_generator(data), repeats),
+        measure(w, "torch DataLoader num_workers=0", run_torch(data, 0), repeats),
+        measure(w, "torch DataLoader num_workers=2", run_torch(data, 2), repeats),
+    ]
+    if with_tf:
+        out += [
+            measure(w, "tf.data map(numpy_function)", run_tf(data, False, False), repeats),
+            measure(w, "tf.data map(numpy_function, AUTOTUNE)", run_tf(data, False, True), 1),
+            measure(
+                w,
+                "tf.data map(graph op, AUTOTUNE)",
+                run_tf(data, True, True),
+                repeats,
+                note="reference: no Python per element",
+            ),
+        ]
+    return out
