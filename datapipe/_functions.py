@@ -1,10 +1,12 @@
-"""Calling user functions on elements: tf.data's argument convention and error location."""
+"""Calling user functions on elements: tf.data's argument convention, error location, and
+the base of element-wise iterators that deliver good elements before a failure."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from datapipe._iterator import OpIterator
 from datapipe.errors import annotate
 
 
@@ -34,3 +36,83 @@ def apply_chunk(
     except Exception as e:  # noqa: BLE001 - annotated and handed to the consumer
         return out, annotate(op, start_index + len(out), e)
     return out, None
+
+
+class ElementwiseIterator(OpIterator):
+    """Base of iterators that handle their input's elements one at a time (``map``,
+    ``filter``, ``scan``, ``take_while``, ``unique``) and keep going past a failing one.
+
+    The good elements before a failure are delivered first: the failure is kept in
+    ``pending`` and raised on the next call. The input elements after the failing one are
+    kept in ``leftover`` (part of the state) and handled on later calls, so iteration may
+    continue past the failure (``ignore_errors``) without losing any other element.
+    ``count`` is the number of input elements consumed, for error indices.
+    """
+
+    def __init__(self, inner: OpIterator):
+        super().__init__([inner])
+        self.inner = inner
+        self.count = 0
+        self.leftover: list = []
+        self.pending: BaseException | None = None
+
+    def _raise_pending(self) -> None:
+        if self.pending is not None:
+            err, self.pending = self.pending, None
+            raise err
+
+    def _take(self, n: int) -> list:
+        """The next 1..n input elements (the leftover first), or ``[]`` at the end."""
+        if self.leftover:
+            chunk, self.leftover = self.leftover[:n], self.leftover[n:]
+            return chunk
+        return self.inner.next_chunk(n)
+
+    def _fail(
+        self, chunk: list, j: int, out: list, err: BaseException, cause: BaseException | None
+    ) -> list:
+        """``chunk[j]`` failed with ``err``: keep the rest of the chunk, then raise ``err``
+        now when nothing good came before it, else return ``out`` and raise it next call."""
+        self.count += j + 1
+        self.leftover = chunk[j + 1 :] + self.leftover
+        if not out:
+            if cause is None:
+                raise err
+            raise err from cause
+        self.pending = err
+        return out
+
+    def _select(self, n: int, keep: Callable[[Any], bool]) -> list:
+        """The next elements ``x`` with ``keep(x)`` true, in order: reads ``n`` input
+        elements at a time until at least one is kept or the input ends (``[]``). A failing
+        ``keep`` is located (``op_name``, input index) and handled as in ``_fail``."""
+        self._raise_pending()
+        while True:
+            chunk = self._take(n)
+            if not chunk:
+                return []
+            out = []
+            for j, x in enumerate(chunk):
+                try:
+                    kept = keep(x)
+                except Exception as e:  # noqa: BLE001 - located and handed to the consumer
+                    err = annotate(self.op_name, self.count + j, e)
+                    return self._fail(chunk, j, out, err, e)
+                if kept:
+                    out.append(x)
+            self.count += len(chunk)
+            if out:
+                return out
+
+    def get_state(self) -> dict:
+        return {
+            "count": self.count,
+            "leftover": list(self.leftover),
+            "input": self.inner.get_state(),
+        }
+
+    def set_state(self, state: dict) -> None:
+        self.count = int(state["count"])
+        self.leftover = list(state.get("leftover", []))
+        self.pending = None
+        self.inner.set_state(state["input"])

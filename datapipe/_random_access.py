@@ -9,7 +9,7 @@ over it needs only an integer of state.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 from datapipe._iterator import OpIterator
 
@@ -27,6 +27,30 @@ class RandomAccess:
 
     def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
         raise NotImplementedError
+
+
+def get_grouped(
+    indices: Sequence[int],
+    locate: Callable[[int], tuple[Hashable, int]],
+    fetch: Callable[[Hashable, list[int]], list],
+) -> list:
+    """The elements at ``indices`` of an access made of parts (``concatenate``'s inputs,
+    ``repeat``'s repetitions): ``locate(i)`` is ``(part, index within the part)``, and each
+    run of consecutive indices in one part is read with one ``fetch(part, indices)`` call,
+    so the parts see batched reads. Elements come back in the order of ``indices``."""
+    out: list = []
+    run: list[int] = []
+    run_part = None
+    for i in indices:
+        part, j = locate(int(i))
+        if part != run_part and run:
+            out.extend(fetch(run_part, run))
+            run = []
+        run_part = part
+        run.append(j)
+    if run:
+        out.extend(fetch(run_part, run))
+    return out
 
 
 class RandomAccessIterator(OpIterator):

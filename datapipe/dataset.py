@@ -428,4 +428,38 @@ def passes_random_access(node: Dataset) -> str | None:
     return node._inputs[0]._random_access_breaker()
 
 
+def all_inputs_random_access(node: Dataset) -> str | None:
+    """Helper for ops with several inputs (``zip``, ``concatenate``, ...) that keep random
+    access when every input has it: the first input's breaker, or None."""
+    for d in node._inputs:
+        breaker = d._random_access_breaker()
+        if breaker is not None:
+            return breaker
+    return None
+
+
+class UnaryDataset(Dataset):
+    """Base of one-input ops whose element spec and cardinality are the input's (subclasses
+    override what they change). Random access is lost, as in ``Dataset``, unless a
+    subclass keeps it (see ``RandomAccessUnaryDataset``)."""
+
+    @property
+    def element_spec(self) -> Any:
+        return self._inputs[0].element_spec
+
+    def cardinality(self) -> int:
+        return self._inputs[0].cardinality()
+
+
+class RandomAccessUnaryDataset(UnaryDataset):
+    """A ``UnaryDataset`` that also keeps its input's random access: it has random access
+    when the input has, and by default reads the input's elements unchanged."""
+
+    def _random_access_breaker(self) -> str | None:
+        return passes_random_access(self)
+
+    def _make_random_access(self, ctx: IterContext) -> RandomAccess:
+        return self._inputs[0]._make_random_access(ctx)
+
+
 _ = builtins  # `range` is shadowed in datapipe's namespace; builtins stays available here

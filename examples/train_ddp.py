@@ -15,26 +15,21 @@ Rank 0 prints one line per epoch and then ``final test accuracy: 0.9xxx``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 import sys
 import time
+from dataclasses import dataclass
 
-import numpy as np
 import torch
 import torch.distributed as dist
-from torch import nn
+from _digits_model import count_correct, make_model, make_parser, to_features, train_step
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
 import datapipe as dp
 from datapipe.datasets import load_digits
-
-
-def to_features(image: np.ndarray, label: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    # Pixel values are counts 0..16 (see load_digits): scale to [0, 1], add the channel dim.
-    return image.reshape(1, 8, 8).astype(np.float32) / np.float32(16.0), label
+from datapipe.distribute import TorchIterableDataset
 
 
 def make_pipelines(batch_size: int, seed: int) -> tuple[dp.Dataset, dp.Dataset]:
@@ -53,28 +48,9 @@ def make_pipelines(batch_size: int, seed: int) -> tuple[dp.Dataset, dp.Dataset]:
     return train, test
 
 
-def make_model() -> nn.Module:
-    return nn.Sequential(
-        nn.Conv2d(1, 16, 3, padding=1),
-        nn.ReLU(),
-        nn.Conv2d(16, 32, 3, padding=1),
-        nn.ReLU(),
-        nn.MaxPool2d(2),
-        nn.Flatten(),
-        nn.Linear(32 * 16, 64),
-        nn.ReLU(),
-        nn.Linear(64, 10),
-    )
-
-
-def evaluate(model: nn.Module, test: dp.Dataset) -> float:
+def evaluate(model: torch.nn.Module, test: dp.Dataset) -> float:
     """Accuracy over the whole test set: each rank scores its share, then one all-reduce."""
-    model.eval()
-    counts = torch.zeros(2, dtype=torch.float64)
-    with torch.no_grad():
-        for x, y in test:
-            counts += torch.tensor([float((model(x).argmax(dim=1) == y).sum()), len(y)])
-    model.train()
+    counts = torch.tensor(count_correct(model, test), dtype=torch.float64)
     dist.all_reduce(counts)
     return float(counts[0] / counts[1])
 
@@ -89,79 +65,100 @@ def init_process_group() -> None:
         dist.init_process_group("gloo")
 
 
-def save_checkpoint(path: str, **payload) -> None:
-    tmp = path + ".tmp"
-    torch.save(payload, tmp)
-    os.replace(tmp, path)  # a crash mid-save keeps the previous checkpoint
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=8)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--batch-size", type=int, default=32, help="per rank")
+def parse_args(argv: list[str] | None):
+    parser = make_parser(__doc__.splitlines()[0], epochs=8, batch_size_help="per rank")
     parser.add_argument("--loader-workers", type=int, default=0)
     parser.add_argument("--checkpoint", default="", help="directory for per-rank checkpoints")
     parser.add_argument("--checkpoint-every", type=int, default=10, help="steps")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--crash-at-step", type=int, default=-1, help="simulate a failure")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
+
+@dataclass
+class Trainer:
+    """One rank's training state: what a checkpoint saves and ``--resume`` restores."""
+
+    model: DistributedDataParallel
+    optimizer: torch.optim.Optimizer
+    tds: TorchIterableDataset
+    loader: DataLoader
+    ckpt_path: str  # "" for no checkpoints
+    rank: int
+    epoch: int = 0
+    step: int = 0
+
+    def save(self) -> None:
+        payload = dict(
+            epoch=self.epoch,
+            step=self.step,
+            model=self.model.module.state_dict(),
+            optimizer=self.optimizer.state_dict(),
+            data=self.tds.state_dict(),
+        )
+        tmp = self.ckpt_path + ".tmp"
+        torch.save(payload, tmp)
+        os.replace(tmp, self.ckpt_path)  # a crash mid-save keeps the previous checkpoint
+
+    def resume(self) -> None:
+        ckpt = torch.load(self.ckpt_path, weights_only=True)  # loading runs no code
+        self.model.module.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        self.tds.load_state_dict(ckpt["data"])  # the next iter() continues that epoch
+        self.epoch, self.step = ckpt["epoch"], ckpt["step"]
+        if self.rank == 0:
+            print(f"resumed at epoch {self.epoch + 1}, step {self.step}", flush=True)
+
+    def run_epoch(self, checkpoint_every: int, crash_at_step: int) -> torch.Tensor:
+        """Trains one epoch; returns (sum of losses, elements) over all ranks."""
+        # A new shuffle order per epoch; a state loaded for this epoch is kept and resumed.
+        self.tds.set_epoch(self.epoch)
+        totals = torch.zeros(2, dtype=torch.float64)
+        for x, y in self.loader:
+            # DDP all-reduces gradients in backward: ranks must agree on batch counts.
+            loss = train_step(self.model, self.optimizer, x, y)
+            totals += torch.tensor([loss * len(y), len(y)])
+            self.step += 1
+            if self.ckpt_path and self.step % checkpoint_every == 0:
+                self.save()
+            if self.step == crash_at_step:
+                print(f"rank {self.rank}: simulated crash at step {self.step}", flush=True)
+                os._exit(1)
+        dist.all_reduce(totals)
+        return totals
+
+
+def make_trainer(args, train: dp.Dataset, rank: int) -> Trainer:
+    tds = train.as_torch_dataset()
+    loader = DataLoader(tds, batch_size=None, num_workers=args.loader_workers)
+    model = DistributedDataParallel(make_model())
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    ckpt_path = os.path.join(args.checkpoint, f"rank{rank}.pt") if args.checkpoint else ""
+    if ckpt_path:
+        os.makedirs(args.checkpoint, exist_ok=True)
+    return Trainer(model, optimizer, tds, loader, ckpt_path, rank)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     init_process_group()
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)  # the same initial weights on every rank
     train, test = make_pipelines(args.batch_size, args.seed)
-    tds = train.as_torch_dataset()
-    loader = DataLoader(tds, batch_size=None, num_workers=args.loader_workers)
-    model = DistributedDataParallel(make_model())
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    loss_fn = nn.CrossEntropyLoss()
-
-    ckpt_path = os.path.join(args.checkpoint, f"rank{rank}.pt") if args.checkpoint else ""
-    if ckpt_path:
-        os.makedirs(args.checkpoint, exist_ok=True)
-    epoch, step = 0, 0
+    trainer = make_trainer(args, train, rank)
     if args.resume:
-        ckpt = torch.load(ckpt_path, weights_only=True)  # loading runs no code
-        model.module.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        tds.load_state_dict(ckpt["data"])  # the next iter() continues that epoch
-        epoch, step = ckpt["epoch"], ckpt["step"]
-        if rank == 0:
-            print(f"resumed at epoch {epoch + 1}, step {step}", flush=True)
+        trainer.resume()
 
     accuracy = 0.0
     start = time.perf_counter()
-    while epoch < args.epochs:
-        # A new shuffle order per epoch; a state loaded for this epoch is kept and resumed.
-        tds.set_epoch(epoch)
-        totals = torch.zeros(2, dtype=torch.float64)
-        for x, y in loader:
-            optimizer.zero_grad()
-            loss = loss_fn(model(x), y)
-            loss.backward()  # DDP all-reduces gradients: ranks must agree on batch counts
-            optimizer.step()
-            totals += torch.tensor([loss.item() * len(y), len(y)])
-            step += 1
-            if ckpt_path and step % args.checkpoint_every == 0:
-                save_checkpoint(
-                    ckpt_path,
-                    epoch=epoch,
-                    step=step,
-                    model=model.module.state_dict(),
-                    optimizer=optimizer.state_dict(),
-                    data=tds.state_dict(),
-                )
-            if step == args.crash_at_step:
-                print(f"rank {rank}: simulated crash at step {step}", flush=True)
-                os._exit(1)
-        dist.all_reduce(totals)
-        accuracy = evaluate(model.module, test)
-        epoch += 1
+    while trainer.epoch < args.epochs:
+        totals = trainer.run_epoch(args.checkpoint_every, args.crash_at_step)
+        accuracy = evaluate(trainer.model.module, test)
+        trainer.epoch += 1
         if rank == 0:
             print(
-                f"epoch {epoch}/{args.epochs}: loss {totals[0] / totals[1]:.4f}, "
+                f"epoch {trainer.epoch}/{args.epochs}: loss {totals[0] / totals[1]:.4f}, "
                 f"test accuracy {accuracy:.4f}, {int(totals[1])} images on {world} ranks",
                 flush=True,
             )

@@ -12,7 +12,6 @@ each epoch, then ``final test accuracy: 0.9xxx``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
@@ -21,8 +20,8 @@ import uuid
 
 import numpy as np
 import torch
+from _digits_model import fit, make_model, make_parser
 from PIL import Image
-from torch import nn
 
 import datapipe as dp
 from datapipe.datasets.digits import load_digits_arrays
@@ -78,49 +77,12 @@ def make_pipelines(root: str, batch_size: int, seed: int) -> tuple[dp.Dataset, d
     return train.to_torch(), test.to_torch()
 
 
-def make_model() -> nn.Module:
-    return nn.Sequential(
-        nn.Conv2d(1, 16, 3, padding=1),
-        nn.ReLU(),
-        nn.Conv2d(16, 32, 3, padding=1),
-        nn.ReLU(),
-        nn.MaxPool2d(2),
-        nn.Flatten(),
-        nn.Linear(32 * 16, 64),
-        nn.ReLU(),
-        nn.Linear(64, 10),
-    )
-
-
-def evaluate(model: nn.Module, test: dp.Dataset) -> float:
-    model.eval()
-    correct = total = 0
-    with torch.no_grad():
-        for x, y in test:
-            correct += int((model(x / 255).argmax(dim=1) == y).sum())
-            total += len(y)
-    model.train()
-    return correct / total
-
-
-def train_epoch(model, optimizer, train: dp.Dataset) -> tuple[float, int]:
-    loss_fn = nn.CrossEntropyLoss()
-    total_loss, seen = 0.0, 0
-    for x, y in train:  # a new iteration each epoch: a new file order
-        optimizer.zero_grad()
-        loss = loss_fn(model(x / 255), y.long())
-        loss.backward()
-        optimizer.step()
-        total_loss += loss.item() * len(y)
-        seen += len(y)
-    return total_loss / seen, seen
+def rate(seen: int, elapsed: float, input_time: float) -> str:
+    return f"{seen / elapsed:,.0f} images/s"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=15)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser = make_parser(__doc__.splitlines()[0], epochs=15)
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE, help="where the PNG tree lives")
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     args = parser.parse_args(argv)
@@ -131,22 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     root = write_png_tree(args.cache_dir)
     print(f"PNG files ready in {root} ({time.perf_counter() - t0:.1f} s)", flush=True)
     train, test = make_pipelines(root, args.batch_size, args.seed)
-    model = make_model()
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    start = time.perf_counter()
-    accuracy = 0.0
-    for epoch in range(1, args.epochs + 1):
-        t0 = time.perf_counter()
-        loss, seen = train_epoch(model, optimizer, train)
-        elapsed = time.perf_counter() - t0
-        accuracy = evaluate(model, test)
-        print(
-            f"epoch {epoch}/{args.epochs}: loss {loss:.4f}, test accuracy {accuracy:.4f}, "
-            f"{seen / elapsed:,.0f} images/s",
-            flush=True,
-        )
-    print(f"total time: {time.perf_counter() - start:.1f} s")
-    print(f"final test accuracy: {accuracy:.4f}")
+    # The pipeline keeps uint8 pixels 0..255; the training loop divides them by 255.
+    fit(make_model(), train, test, args.epochs, rate, scale=255)
     return 0
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from datapipe._iterator import OpIterator
-from datapipe.dataset import Dataset
+from datapipe.dataset import Dataset, all_inputs_random_access
 
 
 class PadDataset(Dataset):
@@ -51,11 +51,7 @@ class PadDataset(Dataset):
         return n + self._count if n >= 0 else n
 
     def _random_access_breaker(self) -> str | None:
-        for d in self._inputs:
-            breaker = d._random_access_breaker()
-            if breaker is not None:
-                return breaker
-        return None
+        return all_inputs_random_access(self)
 
     def _make_random_access(self, ctx):
         main, filler = (d._make_random_access(ctx) for d in self._inputs)

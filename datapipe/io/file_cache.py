@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 from datapipe._iterator import OpIterator
 from datapipe._spec import spec_to_json
-from datapipe.dataset import Dataset
+from datapipe.dataset import Dataset, UnaryDataset
 from datapipe.io.save import DatasetWriter, LoadedDataset, is_complete, read_meta
 
 
-class FileCacheDataset(Dataset):
+class FileCacheDataset(UnaryDataset):
     """Elements of the input, cached in ``filename`` after the first complete pass.
 
     Args:
@@ -53,13 +52,6 @@ class FileCacheDataset(Dataset):
         parent = os.path.dirname(self._filename)
         if not os.path.isdir(parent):
             raise FileNotFoundError(f"cache: the directory {parent!r} of the cache does not exist")
-
-    @property
-    def element_spec(self) -> Any:
-        return self._inputs[0].element_spec
-
-    def cardinality(self) -> int:
-        return self._inputs[0].cardinality()
 
     def _make_iterator(self, ctx, epoch):
         if is_complete(self._filename):

@@ -17,6 +17,14 @@ from datapipe.dataset import (
 from datapipe.ops.map import validate_parallelism
 
 
+def batched_cardinality(n: int, batch_size: int, drop_remainder: bool) -> int:
+    """Batches of ``batch_size`` from ``n`` elements (the last one shorter unless
+    ``drop_remainder``); infinite and unknown cardinalities stay as they are."""
+    if n in (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY):
+        return n
+    return n // batch_size if drop_remainder else -(-n // batch_size)
+
+
 class BatchDataset(Dataset):
     """Batches of ``batch_size`` consecutive elements, each component stacked on a new
     leading dimension (numpy -> ``np.stack``, torch -> ``torch.stack``).
@@ -57,11 +65,9 @@ class BatchDataset(Dataset):
         return batched_spec(self._inputs[0].element_spec, dim)
 
     def cardinality(self) -> int:
-        n = self._inputs[0].cardinality()
-        if n in (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY):
-            return n
-        b = self._batch_size
-        return n // b if self._drop_remainder else -(-n // b)
+        return batched_cardinality(
+            self._inputs[0].cardinality(), self._batch_size, self._drop_remainder
+        )
 
     def _random_access_breaker(self) -> str | None:
         return passes_random_access(self)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from datapipe._iterator import OpIterator, pull_exactly
-from datapipe.dataset import Dataset, passes_random_access
+from datapipe.dataset import Dataset, RandomAccessUnaryDataset
 
 
 class _CacheStore:
@@ -32,7 +32,7 @@ class _CacheStore:
             return self.elements, self.fill_epoch
 
 
-class CacheDataset(Dataset):
+class CacheDataset(RandomAccessUnaryDataset):
     """Elements unchanged; the first *complete* pass over the input is recorded in memory
     and every later pass (a later ``repeat`` pass, a later ``iter()`` of the same Dataset
     object, another thread's iterator) reads the recorded elements instead of running
@@ -64,16 +64,6 @@ class CacheDataset(Dataset):
     def __init__(self, input_ds: Dataset):
         super().__init__(input_ds)
         self._store = _CacheStore()
-
-    @property
-    def element_spec(self) -> Any:
-        return self._inputs[0].element_spec
-
-    def cardinality(self) -> int:
-        return self._inputs[0].cardinality()
-
-    def _random_access_breaker(self) -> str | None:
-        return passes_random_access(self)
 
     def _make_random_access(self, ctx):
         return _CacheAccess(self._store, self._inputs[0]._make_random_access(ctx))

@@ -6,8 +6,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from datapipe._iterator import OpIterator
+from datapipe._random_access import get_grouped
 from datapipe._spec import common_spec
-from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset import (
+    INFINITE_CARDINALITY,
+    UNKNOWN_CARDINALITY,
+    Dataset,
+    all_inputs_random_access,
+)
+from datapipe.ops.repeat import ChainIterator
 
 
 def merge_specs(op: str, specs: Sequence[Any]) -> Any:
@@ -67,11 +74,7 @@ class ConcatenateDataset(Dataset):
         return a + b
 
     def _random_access_breaker(self) -> str | None:
-        for d in self._inputs:
-            breaker = d._random_access_breaker()
-            if breaker is not None:
-                return breaker
-        return None
+        return all_inputs_random_access(self)
 
     def _make_random_access(self, ctx):
         return _ConcatAccess([d._make_random_access(ctx) for d in self._inputs])
@@ -96,62 +99,31 @@ class _ConcatAccess:
             if hi > na:
                 out.extend(self.b.get_many(range(max(lo, na) - na, hi - na), epoch))
             return out
-        out: list = []
-        run: list[int] = []
-        run_side = None
-        for i in indices:  # group consecutive indices of one side into one call
-            side = int(i) >= na
-            if side != run_side and run:
-                out.extend((self.b if run_side else self.a).get_many(run, epoch))
-                run = []
-            run_side = side
-            run.append(int(i) - na if side else int(i))
-        if run:
-            out.extend((self.b if run_side else self.a).get_many(run, epoch))
-        return out
+        return get_grouped(
+            indices,
+            lambda i: (True, i - na) if i >= na else (False, i),  # (in the second input, j)
+            lambda second, run: (self.b if second else self.a).get_many(run, epoch),
+        )
 
 
-class ConcatenateIterator(OpIterator):
+class ConcatenateIterator(ChainIterator):
     """Reads the first input to its end, then opens the second (lazily, so a pipeline that
     stops early never builds it)."""
 
     op_name = "concatenate"
+    pos_key = "which"  # the input being read: 0 or 1
 
     def __init__(self, nodes: tuple, ctx: Any, epoch: tuple):
-        super().__init__()
-        self.nodes, self.ctx, self.epoch = nodes, ctx, epoch
-        self.which = 0
-        self.inner: OpIterator | None = None
+        super().__init__(ctx, epoch)
+        self.nodes = nodes
 
-    def _open(self) -> OpIterator:
-        if self.inner is None:
-            self.inner = self.ctx.make(self.nodes[self.which], self.epoch)
-            self.inputs = [self.inner]
-        return self.inner
+    def _build(self) -> OpIterator:
+        return self.ctx.make(self.nodes[self.pos], self.epoch)
 
     def next_chunk(self, n: int) -> list:
-        while self.which < 2:
+        while self.pos < 2:
             got = self._open().next_chunk(n)
             if got:
                 return got
-            self.inner.close()
-            self.inner, self.inputs = None, []
-            self.which += 1
+            self._advance()
         return []
-
-    def get_state(self) -> dict:
-        inner = None if self.inner is None else self.inner.get_state()
-        return {"which": self.which, "input": inner}
-
-    def set_state(self, state: dict) -> None:
-        if self.inner is not None:
-            self.inner.close()
-            self.inner, self.inputs = None, []
-        self.which = int(state["which"])
-        if state["input"] is not None:
-            self._open().set_state(state["input"])
-
-    def close(self) -> None:
-        if self.inner is not None:
-            self.inner.close()
-        self.closed = True

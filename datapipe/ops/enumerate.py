@@ -9,10 +9,10 @@ import numpy as np
 
 from datapipe._iterator import OpIterator
 from datapipe._spec import TensorSpec
-from datapipe.dataset import Dataset, passes_random_access
+from datapipe.dataset import Dataset, RandomAccessUnaryDataset
 
 
-class EnumerateDataset(Dataset):
+class EnumerateDataset(RandomAccessUnaryDataset):
     """Elements ``(index, element)`` with ``index`` a ``numpy.int64`` counting from
     ``start``.
 
@@ -36,12 +36,6 @@ class EnumerateDataset(Dataset):
     @property
     def element_spec(self) -> Any:
         return (TensorSpec((), np.int64), self._inputs[0].element_spec)
-
-    def cardinality(self) -> int:
-        return self._inputs[0].cardinality()
-
-    def _random_access_breaker(self) -> str | None:
-        return passes_random_access(self)
 
     def _make_random_access(self, ctx):
         return _EnumerateAccess(self._inputs[0]._make_random_access(ctx), self._start)

@@ -7,11 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from datapipe._functions import call
+from datapipe._functions import ElementwiseIterator, call
 from datapipe._iterator import OpIterator
 from datapipe._spec import is_torch
-from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset
-from datapipe.errors import annotate
+from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset, UnaryDataset
 
 
 def as_scalar_bool(value: Any, op: str) -> bool:
@@ -30,7 +29,7 @@ def as_scalar_bool(value: Any, op: str) -> bool:
     raise TypeError(f"{op}: predicate must return a scalar boolean, got {type(value).__name__}")
 
 
-class FilterDataset(Dataset):
+class FilterDataset(UnaryDataset):
     """The elements ``x`` of the input for which ``predicate(x)`` is True, in order.
 
     Args:
@@ -62,10 +61,6 @@ class FilterDataset(Dataset):
             raise TypeError(f"filter: predicate must be callable, got {type(predicate).__name__}")
         self._predicate = predicate
 
-    @property
-    def element_spec(self) -> Any:
-        return self._inputs[0].element_spec
-
     def cardinality(self) -> int:
         return UNKNOWN_CARDINALITY
 
@@ -73,7 +68,7 @@ class FilterDataset(Dataset):
         return FilterIterator(ctx.make(self._inputs[0], epoch), self._predicate)
 
 
-class FilterIterator(OpIterator):
+class FilterIterator(ElementwiseIterator):
     """Pulls ``n`` input elements per step until at least one passes (or the input ends).
 
     After a failing element the rest of its chunk is kept (``leftover``, part of the
@@ -84,50 +79,8 @@ class FilterIterator(OpIterator):
     op_name = "filter"
 
     def __init__(self, inner: OpIterator, predicate: Callable):
-        super().__init__([inner])
-        self.inner, self.predicate = inner, predicate
-        self.count = 0  # input elements consumed (filtered or failed), for error indices
-        self.leftover: list = []
-        self.pending: BaseException | None = None
+        super().__init__(inner)
+        self.predicate = predicate
 
     def next_chunk(self, n: int) -> list:
-        if self.pending is not None:
-            err, self.pending = self.pending, None
-            raise err
-        while True:
-            if self.leftover:
-                chunk, self.leftover = self.leftover[:n], self.leftover[n:]
-            else:
-                chunk = self.inner.next_chunk(n)
-            if not chunk:
-                return []
-            out = []
-            for j, x in enumerate(chunk):
-                try:
-                    keep = as_scalar_bool(call(self.predicate, x), "filter")
-                except Exception as e:  # noqa: BLE001 - located and handed to the consumer
-                    err = annotate("filter", self.count + j, e)
-                    self.count += j + 1
-                    self.leftover = chunk[j + 1 :] + self.leftover
-                    if not out:
-                        raise err from e
-                    self.pending = err
-                    return out
-                if keep:
-                    out.append(x)
-            self.count += len(chunk)
-            if out:
-                return out
-
-    def get_state(self) -> dict:
-        return {
-            "count": self.count,
-            "leftover": list(self.leftover),
-            "input": self.inner.get_state(),
-        }
-
-    def set_state(self, state: dict) -> None:
-        self.count = int(state["count"])
-        self.leftover = list(state["leftover"])
-        self.pending = None
-        self.inner.set_state(state["input"])
+        return self._select(n, lambda x: as_scalar_bool(call(self.predicate, x), "filter"))

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from datapipe.dataset import Dataset
+from datapipe.dataset import Dataset, RandomAccessUnaryDataset
 from datapipe.errors import RandomAccessError
 
 _ROUNDS = 6  # Luby-Rackoff: 4 rounds already give a pseudorandom permutation
@@ -60,7 +60,7 @@ class FeistelPermutation:
         return x.astype(np.int64)
 
 
-class GlobalShuffleDataset(Dataset):
+class GlobalShuffleDataset(RandomAccessUnaryDataset):
     """The input's elements in a pseudorandom order over the whole dataset.
 
     Output position ``k`` reads input index ``perm[k]``, where ``perm`` is a keyed
@@ -106,16 +106,6 @@ class GlobalShuffleDataset(Dataset):
             )
         self._seed = seed
         self._reshuffle = bool(reshuffle_each_iteration)
-
-    @property
-    def element_spec(self) -> Any:
-        return self._inputs[0].element_spec
-
-    def cardinality(self) -> int:
-        return self._inputs[0].cardinality()
-
-    def _random_access_breaker(self) -> str | None:
-        return self._inputs[0]._random_access_breaker()
 
     def _make_random_access(self, ctx):
         return _ShuffleAccess(self, ctx, self._inputs[0]._make_random_access(ctx))

@@ -6,10 +6,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from datapipe import _structure as nest
-from datapipe._functions import apply_chunk, call
+from datapipe._functions import ElementwiseIterator, apply_chunk, call
 from datapipe._iterator import OpIterator
 from datapipe._spec import spec_of
-from datapipe.dataset import AUTOTUNE, Dataset, passes_random_access
+from datapipe.dataset import AUTOTUNE, Dataset, RandomAccessUnaryDataset
 from datapipe.errors import PipelineError, annotate
 
 
@@ -24,7 +24,19 @@ def validate_parallelism(op: str, num_parallel_calls: int | None) -> int | None:
     return n
 
 
-class MapDataset(Dataset):
+def first_element_spec(ds: Dataset) -> Any:
+    """The element spec of an op whose function can't be traced (unlike tf.data's): one
+    element is computed to learn it, once (kept in ``ds._spec_cache``). An empty input has
+    nothing to infer from: its own spec is returned then (and not kept)."""
+    if ds._spec_cache is None:
+        first = ds._first_element()
+        if first is None:
+            return nest.map_structure(lambda s: s, ds._inputs[0].element_spec)
+        ds._spec_cache = spec_of(first)
+    return ds._spec_cache
+
+
+class MapDataset(RandomAccessUnaryDataset):
     """Elements ``map_func(x)`` (``map_func(*x)`` when ``x`` is a plain tuple, as tf.data).
 
     Args:
@@ -63,19 +75,7 @@ class MapDataset(Dataset):
 
     @property
     def element_spec(self) -> Any:
-        # Unlike tf.data we can't trace the function: compute one element to learn its spec.
-        if self._spec_cache is None:
-            first = self._first_element()
-            if first is None:
-                return nest.map_structure(lambda s: s, self._inputs[0].element_spec)
-            self._spec_cache = spec_of(first)
-        return self._spec_cache
-
-    def cardinality(self) -> int:
-        return self._inputs[0].cardinality()
-
-    def _random_access_breaker(self) -> str | None:
-        return passes_random_access(self)
+        return first_element_spec(self)
 
     def _make_random_access(self, ctx):
         return MapAccess(self._inputs[0]._make_random_access(ctx), self._func, self._name)
@@ -108,37 +108,23 @@ class MapAccess:
         return out
 
 
-class MapIterator(OpIterator):
+class MapIterator(ElementwiseIterator):
     """Sequential map over input chunks. A failure is raised after the elements before it
     are delivered; the input elements after it are kept, so iteration may continue past
     the failing element (``ignore_errors``) without losing any other."""
 
     def __init__(self, inner: OpIterator, func: Callable, op: str, unpack: bool = True):
-        super().__init__([inner])
-        self.inner, self.func, self.op_name, self.unpack = inner, func, op, unpack
-        self.count = 0  # input elements consumed, for error indices
-        self.pending: BaseException | None = None
-        self.leftover: list = []  # input elements after a failed one, not yet mapped
+        super().__init__(inner)
+        self.func, self.op_name, self.unpack = func, op, unpack
 
     def next_chunk(self, n: int) -> list:
-        if self.pending is not None:
-            err, self.pending = self.pending, None
-            raise err
-        if self.leftover:
-            chunk, self.leftover = self.leftover[:n], self.leftover[n:]
-        else:
-            chunk = self.inner.next_chunk(n)
+        self._raise_pending()
+        chunk = self._take(n)
         out, err = apply_chunk(self.func, chunk, self.op_name, self.count, self.unpack)
         if err is None:
             self.count += len(chunk)
             return out
-        err = self._global_index(err)
-        self.count += len(out) + 1
-        self.leftover = chunk[len(out) + 1 :] + self.leftover
-        if not out:
-            raise err
-        self.pending = err
-        return out
+        return self._fail(chunk, len(out), out, self._global_index(err), None)
 
     def index_base(self) -> tuple[int, int] | None:
         return self.inner.index_base()
@@ -151,16 +137,3 @@ class MapIterator(OpIterator):
             return err
         stride, offset = base
         return annotate(self.op_name, offset + stride * err.index, err.cause, err.path)
-
-    def get_state(self) -> dict:
-        return {
-            "count": self.count,
-            "leftover": list(self.leftover),
-            "input": self.inner.get_state(),
-        }
-
-    def set_state(self, state: dict) -> None:
-        self.count = int(state["count"])
-        self.leftover = list(state.get("leftover", []))
-        self.pending = None
-        self.inner.set_state(state["input"])

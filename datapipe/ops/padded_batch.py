@@ -12,12 +12,10 @@ from datapipe import _structure as nest
 from datapipe._batching import BatchShapeError, stack_leaf
 from datapipe._spec import TensorSpec, is_torch
 from datapipe.dataset import (
-    INFINITE_CARDINALITY,
-    UNKNOWN_CARDINALITY,
     Dataset,
     passes_random_access,
 )
-from datapipe.ops.batch import BatchIterator
+from datapipe.ops.batch import BatchIterator, batched_cardinality
 
 
 def _is_shape(x: Any) -> bool:
@@ -224,11 +222,9 @@ class PaddedBatchDataset(Dataset):
         return self._out_spec
 
     def cardinality(self) -> int:
-        n = self._inputs[0].cardinality()
-        if n in (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY):
-            return n
-        b = self._batch_size
-        return n // b if self._drop_remainder else -(-n // b)
+        return batched_cardinality(
+            self._inputs[0].cardinality(), self._batch_size, self._drop_remainder
+        )
 
     def pad(self, elements: list, start: int) -> Any:
         """One padded batch of ``elements`` (input indices from ``start``)."""

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from datapipe._iterator import OpIterator
-from datapipe.dataset import AUTOTUNE, Dataset, passes_random_access
+from datapipe.dataset import AUTOTUNE, Dataset, RandomAccessUnaryDataset
 
 
-class PrefetchDataset(Dataset):
+class PrefetchDataset(RandomAccessUnaryDataset):
     """Elements unchanged; a background thread keeps up to ``buffer_size`` elements ready.
 
     Args:
@@ -24,19 +22,6 @@ class PrefetchDataset(Dataset):
         if b != AUTOTUNE and b < 0:
             raise ValueError(f"prefetch: buffer_size must be >= 0 or AUTOTUNE, got {buffer_size}")
         self._buffer_size = b
-
-    @property
-    def element_spec(self) -> Any:
-        return self._inputs[0].element_spec
-
-    def cardinality(self) -> int:
-        return self._inputs[0].cardinality()
-
-    def _random_access_breaker(self) -> str | None:
-        return passes_random_access(self)
-
-    def _make_random_access(self, ctx):
-        return self._inputs[0]._make_random_access(ctx)
 
     def _make_iterator(self, ctx, epoch):
         inner = ctx.make(self._inputs[0], epoch)

@@ -9,12 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from datapipe import _structure as nest
 from datapipe._iterator import OpIterator
-from datapipe._spec import spec_of
-from datapipe.dataset import Dataset, passes_random_access
+from datapipe.dataset import Dataset, RandomAccessUnaryDataset
 from datapipe.errors import annotate
-from datapipe.ops.map import MapIterator, validate_parallelism
+from datapipe.ops.map import MapIterator, first_element_spec, validate_parallelism
 
 _LOCAL = threading.local()  # one reusable Philox per thread (see element_rng)
 
@@ -61,7 +59,7 @@ class RandomCall:
         return self.func(element, rng)
 
 
-class RandomMapDataset(Dataset):
+class RandomMapDataset(RandomAccessUnaryDataset):
     """Elements ``map_func(x, rng)``, where ``rng`` is a ``numpy.random.Generator`` that
     depends only on (seed, element index, epoch).
 
@@ -116,22 +114,10 @@ class RandomMapDataset(Dataset):
 
     @property
     def element_spec(self) -> Any:
-        # As map: the function is not traced, so one element is computed to learn the spec.
-        if self._spec_cache is None:
-            first = self._first_element()
-            if first is None:
-                return nest.map_structure(lambda s: s, self._inputs[0].element_spec)
-            self._spec_cache = spec_of(first)
-        return self._spec_cache
-
-    def cardinality(self) -> int:
-        return self._inputs[0].cardinality()
+        return first_element_spec(self)
 
     def _key(self, ctx: Any, epoch: tuple) -> np.ndarray:
         return ctx.seed_sequence(self, epoch).generate_state(2, np.uint64)
-
-    def _random_access_breaker(self) -> str | None:
-        return passes_random_access(self)
 
     def _make_random_access(self, ctx):
         return _RandomMapAccess(self, ctx, self._inputs[0]._make_random_access(ctx))

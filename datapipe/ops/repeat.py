@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from datapipe._iterator import OpIterator
-from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
+from datapipe._random_access import get_grouped
+from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, UnaryDataset
 
 
-class RepeatDataset(Dataset):
+class RepeatDataset(UnaryDataset):
     """The input repeated ``count`` times; ``None`` or -1 repeats forever.
 
     Each repetition is a new epoch of the input: random ops inside reshuffle/redraw (when
@@ -24,10 +25,6 @@ class RepeatDataset(Dataset):
         self._count = -1 if count is None else int(count)
         if self._count < -1:
             raise ValueError(f"repeat: count must be >= -1 or None, got {count}")
-
-    @property
-    def element_spec(self) -> Any:
-        return self._inputs[0].element_spec
 
     def cardinality(self) -> int:
         n = self._inputs[0].cardinality()
@@ -59,62 +56,54 @@ class _RepeatAccess:
         return self.n * self.count
 
     def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
-        out: list = []
-        run: list[int] = []
-        run_rep = None
-        for i in indices:  # group consecutive indices of one repetition into one call
-            rep, j = divmod(int(i), self.n)
-            if rep != run_rep and run:
-                out.extend(self.inner.get_many(run, (*epoch, run_rep)))
-                run = []
-            run_rep = rep
-            run.append(j)
-        if run:
-            out.extend(self.inner.get_many(run, (*epoch, run_rep)))
-        return out
+        return get_grouped(
+            indices,
+            lambda i: divmod(i, self.n),  # (repetition, index within it)
+            lambda rep, run: self.inner.get_many(run, (*epoch, rep)),
+        )
 
 
-class RepeatIterator(OpIterator):
-    """Rebuilds the input's iterator for each repetition, with epoch ``(*epoch, rep)``."""
+class ChainIterator(OpIterator):
+    """Reads a sequence of inputs one after another, building each one's iterator
+    (``_build``) only when it is first read, so a pipeline that stops early never builds
+    the later ones. ``pos`` counts the inputs read to their end; the state names it
+    ``pos_key``."""
 
-    op_name = "repeat"
+    pos_key = "pos"
 
-    def __init__(self, node: Dataset, ctx: Any, epoch: tuple, count: int):
+    def __init__(self, ctx: Any, epoch: tuple):
         super().__init__()
-        self.node, self.ctx, self.epoch, self.count = node, ctx, epoch, count
-        self.rep = 0
+        self.ctx, self.epoch = ctx, epoch
+        self.pos = 0
         self.inner: OpIterator | None = None
-        self._empty_reps = 0
+
+    def _build(self) -> OpIterator:
+        """The iterator of input number ``self.pos``."""
+        raise NotImplementedError
 
     def _open(self) -> OpIterator:
         if self.inner is None:
-            self.inner = self.ctx.make(self.node, (*self.epoch, self.rep))
+            self.inner = self._build()
             self.inputs = [self.inner]
         return self.inner
 
-    def next_chunk(self, n: int) -> list:
-        while self.count == -1 or self.rep < self.count:
-            got = self._open().next_chunk(n)
-            if got:
-                self._empty_reps = 0
-                return got
+    def _close_inner(self) -> None:
+        if self.inner is not None:
             self.inner.close()
-            self.inner, self.inputs = None, []
-            self.rep += 1
-            self._empty_reps += 1
-            if self._empty_reps > 1:  # an empty input repeated forever would spin
-                return []
-        return []
+        self.inner, self.inputs = None, []
+
+    def _advance(self) -> None:
+        """The current input has ended: close it and move on to the next."""
+        self._close_inner()
+        self.pos += 1
 
     def get_state(self) -> dict:
         inner = None if self.inner is None else self.inner.get_state()
-        return {"rep": self.rep, "input": inner}
+        return {self.pos_key: self.pos, "input": inner}
 
     def set_state(self, state: dict) -> None:
-        if self.inner is not None:
-            self.inner.close()
-            self.inner, self.inputs = None, []
-        self.rep = int(state["rep"])
+        self._close_inner()
+        self.pos = int(state[self.pos_key])
         if state["input"] is not None:
             self._open().set_state(state["input"])
 
@@ -122,3 +111,30 @@ class RepeatIterator(OpIterator):
         if self.inner is not None:
             self.inner.close()
         self.closed = True
+
+
+class RepeatIterator(ChainIterator):
+    """Rebuilds the input's iterator for each repetition, with epoch ``(*epoch, rep)``."""
+
+    op_name = "repeat"
+    pos_key = "rep"  # the repetition being read
+
+    def __init__(self, node: Dataset, ctx: Any, epoch: tuple, count: int):
+        super().__init__(ctx, epoch)
+        self.node, self.count = node, count
+        self._empty_reps = 0
+
+    def _build(self) -> OpIterator:
+        return self.ctx.make(self.node, (*self.epoch, self.pos))
+
+    def next_chunk(self, n: int) -> list:
+        while self.count == -1 or self.pos < self.count:
+            got = self._open().next_chunk(n)
+            if got:
+                self._empty_reps = 0
+                return got
+            self._advance()
+            self._empty_reps += 1
+            if self._empty_reps > 1:  # an empty input repeated forever would spin
+                return []
+        return []

@@ -6,13 +6,14 @@ from collections.abc import Callable
 from typing import Any
 
 from datapipe import _structure as nest
+from datapipe._functions import ElementwiseIterator
 from datapipe._iterator import OpIterator
-from datapipe._spec import spec_of
-from datapipe.dataset import Dataset
+from datapipe.dataset import Dataset, UnaryDataset
 from datapipe.errors import annotate
+from datapipe.ops.map import first_element_spec
 
 
-class ScanDataset(Dataset):
+class ScanDataset(UnaryDataset):
     """Elements ``output_i`` where ``(state_{i+1}, output_i) = scan_func(state_i, x_i)``
     and ``state_0 = initial_state`` (tf.data's ``scan``).
 
@@ -50,31 +51,20 @@ class ScanDataset(Dataset):
 
     @property
     def element_spec(self) -> Any:
-        if self._spec_cache is None:
-            first = self._first_element()
-            if first is None:  # empty input: nothing to infer from
-                return self._inputs[0].element_spec
-            self._spec_cache = spec_of(first)
-        return self._spec_cache
-
-    def cardinality(self) -> int:
-        return self._inputs[0].cardinality()
+        return first_element_spec(self)
 
     def _make_iterator(self, ctx, epoch):
         return ScanIterator(ctx.make(self._inputs[0], epoch), self._initial_state, self._func)
 
 
-class ScanIterator(OpIterator):
+class ScanIterator(ElementwiseIterator):
     op_name = "scan"
 
     def __init__(self, inner: OpIterator, initial_state: Any, func: Callable):
-        super().__init__([inner])
-        self.inner, self.func = inner, func
+        super().__init__(inner)
+        self.func = func
         self.initial_state = initial_state
         self.state = initial_state
-        self.count = 0
-        self.leftover: list = []
-        self.pending: BaseException | None = None
 
     def _step(self, x: Any) -> Any:
         result = self.func(self.state, x)
@@ -92,13 +82,8 @@ class ScanIterator(OpIterator):
         return output
 
     def next_chunk(self, n: int) -> list:
-        if self.pending is not None:
-            err, self.pending = self.pending, None
-            raise err
-        if self.leftover:
-            chunk, self.leftover = self.leftover[:n], self.leftover[n:]
-        else:
-            chunk = self.inner.next_chunk(n)
+        self._raise_pending()
+        chunk = self._take(n)
         out = []
         for j, x in enumerate(chunk):
             try:
@@ -106,27 +91,13 @@ class ScanIterator(OpIterator):
             except Exception as e:  # noqa: BLE001 - located and handed to the consumer
                 # The state stays as before the failing element; the rest of the chunk is
                 # kept so iteration may continue past it (ignore_errors).
-                err = annotate("scan", self.count + j, e)
-                self.count += j + 1
-                self.leftover = chunk[j + 1 :] + self.leftover
-                if not out:
-                    raise err from e
-                self.pending = err
-                return out
+                return self._fail(chunk, j, out, annotate("scan", self.count + j, e), e)
         self.count += len(chunk)
         return out
 
     def get_state(self) -> dict:
-        return {
-            "scan_state": self.state,
-            "count": self.count,
-            "leftover": list(self.leftover),
-            "input": self.inner.get_state(),
-        }
+        return {"scan_state": self.state, **super().get_state()}
 
     def set_state(self, state: dict) -> None:
         self.state = state["scan_state"]
-        self.count = int(state["count"])
-        self.leftover = list(state["leftover"])
-        self.pending = None
-        self.inner.set_state(state["input"])
+        super().set_state(state)

@@ -11,11 +11,11 @@ from datapipe.dataset import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
     Dataset,
-    passes_random_access,
+    RandomAccessUnaryDataset,
 )
 
 
-class ShardDataset(Dataset):
+class ShardDataset(RandomAccessUnaryDataset):
     """The input's elements ``index, index + num_shards, index + 2 * num_shards, ...``.
 
     The shards ``0 .. num_shards - 1`` partition the input: every element is in exactly
@@ -50,19 +50,12 @@ class ShardDataset(Dataset):
             )
         self._num_shards, self._index = num_shards, index
 
-    @property
-    def element_spec(self) -> Any:
-        return self._inputs[0].element_spec
-
     def cardinality(self) -> int:
         n = self._inputs[0].cardinality()
         if n in (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY):
             return n
         k = self._num_shards
         return n // k + (1 if self._index < n % k else 0)
-
-    def _random_access_breaker(self) -> str | None:
-        return passes_random_access(self)
 
     def _make_random_access(self, ctx):
         return _ShardAccess(self._inputs[0]._make_random_access(ctx), self._num_shards, self._index)

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from datapipe._iterator import OpIterator
-from datapipe.dataset import Dataset
+from datapipe.dataset import Dataset, UnaryDataset
 
 
-class ShuffleDataset(Dataset):
+class ShuffleDataset(UnaryDataset):
     """Randomly shuffles elements with a buffer of ``buffer_size`` elements.
 
     tf.data's algorithm: fill the buffer, then for each output pick a uniformly random
@@ -43,13 +41,6 @@ class ShuffleDataset(Dataset):
         self._buffer_size = int(buffer_size)
         self._seed = seed
         self._reshuffle = bool(reshuffle_each_iteration)
-
-    @property
-    def element_spec(self) -> Any:
-        return self._inputs[0].element_spec
-
-    def cardinality(self) -> int:
-        return self._inputs[0].cardinality()
 
     def _make_iterator(self, ctx, epoch):
         rng = ctx.rng(self, epoch if self._reshuffle else ())

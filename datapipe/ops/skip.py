@@ -10,11 +10,11 @@ from datapipe.dataset import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
     Dataset,
-    passes_random_access,
+    RandomAccessUnaryDataset,
 )
 
 
-class SkipDataset(Dataset):
+class SkipDataset(RandomAccessUnaryDataset):
     """All but the first ``count`` elements; ``count=-1`` skips everything. On a random
     access chain the skipped elements are never computed."""
 
@@ -26,18 +26,11 @@ class SkipDataset(Dataset):
         if self._count < -1:
             raise ValueError(f"skip: count must be >= -1, got {count}")
 
-    @property
-    def element_spec(self) -> Any:
-        return self._inputs[0].element_spec
-
     def cardinality(self) -> int:
         n = self._inputs[0].cardinality()
         if n in (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY):
             return 0 if (self._count == -1 and n == UNKNOWN_CARDINALITY) else n
         return 0 if self._count == -1 else max(0, n - self._count)
-
-    def _random_access_breaker(self) -> str | None:
-        return passes_random_access(self)
 
     def _make_random_access(self, ctx):
         return _SkipAccess(self._inputs[0]._make_random_access(ctx), self._count)

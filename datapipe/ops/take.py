@@ -10,11 +10,11 @@ from datapipe.dataset import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
     Dataset,
-    passes_random_access,
+    RandomAccessUnaryDataset,
 )
 
 
-class TakeDataset(Dataset):
+class TakeDataset(RandomAccessUnaryDataset):
     """At most ``count`` elements; ``count=-1`` takes all. Never asks its input for more
     elements than it still needs. Keeps random access."""
 
@@ -26,10 +26,6 @@ class TakeDataset(Dataset):
         if self._count < -1:
             raise ValueError(f"take: count must be >= -1, got {count}")
 
-    @property
-    def element_spec(self) -> Any:
-        return self._inputs[0].element_spec
-
     def cardinality(self) -> int:
         n = self._inputs[0].cardinality()
         if self._count == -1:
@@ -39,9 +35,6 @@ class TakeDataset(Dataset):
         if n == UNKNOWN_CARDINALITY:
             return UNKNOWN_CARDINALITY
         return min(n, self._count)
-
-    def _random_access_breaker(self) -> str | None:
-        return passes_random_access(self)
 
     def _make_random_access(self, ctx):
         return _TakeAccess(self._inputs[0]._make_random_access(ctx), self._count)

@@ -4,16 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from datapipe._functions import call
+from datapipe._functions import ElementwiseIterator, call
 from datapipe._iterator import OpIterator
-from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset, UnaryDataset
 from datapipe.errors import annotate
 from datapipe.ops.filter import as_scalar_bool
 
 
-class TakeWhileDataset(Dataset):
+class TakeWhileDataset(UnaryDataset):
     """The input's elements while ``predicate`` holds; ends at the first element for which
     it is False (that element and everything after it are not produced).
 
@@ -43,10 +42,6 @@ class TakeWhileDataset(Dataset):
             )
         self._predicate = predicate
 
-    @property
-    def element_spec(self) -> Any:
-        return self._inputs[0].element_spec
-
     def cardinality(self) -> int:
         return UNKNOWN_CARDINALITY
 
@@ -54,42 +49,28 @@ class TakeWhileDataset(Dataset):
         return TakeWhileIterator(ctx.make(self._inputs[0], epoch), self._predicate)
 
 
-class TakeWhileIterator(OpIterator):
+class TakeWhileIterator(ElementwiseIterator):
     """Like ``FilterIterator``, a failing element is raised after the good ones and the
     rest of its chunk is kept (``leftover``) so that iteration may continue past it."""
 
     op_name = "take_while"
 
     def __init__(self, inner: OpIterator, predicate: Callable):
-        super().__init__([inner])
-        self.inner, self.predicate = inner, predicate
-        self.count = 0  # input elements consumed, for error indices
+        super().__init__(inner)
+        self.predicate = predicate
         self.done = False
-        self.leftover: list = []
-        self.pending: BaseException | None = None
 
     def next_chunk(self, n: int) -> list:
-        if self.pending is not None:
-            err, self.pending = self.pending, None
-            raise err
+        self._raise_pending()
         if self.done:
             return []
-        if self.leftover:
-            chunk, self.leftover = self.leftover[:n], self.leftover[n:]
-        else:
-            chunk = self.inner.next_chunk(n)
+        chunk = self._take(n)
         out = []
         for j, x in enumerate(chunk):
             try:
                 keep = as_scalar_bool(call(self.predicate, x), "take_while")
             except Exception as e:  # noqa: BLE001 - located and handed to the consumer
-                err = annotate("take_while", self.count + j, e)
-                self.count += j + 1
-                self.leftover = chunk[j + 1 :] + self.leftover
-                if not out:
-                    raise err from e
-                self.pending = err
-                return out
+                return self._fail(chunk, j, out, annotate("take_while", self.count + j, e), e)
             if not keep:
                 break
             out.append(x)
@@ -99,15 +80,8 @@ class TakeWhileIterator(OpIterator):
         return out
 
     def get_state(self) -> dict:
-        return {
-            "count": self.count,
-            "done": self.done,
-            "leftover": list(self.leftover),
-            "input": self.inner.get_state(),
-        }
+        return {**super().get_state(), "done": self.done}
 
     def set_state(self, state: dict) -> None:
-        self.count, self.done = int(state["count"]), bool(state["done"])
-        self.leftover = list(state["leftover"])
-        self.pending = None
-        self.inner.set_state(state["input"])
+        super().set_state(state)
+        self.done = bool(state["done"])

@@ -10,7 +10,7 @@ import numpy as np
 from datapipe import _structure as nest
 from datapipe._functions import apply_chunk
 from datapipe._spec import TensorSpec, is_torch
-from datapipe.dataset import Dataset, passes_random_access
+from datapipe.dataset import Dataset, RandomAccessUnaryDataset
 from datapipe.ops.map import MapIterator
 
 
@@ -43,7 +43,7 @@ def element_to_torch(element: Any) -> Any:
     return nest.map_structure(leaf_to_torch, element)
 
 
-class ToTorchDataset(Dataset):
+class ToTorchDataset(RandomAccessUnaryDataset):
     """Elements with every numeric numpy component converted to a ``torch.Tensor``.
 
     Uses ``torch.from_numpy``, which shares memory with the numpy array (no copy); numpy
@@ -66,12 +66,6 @@ class ToTorchDataset(Dataset):
             return s
 
         return nest.map_structure(conv, self._inputs[0].element_spec)
-
-    def cardinality(self) -> int:
-        return self._inputs[0].cardinality()
-
-    def _random_access_breaker(self) -> str | None:
-        return passes_random_access(self)
 
     def _make_random_access(self, ctx):
         return _ToTorchAccess(self._inputs[0]._make_random_access(ctx))

@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from datapipe import _structure as nest
+from datapipe._functions import ElementwiseIterator
 from datapipe._iterator import OpIterator
 from datapipe._spec import TensorSpec, dtype_name, is_torch, is_torch_dtype
-from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset
-from datapipe.errors import annotate
+from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset, UnaryDataset
 
 
 def _check_spec(spec: Any) -> None:
@@ -66,7 +66,7 @@ def _sort_key(v: Any) -> tuple:
     return (type(v).__name__, v)
 
 
-class UniqueDataset(Dataset):
+class UniqueDataset(UnaryDataset):
     """Each distinct element once, at its first occurrence, in input order.
 
     Elements must be scalars of an integer type or strings (``str``/``bytes``), as in
@@ -95,10 +95,6 @@ class UniqueDataset(Dataset):
         super().__init__(input_ds)
         _check_spec(input_ds.element_spec)
 
-    @property
-    def element_spec(self) -> Any:
-        return self._inputs[0].element_spec
-
     def cardinality(self) -> int:
         return UNKNOWN_CARDINALITY
 
@@ -106,51 +102,27 @@ class UniqueDataset(Dataset):
         return UniqueIterator(ctx.make(self._inputs[0], epoch))
 
 
-class UniqueIterator(OpIterator):
+class UniqueIterator(ElementwiseIterator):
     op_name = "unique"
 
     def __init__(self, inner: OpIterator):
-        super().__init__([inner])
-        self.inner = inner
+        super().__init__(inner)
         self.seen: set = set()
         # For get_state: ``seen`` as sorted runs (disjoint; a run is never mutated once
         # made, so states can share them), plus the keys added since the last snapshot.
         self.runs: list[list] = []
         self.added: list = []
-        self.count = 0
-        self.leftover: list = []
-        self.pending: BaseException | None = None
+
+    def _is_new(self, x: Any) -> bool:
+        k = _key(x)
+        if k in self.seen:
+            return False
+        self.seen.add(k)
+        self.added.append(k)
+        return True
 
     def next_chunk(self, n: int) -> list:
-        if self.pending is not None:
-            err, self.pending = self.pending, None
-            raise err
-        while True:
-            if self.leftover:
-                chunk, self.leftover = self.leftover[:n], self.leftover[n:]
-            else:
-                chunk = self.inner.next_chunk(n)
-            if not chunk:
-                return []
-            out = []
-            for j, x in enumerate(chunk):
-                try:
-                    k = _key(x)
-                except Exception as e:  # noqa: BLE001 - located and handed to the consumer
-                    err = annotate("unique", self.count + j, e)
-                    self.count += j + 1
-                    self.leftover = chunk[j + 1 :] + self.leftover
-                    if not out:
-                        raise err from e
-                    self.pending = err
-                    return out
-                if k not in self.seen:
-                    self.seen.add(k)
-                    self.added.append(k)
-                    out.append(x)
-            self.count += len(chunk)
-            if out:
-                return out
+        return self._select(n, self._is_new)
 
     def get_state(self) -> dict:
         # The outer iterator asks for the state before every chunk, so this must not cost
@@ -165,12 +137,7 @@ class UniqueIterator(OpIterator):
                 run = sorted(runs.pop() + run, key=_sort_key)  # two sorted runs: linear
             runs.append(run)
             self.runs = runs
-        return {
-            "seen": list(self.runs),
-            "count": self.count,
-            "leftover": list(self.leftover),
-            "input": self.inner.get_state(),
-        }
+        return {"seen": list(self.runs), **super().get_state()}
 
     def seen_sorted(self) -> list:
         """Every key seen so far, sorted (for inspection and tests)."""
@@ -180,7 +147,4 @@ class UniqueIterator(OpIterator):
         self.runs = [list(run) for run in state["seen"]]
         self.seen = {k for run in self.runs for k in run}
         self.added = []
-        self.count = int(state["count"])
-        self.leftover = list(state["leftover"])
-        self.pending = None
-        self.inner.set_state(state["input"])
+        super().set_state(state)

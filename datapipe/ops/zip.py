@@ -7,7 +7,12 @@ from typing import Any
 
 from datapipe import _structure as nest
 from datapipe._iterator import OpIterator, pull_exactly
-from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset import (
+    INFINITE_CARDINALITY,
+    UNKNOWN_CARDINALITY,
+    Dataset,
+    all_inputs_random_access,
+)
 
 
 def zip_cardinality(cards: Sequence[int]) -> int:
@@ -79,11 +84,7 @@ class ZipDataset(Dataset):
         return zip_cardinality([d.cardinality() for d in self._inputs])
 
     def _random_access_breaker(self) -> str | None:
-        for d in self._inputs:
-            breaker = d._random_access_breaker()
-            if breaker is not None:
-                return breaker
-        return None
+        return all_inputs_random_access(self)
 
     def _make_random_access(self, ctx):
         return _ZipAccess([d._make_random_access(ctx) for d in self._inputs], self._structure)

@@ -6,6 +6,7 @@ import importlib.util
 import os
 import pathlib
 import re
+import sys
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_images.py"
 EPOCH = re.compile(
@@ -14,6 +15,9 @@ EPOCH = re.compile(
 
 
 def _load():
+    # The example imports its sibling _digits_model, which a script finds in sys.path[0].
+    if str(EXAMPLE.parent) not in sys.path:
+        sys.path.insert(0, str(EXAMPLE.parent))
     spec = importlib.util.spec_from_file_location("train_images_example", EXAMPLE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
