@@ -48,3 +48,14 @@ def test_readme_python_example_runs() -> None:
     assert tuple(x.shape) == (64, 28, 28)
     assert y.dtype == torch.int64 and tuple(y.shape) == (64,)
     assert float(x.max()) <= 1.0
+
+
+def test_readme_preprocessing_example_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    code = re.findall(r"```python\n(.*?)\n```", readme, flags=re.S)[1]
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    assert tuple(scope["out"].shape) == (16, 10)
+    model = scope["model"].eval()
+    x = torch.rand(2, 3, 32, 32)
+    assert torch.equal(model[1](x), x) and torch.equal(model[2](x), x)  # identity in eval()
