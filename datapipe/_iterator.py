@@ -14,6 +14,9 @@ from typing import Any
 
 # Top-level chunks grow from 1 (a first element comes fast) to this size.
 MAX_OUTER_CHUNK = 64
+# ... and stop growing past this many bytes of (array) elements, so buffering large batches
+# costs little memory (W3 in benchmarks/README.md).
+MAX_OUTER_CHUNK_BYTES = 1 << 20
 
 
 class OpIterator:
@@ -110,6 +113,9 @@ class Iterator:
         if self._root.closed:
             raise StopIteration
         try:
+            # Let go of the consumed chunk first: two chunks of large batches alive at once
+            # would double this buffer's share of the peak memory.
+            self._buf = []
             self._buf = self._root.next_chunk(self._chunk)
         except BaseException as e:
             # Ops locate their own errors (op, element index, file); here we only make sure
@@ -118,10 +124,13 @@ class Iterator:
             if isinstance(e, KeyboardInterrupt):
                 self.close()
             raise
-        self._chunk = min(self._chunk * 2, MAX_OUTER_CHUNK)
         if not self._buf:
             self._pos = 0
             raise StopIteration
+        if getattr(self._buf[0], "nbytes", 0) * len(self._buf) > MAX_OUTER_CHUNK_BYTES:
+            self._chunk = max(1, self._chunk // 2)  # large elements: a small buffer suffices
+        else:
+            self._chunk = min(self._chunk * 2, MAX_OUTER_CHUNK)
         self._pos = 1
         return self._buf[0]
 

@@ -80,9 +80,14 @@ class Result:
     count: int
     checksum: float
     seconds: list[float] = field(default_factory=list)
-    peak_rss: int = 0
+    growth: list[int] = field(default_factory=list)  # peak RSS above the run's start, per run
     unit: str = "elements"
     note: str = ""
+
+    @property
+    def peak_growth(self) -> int:
+        """Median over runs of the memory a run added at its peak (process + children)."""
+        return int(statistics.median(self.growth))
 
     @property
     def rate(self) -> float:
@@ -103,6 +108,7 @@ def measure(
     res: Result | None = None
     for _ in range(repeats):
         release_memory()
+        start_rss = total_rss()
         with PeakSampler() as mem:
             t0 = time.perf_counter()
             count, checksum = run()
@@ -112,7 +118,7 @@ def measure(
         elif (count, round(checksum, 6)) != (res.count, round(res.checksum, 6)):
             raise RuntimeError(f"{workload}/{system}: runs disagree ({count}, {checksum})")
         res.seconds.append(dt)
-        res.peak_rss = max(res.peak_rss, mem.peak)
+        res.growth.append(mem.peak - start_rss)
         if dt > long_run_s:
             break
     assert res is not None
@@ -133,18 +139,45 @@ def check_same(results: list[Result], rel_tol: float = 0.0) -> list[str]:
     return problems
 
 
-def table(results: list[Result], baseline_rss: int = 0) -> str:
+def table(results: list[Result], resident: int = 0) -> str:
+    """One row per system; memory is ``resident`` bytes (inputs that exist before the run,
+    e.g. W3's source array) plus the median peak growth of RSS during a run."""
     ours = results[0]
     lines = [
-        f"{'system':<42} {'rate (' + ours.unit + '/s)':>22} {'peak RSS MB':>12} "
+        f"{'system':<42} {'rate (' + ours.unit + '/s)':>22} {'peak MB':>12} "
         f"{'datapipe/this':>14}  runs(s)"
     ]
     for r in results:
         ratio = ours.rate / r.rate if r.rate else float("inf")
         runs = ", ".join(f"{s:.2f}" for s in r.seconds)
-        peak = (r.peak_rss - baseline_rss) / 2**20
+        peak = (resident + r.peak_growth) / 2**20
         lines.append(
             f"{r.system:<42} {r.rate:>22,.0f} {peak:>12,.0f} {ratio:>13.2f}x  {runs}"
             + (f"  [{r.note}]" if r.note else "")
         )
     return "\n".join(lines)
+
+
+def measure_rounds(
+    workload: str, systems: list[tuple], repeats: int, unit: str = "elements"
+) -> list[Result]:
+    """Like ``measure`` for several systems ``(name, run[, note])``, in interleaved rounds
+    (system A, B, C, then A, B, C again, ...), so a change of load on the shared machine
+    hits every system alike; a system whose run is long (> 15 s) runs once."""
+    results: dict[str, Result] = {}
+    for r in range(repeats):
+        for spec in systems:
+            name, run = spec[0], spec[1]
+            note = spec[2] if len(spec) > 2 else ""
+            if r and name in results and results[name].seconds[0] > 15.0:
+                continue
+            one = measure(workload, name, run, 1, unit, note)
+            if name not in results:
+                results[name] = one
+            else:
+                prev = results[name]
+                if (one.count, round(one.checksum, 6)) != (prev.count, round(prev.checksum, 6)):
+                    raise RuntimeError(f"{workload}/{name}: runs disagree")
+                prev.seconds += one.seconds
+                prev.growth += one.growth
+    return [results[spec[0]] for spec in systems]

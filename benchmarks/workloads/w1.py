@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import Result, measure
+from .common import Result, measure_rounds
 
 N = 1_000_000
 BATCH = 256
@@ -106,24 +106,21 @@ def run_tf(data: np.ndarray, graph: bool, autotune: bool):
 def run(quick: bool, repeats: int, with_tf: bool = True) -> list[Result]:
     n = 100_000 if quick else N
     data = np.arange(n, dtype=np.int64)
-    w = "W1"
-    out = [
-        measure(w, "datapipe map (sequential)", run_datapipe(data), repeats),
-        measure(w, "datapipe map(AUTOTUNE)", run_datapipe(data, True), repeats),
-        measure(w, "bare Python generator", run_generator(data), repeats),
-        measure(w, "torch DataLoader num_workers=0", run_torch(data, 0), repeats),
-        measure(w, "torch DataLoader num_workers=2", run_torch(data, 2), repeats),
+    systems = [
+        ("datapipe map (sequential)", run_datapipe(data)),
+        ("datapipe map(AUTOTUNE)", run_datapipe(data, True)),
+        ("bare Python generator", run_generator(data)),
+        ("torch DataLoader num_workers=0", run_torch(data, 0)),
+        ("torch DataLoader num_workers=2", run_torch(data, 2)),
     ]
     if with_tf:
-        out += [
-            measure(w, "tf.data map(numpy_function)", run_tf(data, False, False), repeats),
-            measure(w, "tf.data map(numpy_function, AUTOTUNE)", run_tf(data, False, True), 1),
-            measure(
-                w,
+        systems += [
+            ("tf.data map(numpy_function)", run_tf(data, False, False)),
+            ("tf.data map(numpy_function, AUTOTUNE)", run_tf(data, False, True)),
+            (
                 "tf.data map(graph op, AUTOTUNE)",
                 run_tf(data, True, True),
-                repeats,
-                note="reference: no Python per element",
+                "reference: no Python per element",
             ),
         ]
-    return out
+    return measure_rounds("W1", systems, repeats)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import Result, measure, release_memory, total_rss
+from .common import Result, measure_rounds, release_memory, total_rss
 
 ROWS = 200_000
 WIDTH = 768  # 3 KiB of float32
@@ -99,23 +99,24 @@ def run_tf(data):
 def run(quick: bool, repeats: int, with_tf: bool = True) -> tuple[list[Result], int, int]:
     """Returns the results, the RSS before the source existed, and the source's bytes."""
     rows = 40_000 if quick else ROWS
-    import datapipe  # noqa: F401 - libraries load before the baseline is taken
     import torch  # noqa: F401
+
+    import datapipe  # noqa: F401 - libraries load before the baseline is taken
 
     if with_tf:
         import tensorflow  # noqa: F401
     release_memory()
     base = total_rss()
     data = np.random.default_rng(0).random((rows, WIDTH), dtype=np.float32)
-    w, u = "W3", "rows"
-    out = [
-        measure(w, "datapipe shuffle(10k)", run_datapipe(data), repeats, u),
-        measure(w, "plain Python buffer shuffle", run_python_buffer(data), repeats, u),
-        measure(w, "torch DataLoader shuffle=True nw=0", run_torch(data, 0), repeats, u),
-        measure(w, "torch DataLoader shuffle=True nw=2", run_torch(data, 2), repeats, u),
+    systems = [
+        ("datapipe shuffle(10k)", run_datapipe(data)),
+        ("plain Python buffer shuffle", run_python_buffer(data)),
+        ("torch DataLoader shuffle=True nw=0", run_torch(data, 0)),
+        ("torch DataLoader shuffle=True nw=2", run_torch(data, 2)),
     ]
     if with_tf:
-        out.append(measure(w, "tf.data shuffle(10k)", run_tf(data), repeats, u))
+        systems.append(("tf.data shuffle(10k)", run_tf(data)))
+    out = measure_rounds("W3", systems, repeats, "rows")
     nbytes = data.nbytes
     del data
     release_memory()

@@ -62,7 +62,7 @@ def _rate(fn, calls, seconds: float) -> tuple[float, list]:
 def run(quick: bool, repeats: int) -> list[tuple[str, dict, float, list]]:
     import datapipe as dp
 
-    seconds = 1.5 if quick else 4.0
+    seconds = 1.5 if quick else 6.0
     out = []
     for name, (fn, sweep) in _functions().items():
         fixed = {p: _rate(fn, p, seconds)[0] for p in sweep}

@@ -271,7 +271,11 @@ class _SlotFiller:
         self.tuner = autotune.get_tuner(ctx)
         auto = num_parallel_calls == AUTOTUNE
         cap = autotune.max_threads(ctx)
-        start = 1 if auto else min(int(num_parallel_calls), cap)
+        start = (
+            autotune.initial_parallelism(ctx, self.tuner)
+            if auto
+            else min(int(num_parallel_calls), cap)
+        )
         self.stage = self.tuner.add_stage(
             autotune.Stage("interleave", "parallelism", start, auto and self.tuner.enabled, cap)
         )
@@ -377,6 +381,8 @@ def _resizer(shared: _FillShared) -> Callable[[int], None]:
 def _pick(sh: _FillShared) -> _Slot | None:
     """Under ``cond``: the open slot (in cycle order of opening) that most needs elements."""
     want = max(2 * sh.block, sh.sizer.size)
+    if sh.tuner.ram.free() <= 0:
+        want = 1  # over the RAM budget: only slots with nothing buffered may take more
     best = None
     for s in sh.slots:
         if not s.busy and not s.ended and s.buffered < want:

@@ -27,10 +27,11 @@ the model only *proposes* moves and the measured rate decides them:
   on I/O cost almost no CPU, so an I/O-latency map may get many threads on two cores.
 * A trial runs for one measurement window and is kept only if the output rate rose by at
   least 25% of the ideal linear gain (and 8%); otherwise it is reverted and the stage waits
-  ``2**k`` windows before trying again (``k`` grows with each failure). This is what keeps a
+  ``2**(k+2)`` windows before trying again (``k`` grows with each failure). This is what keeps a
   GIL-bound function at 1–2 threads instead of the budget's maximum.
 * A stage whose workers idle (busy fraction < 0.5; the consumer or the input limits it),
-  and every 16th window any stage, probes ``p -> p / 1.5``; it keeps the lower value if the rate
+  or whose busy threads together use about one core (the GIL's signature), and every 32nd
+  window any stage, probes ``p -> p / 1.5``; it keeps the lower value if the rate
   stays within 5%: threads that bring no throughput are given back.
 * Buffers (``prefetch(AUTOTUNE)``) double when their consumer waited on an empty buffer
   for more than 2% of a window (tf.data's prefetch autotuning) and the producer was held
@@ -235,6 +236,8 @@ class Autotuner:
         dt, dn, dbusy, dcpu, dwait = (a - b for a, b in zip(now, s._mark))
         if dn < MIN_WINDOW_ELEMENTS and dt < 4 * WINDOW_S:
             return  # too few elements to judge; keep measuring
+        if s._trial is not None and s._trial[2] == "down" and not s._settle and dt < 2 * WINDOW_S:
+            return  # giving threads back is judged on a longer window: noise must not win
         s._mark = now
         if s._settle:
             s._settle = False
@@ -273,7 +276,7 @@ class Autotuner:
             return
         s.set_value(old)
         s._failures[direction] = min(s._failures[direction] + 1, 6)
-        s._cooldown[direction] = 2 ** s._failures[direction]
+        s._cooldown[direction] = 2 ** (s._failures[direction] + 2)
         s._mark = None  # re-measure at the restored value
 
     def _propose(self, s: Stage, rate: float, busy_fraction: float) -> None:
@@ -284,14 +287,21 @@ class Autotuner:
         if s._windows < 2:  # warm-up: chunk sizes and caches are still settling
             return
         if busy_fraction >= 0.7 and p < s.max_value and s._cooldown["up"] == 0:
-            target = min(s.max_value, max(p + 1, math.ceil(s._step_up * p)))
+            # Threads that mostly wait scale linearly until the CPU budget is full (the
+            # model's prediction), so their first step is already large.
+            step = 4.0 if s.cpu_fraction < 0.25 else s._step_up
+            target = min(s.max_value, max(p + 1, math.ceil(step * p)))
             target = self._fit_cpu(s, target)
             if target > p:
                 s._trial, s._settle = (p, rate, "up"), True
                 s.set_value(target)
                 return
         idle = busy_fraction < 0.5
-        if p > 1 and s._cooldown["down"] == 0 and (idle or s._windows % 16 == 0):
+        # Threads busy, yet all of them together use about one core: the GIL signature (or
+        # threads queueing on one lock) -- fewer threads may do as well.
+        one_core = 2 < p <= 16 and 0.7 <= p * s.cpu_fraction * busy_fraction <= 1.3
+        periodic = s._windows % 32 == 0
+        if p > 1 and s._cooldown["down"] == 0 and (idle or one_core or periodic):
             s._trial, s._settle = (p, rate, "down"), True
             s.set_value(max(1, math.floor(p / 1.5)))
 
@@ -325,6 +335,12 @@ def get_tuner(ctx: Any) -> Autotuner:
         tuner = Autotuner(enabled, cpu, ram)
         ctx._datapipe_autotuner = tuner
     return tuner
+
+
+def initial_parallelism(ctx: Any, tuner: Autotuner) -> int:
+    """Where AUTOTUNE starts: tf.data's ``GetAutotuneDefaultParallelism``, the smaller of
+    16 and the cores (here: the CPU budget), capped by ``max_threads``."""
+    return max(1, min(16, tuner.cpu_budget, max_threads(ctx)))
 
 
 def max_threads(ctx: Any) -> int:

@@ -227,7 +227,9 @@ class ParallelMapIterator(OpIterator):
         tuner = autotune.get_tuner(ctx)
         auto = num_parallel_calls == AUTOTUNE
         cap = autotune.max_threads(ctx)
-        start = 1 if auto else min(int(num_parallel_calls), cap)
+        start = (
+            autotune.initial_parallelism(ctx, tuner) if auto else min(int(num_parallel_calls), cap)
+        )
         stage = autotune.Stage(op_name, "parallelism", start, auto and tuner.enabled, cap)
         stage.intra_op = autotune.intra_op(ctx)
         self.stage = tuner.add_stage(stage)

@@ -31,38 +31,58 @@ class FakeWorkload:
             self.now += dt
             self.stage.produced += int(self.rate(p) * dt)
             self.stage.busy_s += p * dt * self.busy
-            self.stage.cpu_s += p * dt * self.busy * self.cpu_fraction
+            frac = self.cpu_fraction(p) if callable(self.cpu_fraction) else self.cpu_fraction
+            self.stage.cpu_s += p * dt * self.busy * frac
             self.tuner.maybe_step()
+
+    def settled(self) -> int:
+        """The value once any trial in progress is judged."""
+        for _ in range(10):
+            if self.stage._trial is None:
+                break
+            self.run(1)
+        return self.stage.value
 
 
 def test_gil_bound_function_stays_at_one_thread(monkeypatch):
     # Pure Python: more threads give no more throughput (a little less, from contention).
     w = FakeWorkload(monkeypatch, rate=lambda p: 10_000 / (1 + 0.03 * (p - 1)))
     w.run(400)
-    assert w.stage.value == 1
+    assert w.settled() == 1
     assert max(w.stage.history) <= 2  # it tried 2 threads, measured no gain, went back
     assert w.stage.history.count(2) >= 2  # and retried later (conditions may change)
+
+
+def test_gil_bound_function_started_high_comes_down(monkeypatch):
+    # AUTOTUNE starts at min(16, cores) like tf.data; under the GIL, p threads each get 1/p
+    # of a core and the rate does not grow with p: the tuner walks back down.
+    w = FakeWorkload(
+        monkeypatch, rate=lambda p: 10_000 / (1 + 0.03 * (p - 1)), cpu_fraction=lambda p: 1 / p
+    )
+    w.stage.set_value(8)
+    w.run(200)
+    assert w.settled() <= 2, w.stage.trials
 
 
 def test_gil_releasing_function_uses_the_cores_and_no_more(monkeypatch):
     # numpy releasing the GIL on 2 cores: linear up to 2 threads, flat after.
     w = FakeWorkload(monkeypatch, rate=lambda p: 5_000 * min(p, 2), cpu_budget=2)
     w.run(400)
-    assert w.stage.value == 2
+    assert w.settled() == 2
 
 
 def test_io_latency_function_grows_past_the_core_count(monkeypatch):
     # 2 ms sleeps: threads cost ~2% CPU each, throughput is linear up to 40 threads.
     w = FakeWorkload(monkeypatch, rate=lambda p: 500 * min(p, 40), cpu_fraction=0.02, cpu_budget=2)
     w.run(400)
-    assert 27 <= w.stage.value <= 64
+    assert 27 <= w.settled() <= 64
 
 
 def test_cpu_budget_caps_cpu_bound_threads(monkeypatch):
     # Even if more threads helped, CPU-bound work may not exceed the CPU budget.
     w = FakeWorkload(monkeypatch, rate=lambda p: 1_000 * p, cpu_fraction=1.0, cpu_budget=3)
     w.run(400)
-    assert w.stage.value == 3
+    assert w.settled() == 3
 
 
 def test_idle_workers_are_given_back(monkeypatch):
@@ -70,7 +90,7 @@ def test_idle_workers_are_given_back(monkeypatch):
     w = FakeWorkload(monkeypatch, rate=lambda p: 1_000, busy=0.2)
     w.stage.set_value(8)
     w.run(200)
-    assert w.stage.value == 1
+    assert w.settled() == 1
 
 
 def test_buffer_grows_while_consumer_waits(monkeypatch):
@@ -99,7 +119,7 @@ def test_disabled_autotune_keeps_values(monkeypatch):
     ds = ds.with_options(dp.Options(autotune=dp.AutotuneOptions(enabled=False)))
     it = iter(ds)
     assert [int(x) for x in it] == list(range(50))
-    assert it._root.stage.history == [1]
+    assert len(it._root.stage.history) == 1  # never moved from where it started
 
 
 # ---- real functions (decisions measured on this machine; generous bounds) -------------
@@ -124,9 +144,9 @@ def _run_auto(fn, n, cpu_budget):
 
 
 def test_real_gil_bound_map_settles_small():
-    stage = _run_auto(_spin, 6000, cpu_budget=8)
-    assert stage.value <= 2, stage.history
-    assert max(stage.history) <= 4, stage.history
+    stage = _run_auto(_spin, 20000, cpu_budget=6)  # starts at 6 threads
+    assert stage.history[0] == 6 and max(stage.history) == 6  # never grew past its start
+    assert stage.value <= 2, stage.trials
 
 
 def test_real_sleeping_map_grows():

@@ -143,5 +143,8 @@ def test_keyboard_interrupt_while_consumer_waits(threads):
 
 
 def test_exhausted_pipeline_leaves_no_threads(threads):
-    assert len(list(_pipelines()["interleave"])) == 10_000
+    ds = dp.range(20).interleave(
+        lambda n: dp.range(30).map(_slow), cycle_length=3, num_parallel_calls=3
+    )
+    assert len(list(ds.map(_slow, num_parallel_calls=2).prefetch(2))) == 600
     assert threads.settle(1.0) == []
