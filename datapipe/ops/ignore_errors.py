@@ -25,7 +25,8 @@ class IgnoreErrorsDataset(Dataset):
 
     Args:
         log_warning: log each failure at WARNING on the ``"datapipe"`` logger, once per
-            file for errors that carry a ``path`` (``PipelineError.path``).
+            file for errors that carry a ``path`` (``PipelineError.path``): once for this
+            dataset object, across epochs and ``repeat`` passes.
 
     The running iterator counts what it dropped: ``ignored_count(iterator)`` (the sum over
     every ``ignore_errors`` in the pipeline) or the op iterator's ``num_ignored``.
@@ -44,6 +45,9 @@ class IgnoreErrorsDataset(Dataset):
     def __init__(self, input_ds: Dataset, log_warning: bool = False):
         super().__init__(input_ds)
         self._log = bool(log_warning)
+        # Shared by every iterator of this dataset: a bad file is reported once, not once
+        # per epoch (set.add is atomic under the GIL, so parallel iterators may share it).
+        self._logged_paths: set[str] = set()
 
     @property
     def element_spec(self) -> Any:
@@ -55,17 +59,17 @@ class IgnoreErrorsDataset(Dataset):
         return UNKNOWN_CARDINALITY
 
     def _make_iterator(self, ctx, epoch):
-        return IgnoreErrorsIterator(ctx.make(self._inputs[0], epoch), self._log)
+        return IgnoreErrorsIterator(ctx.make(self._inputs[0], epoch), self._log, self._logged_paths)
 
 
 class IgnoreErrorsIterator(OpIterator):
     op_name = "ignore_errors"
 
-    def __init__(self, inner: OpIterator, log_warning: bool):
+    def __init__(self, inner: OpIterator, log_warning: bool, logged_paths: set[str]):
         super().__init__([inner])
         self.inner, self.log = inner, log_warning
         self.num_ignored = 0
-        self._logged_paths: set[str] = set()
+        self._logged_paths = logged_paths
 
     def next_chunk(self, n: int) -> list:
         for _ in range(MAX_CONSECUTIVE_ERRORS):

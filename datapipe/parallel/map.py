@@ -55,6 +55,9 @@ class _Shared:
     def __init__(self, inner, func, op, deterministic, indexed, tuner, stage):
         self.inner, self.func, self.op = inner, func, op
         self.deterministic, self.indexed = deterministic, indexed
+        # Errors name the element's index in the random-access source when a shard was
+        # moved below this map (stride, offset); (1, 0) otherwise.
+        self.base = inner.index_base() or (1, 0)
         self.tuner, self.stage, self.ram = tuner, stage, tuner.ram
         self.cond = threading.Condition(threading.Lock())
         self.input_lock = threading.Lock()
@@ -204,7 +207,7 @@ def _apply(sh: _Shared, elems: list, first: int) -> list:
             else:
                 out.append(fn(x))
         except BaseException as e:  # noqa: BLE001 - the consumer raises it at this position
-            out.append(Failed(annotate(sh.op, first + k, e)))
+            out.append(Failed(annotate(sh.op, sh.base[1] + sh.base[0] * (first + k), e)))
     return out
 
 
@@ -341,6 +344,9 @@ class ParallelMapIterator(OpIterator):
         while sh.chunks and sh.chunks[0].done and sh.chunks[0].consumed >= len(sh.chunks[0].items):
             sh.chunks.popleft()
         sh.cond.notify_all()
+
+    def index_base(self) -> tuple[int, int] | None:
+        return self._sh.inner.index_base()
 
     # ---- checkpoints -------------------------------------------------------------------
     def get_state(self) -> dict:

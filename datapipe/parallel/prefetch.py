@@ -133,6 +133,9 @@ class PrefetchIterator(OpIterator):
         self._started = False
         self._finalizer = weakref.finalize(self, _Shared.close, self._sh)
 
+    def index_base(self) -> tuple[int, int] | None:
+        return self.inner.index_base()
+
     def next_chunk(self, n: int) -> list:
         sh = self._sh
         if not self._started:
