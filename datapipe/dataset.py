@@ -109,6 +109,8 @@ class Dataset:
         ctx = IterContext(root, options, seed)
         it = ctx.make(root, epoch)
         it.global_seed = ctx.seed
+        # (index, count) of an auto-sharded graph: a checkpoint resumes only in its worker.
+        it.worker_context = getattr(root, "worker_context", (0, 1))
         return it
 
     def _build_iterator(self, epoch: tuple) -> Iterator:
@@ -388,10 +390,10 @@ class Dataset:
         return OptionsDataset(self, options)
 
     # ---- files, distribution, statistics (see datapipe.io / .distribute / .stats) -------
-    def save(self, path: str, compression: str | None = None) -> None:
+    def save(self, path: str, compression: str | None = None, progress: bool | None = None) -> None:
         from datapipe.io.save import save_dataset
 
-        save_dataset(self, path, compression)
+        save_dataset(self, path, compression, progress)
 
     @staticmethod
     def load(path: str) -> Dataset:

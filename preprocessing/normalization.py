@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from .base import Layer
 
@@ -138,7 +137,13 @@ class Normalization(Layer):
                 )
 
     # ----------------------------------------------------------------- adapt
-    def adapt(self, data: Any, batch_size: int | None = None, steps: int | None = None) -> None:
+    def adapt(
+        self,
+        data: Any,
+        batch_size: int | None = None,
+        steps: int | None = None,
+        progress: bool | None = None,
+    ) -> None:
         """Compute mean and variance of ``data`` by streaming over it.
 
         Args:
@@ -149,11 +154,13 @@ class Normalization(Layer):
             batch_size: images per batch for array/tensor input (default 256); ignored
                 for iterables, whose elements are taken as they come.
             steps: stop after this many batches (default: all of ``data``).
+            progress: ``False`` hides the progress bar; by default a tqdm bar appears on a
+                terminal for runs longer than two seconds (``DATAPIPE_PROGRESS=0`` hides
+                it everywhere, ``=1`` shows it in logs too).
 
         Per-batch moments are computed in float64 and merged with Chan et al.'s
         parallel formula, so the result matches numpy's mean/var of all the data even
-        for large values or float16 input. A tqdm bar appears on a terminal for runs
-        longer than two seconds.
+        for large values or float16 input.
 
         Raises:
             ValueError: ``data`` is empty, an element has the wrong rank, or the kept
@@ -163,19 +170,28 @@ class Normalization(Layer):
             isinstance(steps, bool) or not isinstance(steps, int) or steps < 1
         ):
             self._fail("steps", "must be a positive int or None", steps)
+        from datapipe._progress import progress_bar
+
         batches, total = self._batches(data, batch_size)
-        count, mean, m2 = 0, None, None
-        bar = tqdm(
-            batches,
+        with progress_bar(
             total=_min_total(total, steps),
             desc="Normalization.adapt",
-            delay=2.0,
-            disable=None,
             unit="batch",
-        )
-        for step, batch in enumerate(bar):
+            enabled=progress,
+            delay=2.0,
+        ) as bar:
+            count, mean, m2 = self._stream_moments(batches, steps, bar)
+        if mean is None:
+            raise ValueError("Normalization.adapt: data has no elements")
+        self._set_stats(mean, m2 / count)
+
+    def _stream_moments(self, batches: Any, steps: int | None, bar: Any) -> tuple:
+        """(count, mean, M2) of all ``batches`` (mean None when there was no element)."""
+        count, mean, m2 = 0, None, None
+        for step, batch in enumerate(batches):
             if steps is not None and step >= steps:
                 break
+            bar.update(1)
             n, b_mean, b_m2 = self._moments(batch)
             if n == 0:  # an empty batch (or zero-sized images) carries no moments
                 continue
@@ -193,10 +209,7 @@ class Normalization(Layer):
             mean = mean + delta * (n / total_n)
             m2 = m2 + b_m2 + delta * delta * (count * n / total_n)
             count = total_n
-        bar.close()
-        if mean is None:
-            raise ValueError("Normalization.adapt: data has no elements")
-        self._set_stats(mean, m2 / count)
+        return count, mean, m2
 
     def _batches(self, data: Any, batch_size: int | None) -> tuple[Any, int | None]:
         if isinstance(data, (np.ndarray, torch.Tensor)):

@@ -5,7 +5,9 @@ dataset directory: Arrow IPC plus ``spec.json``, see ``datapipe.io.save``); late
 iterations (later epochs, later processes) read the file instead of the input. The file is
 written under a temporary name and renamed into place only when the pass completed, so an
 iteration that stops early, fails or is killed leaves no cache that could be read back as
-complete (its temporary directory is removed on ``close``).
+complete (its temporary directory is removed on ``close``). While a pass writes, a tqdm bar
+shows its progress on a terminal (``DATAPIPE_PROGRESS=0`` hides it, see
+``datapipe._progress``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import os
 
 from datapipe._iterator import OpIterator
+from datapipe._progress import progress_bar
 from datapipe._spec import spec_to_json
 from datapipe.dataset import Dataset, UnaryDataset
 from datapipe.io.save import DatasetWriter, LoadedDataset, is_complete, read_meta
@@ -94,6 +97,7 @@ class CacheWriteIterator(OpIterator):
         self.inner, self.ds = inner, ds
         self.writer: DatasetWriter | None = DatasetWriter(ds._filename, ds.element_spec)
         self.count = 0
+        self.bar = None  # opened with the first chunk, so an unused iterator draws nothing
 
     def next_chunk(self, n: int) -> list:
         chunk = self.inner.next_chunk(n)
@@ -104,13 +108,29 @@ class CacheWriteIterator(OpIterator):
                 except BaseException:
                     self._abort()
                     raise
+                self._progress(len(chunk))
             else:
                 writer, self.writer = self.writer, None
+                self._close_bar()
                 writer.commit(replace=False)
         self.count += len(chunk)
         return chunk
 
+    def _progress(self, k: int) -> None:
+        if self.bar is None:
+            total = self.ds._inputs[0].cardinality()
+            name = f"cache {os.path.basename(self.ds._filename)}"
+            total = total if total >= 0 else None
+            self.bar = progress_bar(total=total, desc=name, unit="el", delay=1.0)
+        self.bar.update(k)
+
+    def _close_bar(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
     def _abort(self) -> None:
+        self._close_bar()
         if self.writer is not None:
             self.writer.abort()
             self.writer = None

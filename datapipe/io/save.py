@@ -208,7 +208,12 @@ def is_complete(path: str) -> bool:
     )
 
 
-def save_dataset(dataset: Any, path: str | os.PathLike, compression: str | None = None) -> None:
+def save_dataset(
+    dataset: Any,
+    path: str | os.PathLike,
+    compression: str | None = None,
+    progress: bool | None = None,
+) -> None:
     """Write every element of ``dataset`` to the directory ``path`` (``tf.data.Dataset.save``).
 
     Args:
@@ -216,8 +221,8 @@ def save_dataset(dataset: Any, path: str | os.PathLike, compression: str | None 
         path: the directory to create; an existing saved dataset there is replaced
             (atomically: readers see the old or the new one, never a mix).
         compression: None, ``"zstd"`` or ``"lz4"`` (Arrow IPC buffer compression).
-
-    A tqdm progress bar is drawn when stderr is a terminal (``DATAPIPE_PROGRESS``).
+        progress: ``False`` hides the tqdm progress bar, which is otherwise drawn when
+            stderr is a terminal (``DATAPIPE_PROGRESS``, see ``datapipe._progress``).
 
     Raises:
         ValueError: bad ``compression``, or an infinite dataset.
@@ -236,7 +241,8 @@ def save_dataset(dataset: Any, path: str | os.PathLike, compression: str | None 
     writer = DatasetWriter(os.fspath(path), dataset.element_spec, compression)
     it = iter(dataset)
     try:
-        with progress_bar(total=n if n >= 0 else None, desc="save", unit="el") as bar:
+        total = n if n >= 0 else None
+        with progress_bar(total=total, desc="save", unit="el", enabled=progress) as bar:
             for x in it:
                 writer.add([x])
                 bar.update(1)

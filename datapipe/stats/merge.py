@@ -112,6 +112,13 @@ class MergedReport:
                     [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
                 )
             )
+        partial = [s for s in self.stages if len(s.per_rank) < len(self.ranks)]
+        if partial:
+            lines.append(
+                "stages not on every rank: "
+                + ", ".join(f"{s.label} (only ranks {sorted(s.per_rank)})" for s in partial)
+                + "; those ranks run a different pipeline"
+            )
         lines.append("")
         lines += [f"rank {r}: {v}" for r, v in sorted(self.verdicts.items())]
         return "\n".join(lines)
@@ -139,6 +146,10 @@ def merge_reports(reports: Any) -> MergedReport:
     """Merge per-rank reports (``ProfileReport``s, their ``to_dict()``s, JSON paths, or a
     directory of ``report-rank*.json``) into one view with the slowest rank per stage.
 
+    Stages are matched by label. A stage that only some ranks run (their pipelines differ)
+    is listed after its predecessor, compared among the ranks that have it, and named in
+    the text form.
+
     Raises:
         ValueError: no reports, or two reports with the same rank.
 
@@ -159,10 +170,12 @@ def merge_reports(reports: Any) -> MergedReport:
     labels: list[str] = []
     per_stage: dict[str, dict[int, dict]] = {}
     for d in dicts:
+        prev = -1  # a stage only some ranks run goes after its predecessor in their list
         for s in d["stages"]:
             if s["label"] not in per_stage:
-                labels.append(s["label"])
+                labels.insert(prev + 1, s["label"])
                 per_stage[s["label"]] = {}
+            prev = labels.index(s["label"])
             par = max(int(s.get("parallelism") or 1), 1)
             cost = s["busy_s"] / par / s["elements"] * 1e6 if s["elements"] else 0.0
             per_stage[s["label"]][int(d["rank"])] = {

@@ -251,7 +251,11 @@ def build_report(
     """A ``ProfileReport`` from a recorder's counters over a run of ``wall_s`` seconds."""
     from datapipe.stats.verdict import diagnose
 
-    stages = [stage_report(rec, st, wall_s) for st in rec.stages.values()]
+    # Graph order (sources first, as the table reads), not the order the iterators were
+    # built in (``repeat`` builds its input late); inner stages of interleave/flat_map last.
+    order = {label: i for i, label in enumerate(rec.labels.values())}
+    ordered = sorted(rec.stages.values(), key=lambda st: order.get(st.label, len(order)))
+    stages = [stage_report(rec, st, wall_s) for st in ordered]
     root = rec.root
     input_wait = root.wait if root is not None else 0.0
     n = elements if elements is not None else (root.elements if root is not None else 0)

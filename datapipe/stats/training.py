@@ -110,6 +110,10 @@ class InputBoundTimer:
                 f"{100 * e.input_bound_fraction:10.1f}%"
             )
         f = self.input_bound_fraction
+        if not any(e.steps for e in self.epochs):
+            # No batch arrived: there is no training step to weigh the wait against.
+            lines.append("overall: no steps were timed")
+            return "\n".join(lines)
         if f >= 0.20:
             verdict = "highly input-bound: profile the pipeline (Dataset.profile)"
         elif f >= 0.05:

@@ -35,8 +35,15 @@ def diagnose(
     root: str | None,
 ) -> Verdict:
     """The verdict for a run: see the module docstring for the reasoning."""
-    if not stages or wall_s <= 0 or not any(s.elements for s in stages):
+    if not stages or wall_s <= 0:
         return Verdict("balanced", None, "run the profile for longer", "No element was produced.")
+    if not any(s.elements for s in stages):
+        return Verdict(
+            "balanced",
+            None,
+            "check that the dataset is not empty (filters, shards, file patterns)",
+            "No element was produced: the pipeline ended before its first element.",
+        )
     if input_bound < NOT_INPUT_BOUND:
         return Verdict(
             "model",
@@ -118,7 +125,17 @@ def _fix_for(b: StageReport, stages: list[StageReport]) -> tuple[str, str]:
     """(verdict kind, fix) for bottleneck stage ``b``."""
     if b.kind in MAP_KINDS or b.op in ("map", "random_map"):
         return _map_fix(b, stages)
+    if b.op == "cache":
+        return _cache_fix(b)
     if not b.inputs:
+        cache = next((s for s in _downstream(stages, b.label) if s.op == "cache"), None)
+        if cache is not None:
+            return (
+                "reduce_work",
+                f"'{cache.label}' already keeps its output after one complete pass; this run "
+                "was mostly that first pass: profile a later epoch, or read "
+                f"'{b.label}' in parallel to speed up the first one",
+            )
         repeated = any(s.op == "repeat" for s in stages)
         if repeated:
             return (
@@ -131,12 +148,47 @@ def _fix_for(b: StageReport, stages: list[StageReport]) -> tuple[str, str]:
             f"read '{b.label}' in parallel (interleave over files with num_parallel_calls="
             "AUTOTUNE), or .cache() it when you iterate over it for several epochs",
         )
-    if b.parallelism <= 1 and b.op in ("batch", "padded_batch", "interleave"):
-        return "parallelize", f"set num_parallel_calls=AUTOTUNE on '{b.label}'"
+    if b.op in ("batch", "padded_batch", "interleave"):
+        if b.num_parallel_calls in (None, 1) and b.parallelism <= 1:
+            return "parallelize", f"set num_parallel_calls=AUTOTUNE on '{b.label}'"
+        requested = "AUTOTUNE" if b.num_parallel_calls == -1 else b.num_parallel_calls
+        return (
+            "reduce_work",
+            f"'{b.label}' already runs in parallel (num_parallel_calls={requested}): make "
+            "its work cheaper, give the job more CPU cores, or .cache() its output if it is "
+            "the same every epoch",
+        )
     return (
         "reduce_work",
         f"make '{b.label}' cheaper, run it in parallel if it accepts num_parallel_calls, or "
         ".cache() the pipeline after it if its output is the same every epoch",
+    )
+
+
+def _downstream(stages: list[StageReport], label: str) -> list[StageReport]:
+    """The stages fed, directly or through others, by stage ``label``."""
+    out: list[StageReport] = []
+    frontier = [label]
+    while frontier:
+        nxt = [c for c in _consumers(stages, frontier.pop()) if c not in out]
+        out += nxt
+        frontier += [c.label for c in nxt]
+    return out
+
+
+def _cache_fix(b: StageReport) -> tuple[str, str]:
+    """A cache stage is slow either while it fills (its inputs ran) or while it is read."""
+    if b.inputs:
+        return (
+            "reduce_work",
+            f"'{b.label}' was filling its cache in this run (a cost paid once); profile a "
+            "later pass, which reads the cache, to see the steady state",
+        )
+    return (
+        "prefetch",
+        f"'{b.label}' reads its cache and bounds the pipeline: end the pipeline with "
+        ".prefetch(AUTOTUNE) so that reading overlaps the step, or cache in memory "
+        "(.cache() without a filename) when the data fits in RAM",
     )
 
 
