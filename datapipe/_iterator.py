@@ -142,11 +142,19 @@ class Iterator:
             # Without Options(seed) every iter() draws a fresh global seed; the state keeps
             # it, or a resumed global_shuffle/random_map would draw another permutation.
             "seed": getattr(self._root, "global_seed", None),
+            "worker": list(getattr(self._root, "worker_context", (0, 1))),
             "root": self._root.get_state(),
             "pending": list(self._buf[self._pos :]),
         }
 
     def set_state(self, state: dict) -> None:
+        saved, mine = state.get("worker", [0, 1]), getattr(self._root, "worker_context", (0, 1))
+        if [int(v) for v in saved] != list(mine):
+            raise ValueError(
+                f"load_state_dict: the state was saved by worker {saved[0]} of {saved[1]} but "
+                f"this iterator is worker {mine[0]} of {mine[1]} (ranks x DataLoader workers); "
+                "a checkpoint resumes only with the worker context that saved it"
+            )
         seed = state.get("seed")
         if tuple(state["epoch"]) != self._epoch or (
             seed is not None and seed != getattr(self._root, "global_seed", None)

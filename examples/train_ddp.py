@@ -72,7 +72,12 @@ def parse_args(argv: list[str] | None):
     parser.add_argument("--checkpoint-every", type=int, default=10, help="steps")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--crash-at-step", type=int, default=-1, help="simulate a failure")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.checkpoint and args.loader_workers > 0:
+        # The pipeline's position lives in the loader worker processes, out of reach of
+        # this process's state_dict(): a resume would repeat the epoch's first elements.
+        parser.error("--checkpoint needs --loader-workers 0 (the data position is per process)")
+    return args
 
 
 @dataclass

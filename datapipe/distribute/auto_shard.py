@@ -5,8 +5,10 @@ or ``AutoShardPolicy.OFF`` the graph is unchanged. Otherwise (tf.data's policies
 
 FILE
     every ``FileSource`` in the graph is replaced by
-    ``source.with_files(source.files[index::count])``: each worker lists and reads only
-    its own files (or Parquet row groups / Arrow record batches, when those are the units).
+    ``source.with_files(file_share(source.files, index, count))`` (every ``count``-th unit
+    in sorted order, so processes that listed the files in different orders still split
+    them disjointly): each worker lists and reads only its own files (or Parquet row groups
+    / Arrow record batches, when those are the units).
     Fewer units than workers raises ``AutoShardError`` naming both counts.
 DATA
     a ``shard(count, index)`` is inserted into the graph. Where it goes (going down from
@@ -19,6 +21,8 @@ DATA
       ``enumerate``, ``unique``, ``scan``, ``window`` and any op not known to commute), so
       ``take(100)`` still means 100 elements in all. Those ops need the same order on every
       worker, so a random op without a seed below them raises ``AutoShardError``;
+    - a shuffling ``FileSource`` (``list_files``' default, ``image_dataset_from_directory``)
+      is split by its files, as under FILE: its order differs between processes;
     - on a random-access chain, above the highest seeded random op (``random_map``,
       ``global_shuffle``): their per-index randomness then uses global indices, so the
       elements each index produces do not depend on the number of workers, and a seeded
@@ -28,6 +32,10 @@ DATA
 AUTO (default)
     FILE when every source of the graph is a ``FileSource`` with at least ``count`` units,
     else DATA; the choice is logged once per process (logger ``datapipe.distribute``).
+
+A ``cache`` above the shard point records only this worker's share: each worker context
+(policy, uneven, index, count) gets its own in-memory store, or the file
+``<filename>.<policy>-<uneven>-<index>-of-<count>``.
 
 Even ends (``Options.distribute.uneven``), applied where each shard is cut, when the
 cardinality there is known, so a DistributedDataParallel job never hangs at an epoch's end:
@@ -190,10 +198,31 @@ def _shard_point_data(node: Dataset, options: Options) -> str:
     return "below"
 
 
+def _own_cache(node: Dataset, out: Dataset, worker: tuple) -> Dataset:
+    """``out`` (``node`` rewritten above a shard point) with a cache of this worker's own.
+
+    A cache above a shard point records one worker's share, so sharing the original's
+    store (or file) would hand one worker's share, or the unsharded pass, to another. The
+    store is kept on the original per worker context, so a later ``iter()`` (a later
+    epoch) of the same worker still reads its recording.
+    """
+    if out is node or op_kind(node) != "cache" or not worker:
+        return out
+    if hasattr(node, "_store"):
+        stores = node.__dict__.setdefault("_worker_stores", {})
+        out._store = stores.setdefault(worker, type(node._store)())
+    elif hasattr(node, "_filename"):
+        policy, uneven, index, count = worker
+        out._filename = f"{node._filename}.{policy.lower()}-{uneven}-{index}-of-{count}"
+    return out
+
+
 def rewrite_data(
-    root: Dataset, options: Options, cut: Callable[[Dataset], Dataset]
+    root: Dataset, options: Options, cut: Callable[[Dataset], Dataset], worker: tuple = ()
 ) -> tuple[Dataset, int]:
-    """``root`` with ``cut(node)`` replacing each DATA shard point; and how many there are."""
+    """``root`` with ``cut(node)`` replacing each DATA shard point; and how many there are.
+
+    ``worker`` (policy, uneven, index, count) keys the caches above the shard points."""
     memo: dict[int, Dataset] = {}
     points = 0
 
@@ -204,7 +233,8 @@ def rewrite_data(
                 points += 1
                 memo[id(node)] = cut(node)
             else:
-                memo[id(node)] = replace_inputs(node, [visit(c) for c in node._inputs])
+                out = replace_inputs(node, [visit(c) for c in node._inputs])
+                memo[id(node)] = _own_cache(node, out, worker)
         return memo[id(node)]
 
     return visit(root), points
@@ -221,8 +251,9 @@ def file_sources(root: Dataset) -> list[Dataset]:
     return [] if cls is None else [n for n in walk(root) if isinstance(n, cls)]
 
 
-def rewrite_files(root: Dataset, cut: Callable[[Dataset], Dataset]) -> Dataset:
-    """``root`` with ``cut(source)`` replacing each ``FileSource``."""
+def rewrite_files(root: Dataset, cut: Callable[[Dataset], Dataset], worker: tuple = ()) -> Dataset:
+    """``root`` with ``cut(source)`` replacing each ``FileSource`` (``worker``: as for
+    ``rewrite_data``)."""
     file_source = _file_source_class()
     memo: dict[int, Dataset] = {}
 
@@ -231,7 +262,8 @@ def rewrite_files(root: Dataset, cut: Callable[[Dataset], Dataset]) -> Dataset:
             if isinstance(node, file_source):
                 memo[id(node)] = cut(node)
             else:
-                memo[id(node)] = replace_inputs(node, [visit(c) for c in node._inputs])
+                out = replace_inputs(node, [visit(c) for c in node._inputs])
+                memo[id(node)] = _own_cache(node, out, worker)
         return memo[id(node)]
 
     return visit(root)
@@ -278,8 +310,14 @@ def _data_cut(ctx: WorkerContext, uneven: str) -> Callable[[Dataset], Dataset]:
     from datapipe.ops.shard import ShardDataset
 
     k, i = ctx.count, ctx.index
+    by_files = _file_cut(ctx, uneven)
 
     def cut(node: Dataset) -> Dataset:
+        cls = _file_source_class()
+        if cls and isinstance(node, cls) and _is_random(node) and len(node.files) >= k:
+            # A shuffling file source orders its files differently in each process (e.g.
+            # image_dataset_from_directory's seed drawn per process), so shard its files.
+            return by_files(node)
         own = ShardDataset(node, k, i)
         n = node.cardinality()
         if n == INFINITE_CARDINALITY:
@@ -290,6 +328,15 @@ def _data_cut(ctx: WorkerContext, uneven: str) -> Callable[[Dataset], Dataset]:
         return _even(own, sizes, i, uneven, node)
 
     return cut
+
+
+def file_share(units: Sequence[Any], index: int, count: int) -> list:
+    """Worker ``index``'s units: every ``count``-th of the units in sorted order, kept in
+    the source's order. Sorting makes the split the same in every process, whatever order
+    each process listed the files in (a shuffle seeded per process)."""
+    order = sorted(range(len(units)), key=lambda t: (str(units[t]), t))
+    mine = set(order[index::count])
+    return [u for t, u in enumerate(units) if t in mine]
 
 
 def _file_cut(ctx: WorkerContext, uneven: str) -> Callable[[Dataset], Dataset]:
@@ -303,12 +350,12 @@ def _file_cut(ctx: WorkerContext, uneven: str) -> Callable[[Dataset], Dataset]:
                 "workers; FILE sharding needs at least one file per worker (use "
                 "AutoShardPolicy.DATA or AUTO, or more files)"
             )
-        own = src.with_files(units[i::k])
+        own = src.with_files(file_share(units, i, k))
         if uneven == "allow" or own.cardinality() in (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY):
             _sizes_known([own.cardinality()], f"'{src._name}'", uneven)
             return own
         sizes = [
-            own.cardinality() if j == i else src.with_files(units[j::k]).cardinality()
+            own.cardinality() if j == i else src.with_files(file_share(units, j, k)).cardinality()
             for j in range(k)
         ]
         if not _sizes_known(sizes, f"'{src._name}'", uneven):
@@ -383,14 +430,17 @@ def auto_shard(root: Dataset, options: Options) -> Dataset:
     if ctx.count == 1:
         return root
     policy = _choose(root, policy, ctx.count)
+    worker = (policy.value, uneven, ctx.index, ctx.count)
     if policy is AutoShardPolicy.FILE:
         if not file_sources(root):
             raise AutoShardError(
                 "auto-shard (FILE): the graph has no file source to shard "
                 f"({ctx.count} workers); use AutoShardPolicy.DATA or AUTO"
             )
-        return rewrite_files(root, _file_cut(ctx, uneven))
-    out, _ = rewrite_data(root, options, _data_cut(ctx, uneven))
+        out = rewrite_files(root, _file_cut(ctx, uneven), worker)
+    else:
+        out, _ = rewrite_data(root, options, _data_cut(ctx, uneven), worker)
+    out.worker_context = (ctx.index, ctx.count)  # out is a new node: checked by set_state
     return out
 
 

@@ -22,6 +22,7 @@ import json
 import math
 import os
 import tempfile
+import zipfile
 from typing import Any
 
 import numpy as np
@@ -120,7 +121,7 @@ def _decode(x: Any, arrays: Any) -> Any:
         return cls(*[_decode(v, arrays) for v in x["items"]])
     if tag == "dict":
         return {_hashable(_decode(k, arrays)): _decode(v, arrays) for k, v in x["items"]}
-    raise ValueError(f"load_state: unknown tag {tag!r} in the state file")
+    raise ValueError(f"unknown tag {tag!r} in the state file")
 
 
 def _hashable(k: Any) -> Any:
@@ -141,18 +142,29 @@ def state_to_bytes(state: Any) -> bytes:
     return buf.getvalue()
 
 
-def state_from_bytes(data: bytes) -> Any:
+def state_from_bytes(data: bytes, source: str = "the state bytes") -> Any:
     """Inverse of ``state_to_bytes``; runs no code (``allow_pickle=False``).
 
     Raises:
-        ValueError: the bytes are not a datapipe state archive.
+        ValueError: the bytes are not a datapipe state archive (names ``source`` and why).
     """
+    try:
+        return _read_archive(data)
+    except (ValueError, KeyError, TypeError, AttributeError, OSError, zipfile.BadZipFile) as e:
+        # Truncated, tampered or foreign files fail deep inside numpy/zipfile/json; say
+        # which file it was and that it is not a state archive.
+        raise ValueError(
+            f"load_state: {source} is not a valid datapipe state archive ({type(e).__name__}: {e})"
+        ) from e
+
+
+def _read_archive(data: bytes) -> Any:
     with np.load(io.BytesIO(data), allow_pickle=False) as z:
         if "__json__" not in z.files:
-            raise ValueError("load_state: not a datapipe state archive (no __json__ entry)")
+            raise ValueError("not a datapipe state archive (no __json__ entry)")
         meta = json.loads(str(z["__json__"]))
         if meta.get("format") != _FORMAT:
-            raise ValueError(f"load_state: unsupported state format {meta.get('format')!r}")
+            raise ValueError(f"unsupported state format {meta.get('format')!r}")
         arrays = {k: z[k] for k in z.files if k != "__json__"}
     return decode_state(meta["state"], arrays)
 
@@ -199,4 +211,4 @@ def load_state(path: str | os.PathLike) -> Any:
         ValueError: the file is not a datapipe state archive.
     """
     with open(os.fspath(path), "rb") as f:
-        return state_from_bytes(f.read())
+        return state_from_bytes(f.read(), repr(os.fspath(path)))

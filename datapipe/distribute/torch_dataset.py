@@ -31,7 +31,10 @@ class TorchIterableDataset(IterableDataset):
     Epochs: the k-th ``iter()`` is epoch ``k`` (``reshuffle_each_iteration`` reshuffles).
     With ``num_workers > 0`` and ``persistent_workers=False`` each epoch starts from a fresh
     copy of this object, so call ``set_epoch(epoch)`` before each epoch, as with torch's
-    ``DistributedSampler``; ``set_epoch`` is always safe to call.
+    ``DistributedSampler``; ``set_epoch`` is always safe to call. With
+    ``persistent_workers=True`` the workers keep the copy made at the first epoch: each
+    later epoch advances their epoch by one, and ``set_epoch`` calls made after the workers
+    started do not reach them (so ``set_epoch(0)`` then does not replay epoch 0's order).
 
     Checkpoints: ``state_dict()`` / ``load_state_dict()`` save and restore the position
     within the epoch (exactly: elements already yielded are not yielded again). The state
