@@ -59,7 +59,10 @@ class ElementwiseIterator(OpIterator):
     def _raise_pending(self) -> None:
         if self.pending is not None:
             err, self.pending = self.pending, None
-            raise err
+            try:
+                raise err
+            finally:  # the traceback keeps this frame; a cycle back to the error would keep
+                err = None  # the pipeline (and its threads) alive until a gc run
 
     def _take(self, n: int) -> list:
         """The next 1..n input elements (the leftover first), or ``[]`` at the end."""
@@ -76,9 +79,12 @@ class ElementwiseIterator(OpIterator):
         self.count += j + 1
         self.leftover = chunk[j + 1 :] + self.leftover
         if not out:
-            if cause is None:
-                raise err
-            raise err from cause
+            try:
+                if cause is None:
+                    raise err
+                raise err from cause
+            finally:  # no cycle error -> traceback -> this frame -> error
+                err = cause = None
         self.pending = err
         return out
 

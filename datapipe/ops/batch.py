@@ -165,7 +165,10 @@ class BatchIterator(OpIterator):
     def next_chunk(self, n: int) -> list:
         if self.pending is not None:
             err, self.pending = self.pending, None
-            raise err
+            try:
+                raise err
+            finally:  # no cycle error -> traceback -> this frame -> error (threads above
+                err = None  # would run until a gc run)
         b = self.b
         elems = self._pull(n * b)
         out = []

@@ -19,7 +19,15 @@ from datapipe.errors import annotate
 from datapipe.ops.flat_map import _sub_dataset
 from datapipe.ops.map import validate_parallelism
 from datapipe.parallel import autotune
-from datapipe.parallel.pool import POLL_S, Chunk, ChunkSizer, Failed, WorkerGroup, take_ready
+from datapipe.parallel.pool import (
+    POLL_S,
+    Chunk,
+    ChunkSizer,
+    Failed,
+    WorkerGroup,
+    close_deadline,
+    take_ready,
+)
 
 
 class InterleaveDataset(Dataset):
@@ -142,6 +150,7 @@ class InterleaveIterator(OpIterator):
         self.count = 0  # input elements taken
         self.input_done = False
         self.parallel: _SlotFiller | None = None
+        self.stopping = False  # close() began (maybe on another thread than the consumer's)
 
     # ---- the cycle (tf.data's InterleaveDatasetOp::Iterator::GetNextInternal) ----------
     def _advance(self) -> None:
@@ -159,7 +168,7 @@ class InterleaveIterator(OpIterator):
         if self.parallel is not None:
             self.parallel.start(self)
         skipped = 0  # slots passed over without an element (deterministic=False only)
-        while not self.input_done or self._num_open():
+        while (not self.input_done or self._num_open()) and not self.stopping:
             slot = self.slots[self.cycle_index]
             if slot is None:
                 if self.input_done:
@@ -182,7 +191,10 @@ class InterleaveIterator(OpIterator):
                 self._advance()
                 continue
             if isinstance(out, BaseException):
-                raise out
+                try:
+                    raise out
+                finally:  # no cycle error -> traceback -> this frame -> error (see map)
+                    out = None
             if out:
                 self.block_index += len(out)
                 if self.block_index >= self.block:
@@ -244,11 +256,13 @@ class InterleaveIterator(OpIterator):
     def close(self) -> None:
         if self.closed:
             return
-        if self.parallel is not None:
-            self.parallel.stop()
-        for i in range(self.cycle):
-            self._close_slot(i)
-        super().close()
+        with close_deadline():  # one deadline for the workers and the open datasets' stages
+            self.stopping = True  # a consumer waiting in next_chunk opens nothing more
+            if self.parallel is not None:
+                self.parallel.stop(final=True)
+            for i in range(self.cycle):
+                self._close_slot(i)
+            super().close()
 
 
 def _skip(it: OpIterator, k: int) -> None:
@@ -310,7 +324,8 @@ class _SlotFiller:
 
     def read(self, slot: _Slot, k: int, must_wait: bool) -> list | BaseException | None:
         sh = self.shared
-        with self.cond:
+        cond = sh.cond  # not self.cond: a stop() on another thread replaces it
+        with cond:
             while not sh.closed:
                 if slot.chunks:
                     return _take(sh, slot, k)
@@ -319,17 +334,20 @@ class _SlotFiller:
                 if not self.deterministic and not must_wait:
                     return None
                 t0 = time.perf_counter()
-                self.cond.wait(POLL_S)
+                cond.wait(POLL_S)
                 self.stage.consumer_wait_s += time.perf_counter() - t0
-                self.cond.release()
+                cond.release()
                 try:
                     self.tuner.maybe_step()
                 finally:
-                    self.cond.acquire()
+                    cond.acquire()
         return []
 
-    def stop(self) -> None:
+    def stop(self, final: bool = False) -> None:
+        """Stop the workers; unless ``final`` (close), a fresh set may start later."""
         self.shared.stop()
+        if final:
+            return
         self.shared = _FillShared(self.stage, self.tuner, self.shared.block)
         self.cond = self.shared.cond
         self.stage.apply = _resizer(self.shared)

@@ -124,7 +124,10 @@ class MapIterator(ElementwiseIterator):
         if err is None:
             self.count += len(chunk)
             return out
-        return self._fail(chunk, len(out), out, self._global_index(err), None)
+        try:
+            return self._fail(chunk, len(out), out, self._global_index(err), None)
+        finally:  # no cycle error -> traceback -> this frame -> error
+            err = None
 
     def index_base(self) -> tuple[int, int] | None:
         return self.inner.index_base()

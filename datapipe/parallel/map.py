@@ -41,7 +41,15 @@ from datapipe._iterator import OpIterator, pull_exactly
 from datapipe.dataset import AUTOTUNE
 from datapipe.errors import annotate
 from datapipe.parallel import autotune
-from datapipe.parallel.pool import POLL_S, Chunk, ChunkSizer, Failed, WorkerGroup, take_ready
+from datapipe.parallel.pool import (
+    POLL_S,
+    Chunk,
+    ChunkSizer,
+    Failed,
+    WorkerGroup,
+    close_deadline,
+    take_ready,
+)
 from datapipe.stats import trace
 
 # Most chunks and deliveries logged after a deterministic=False snapshot (see get_state).
@@ -74,6 +82,10 @@ class _Shared:
         # chunks taken and the deliveries made since are appended (see get_state), and the
         # deliveries a restore must repeat first, in order: [input index, count]
         self.log: dict | None = None
+        # ... the input index up to which every chunk taken is in that snapshot or its log,
+        # and whether deliveries are still logged (see _log_take)
+        self.log_end = 0
+        self.log_takes = False
         self.forced: deque[list] = deque()
         self.sizer = ChunkSizer()
         self.bytes_per_elem: float | None = None
@@ -160,8 +172,10 @@ def _take_input(sh: _Shared, n: int, reserve: int) -> tuple[Chunk | None, list]:
                     sh.ram.release(reserve)
                     sh.cond.notify_all()
                 return None, []
-            if sh.log is not None and len(sh.log["then_chunks"]) < LOG_LIMIT:
-                sh.log["then_chunks"].append([chunk.size, chunk.input_error is not None])
+            log = sh.log
+            if log is not None and len(log["then_chunks"]) < LOG_LIMIT:
+                log["then_chunks"].append([chunk.size, chunk.input_error is not None])
+                sh.log_end = sh.next_index
         chunk.reserved = reserve
         sh.next_seq += 1
         with sh.cond:
@@ -276,7 +290,10 @@ class ParallelMapIterator(OpIterator):
         self.stage.consumer_wait_s += waited
         self.tuner.maybe_step()
         if isinstance(got, BaseException):
-            raise got
+            try:
+                raise got
+            finally:  # the traceback keeps this frame: it must not keep the error (a cycle
+                got = None  # would keep the pipeline's threads alive until a gc run)
         return got
 
     def _take(self, n: int) -> list | BaseException | None:
@@ -302,8 +319,8 @@ class ParallelMapIterator(OpIterator):
             sh.forced[0][1] -= taken
             if sh.forced[0][1] <= 0:
                 sh.forced.popleft()
-        elif sh.log is not None and len(sh.log["then_take"]) < LOG_LIMIT:
-            sh.log["then_take"].append([chunk.start + chunk.skip + chunk.consumed, taken])
+        elif sh.log is not None:
+            _log_take(sh, chunk, taken)
         chunk.consumed = pos
         if pos >= len(chunk.items):
             self._finish(chunk)
@@ -378,8 +395,10 @@ class ParallelMapIterator(OpIterator):
                 # k elements must get the k elements this run delivered after it. So the
                 # chunks taken and the deliveries made after the snapshot are appended to
                 # it as they happen (until the next get_state) and replayed in that order.
-                state["then_chunks"], state["then_take"] = [], []
-                sh.log = state
+                # (then_take first: a copy made while workers append to then_chunks then
+                # records every chunk the copied deliveries come from)
+                state["then_take"], state["then_chunks"] = [], []
+                sh.log, sh.log_end, sh.log_takes = state, sh.next_index, True
             return state
 
     def set_state(self, state: dict) -> None:
@@ -393,20 +412,24 @@ class ParallelMapIterator(OpIterator):
             sh.chunks.clear()
             sh.redo.clear()
             sh.pending, sh.input_done = 0, False
+            # deliveries before chunks: a state still growing (see get_state) then holds
+            # every chunk the deliveries read come from
+            forced = deque([list(x) for x in state.get("then_take", [])])
             sh.inner.set_state(state["input"])
             index = int(state["index"])
             replay = list(state["replay"]) + [[z, 0, f] for z, f in state.get("then_chunks", [])]
             for size, used, failed in replay:
                 index = _replay_one(sh, index, int(size), int(used), bool(failed))
             sh.next_index = index
-            sh.log = None
-            sh.forced = deque([list(x) for x in state.get("then_take", [])])
+            sh.log, sh.log_takes = None, False
+            sh.forced = forced
 
     def close(self) -> None:
         if self.closed:
             return
-        self._sh.close()
-        super().close()
+        with close_deadline():  # one deadline for this stage and the stages below it
+            self._sh.close()
+            super().close()
 
     # ---- statistics: the gauge protocol of datapipe.stats --------------------------------
     def stats_gauges(self) -> dict:
@@ -422,6 +445,21 @@ class ParallelMapIterator(OpIterator):
     @property
     def autotune_events(self) -> list:
         return self.stage.events
+
+
+def _log_take(sh: _Shared, chunk: Chunk, taken: int) -> None:
+    """Under ``cond``: log a delivery made after the last snapshot (deterministic=False).
+
+    Only while every delivery so far came from a chunk the snapshot or its log records:
+    once the chunk log is full, a later chunk is formed afresh after a restore (its bounds
+    may differ), and a forced delivery from it could never be matched (a hang). A restore
+    then repeats an exact prefix of this run's deliveries and delivers the rest freely.
+    """
+    takes = sh.log["then_take"]
+    if len(takes) >= LOG_LIMIT or chunk.start + chunk.size > sh.log_end:
+        sh.log_takes = False
+    if sh.log_takes:
+        takes.append([chunk.start + chunk.skip + chunk.consumed, taken])
 
 
 def _replay_one(sh: _Shared, index: int, size: int, used: int, failed: bool) -> int:

@@ -15,9 +15,10 @@ the garbage collector run its finaliser (which closes the pipeline).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 # How long a waiting thread sleeps before re-checking the stop flag (seconds).
@@ -26,6 +27,27 @@ POLL_S = 0.05
 # a deterministic consumer is not held up long behind one chunk.
 TARGET_CHUNK_S = 0.004
 MAX_CHUNK = 4096
+
+# The deadline of the close() running on this thread (see ``close_deadline``).
+_closing = threading.local()
+
+
+@contextlib.contextmanager
+def close_deadline(timeout: float = 1.0) -> Iterator[None]:
+    """Closes nested in this block share one deadline for joining their threads.
+
+    A pipeline is closed from its outermost stage inwards, each stage joining its threads
+    before closing its input; with a deadline per stage, N stages whose threads are blocked
+    (in a user function, or on an input that is not closed yet) took N times ``timeout``.
+    """
+    if getattr(_closing, "deadline", None) is not None:
+        yield
+        return
+    _closing.deadline = time.monotonic() + timeout
+    try:
+        yield
+    finally:
+        _closing.deadline = None
 
 
 class WorkerGroup:
@@ -61,7 +83,7 @@ class WorkerGroup:
 
     def stop(self, timeout: float = 1.0) -> None:
         """Join every thread (the caller has set the stop flag and notified waiters)."""
-        deadline = time.monotonic() + timeout
+        deadline = getattr(_closing, "deadline", None) or time.monotonic() + timeout
         me = threading.current_thread()
         with self._lock:
             self.size = 0

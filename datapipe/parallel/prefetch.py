@@ -26,7 +26,15 @@ from datapipe._iterator import OpIterator
 from datapipe.dataset import AUTOTUNE
 from datapipe.errors import annotate
 from datapipe.parallel import autotune
-from datapipe.parallel.pool import POLL_S, Chunk, ChunkSizer, Failed, WorkerGroup, take_ready
+from datapipe.parallel.pool import (
+    POLL_S,
+    Chunk,
+    ChunkSizer,
+    Failed,
+    WorkerGroup,
+    close_deadline,
+    take_ready,
+)
 
 AUTOTUNE_START = 4
 
@@ -166,7 +174,10 @@ class PrefetchIterator(OpIterator):
         self.stage.consumer_wait_s += waited
         self.tuner.maybe_step()
         if isinstance(got, BaseException):
-            raise got
+            try:
+                raise got
+            finally:  # the traceback keeps this frame: it must not keep the error (a cycle
+                got = None  # would keep the pipeline's threads alive until a gc run)
         return got
 
     def _take(self, n: int) -> list | BaseException:
@@ -213,8 +224,9 @@ class PrefetchIterator(OpIterator):
     def close(self) -> None:
         if self.closed:
             return
-        self._sh.close()
-        super().close()
+        with close_deadline():  # one deadline for this stage and the stages below it
+            self._sh.close()
+            super().close()
 
 
 def _skip(inner: OpIterator, k: int) -> None:

@@ -31,8 +31,19 @@ def test_readme_shows_the_torchrun_command():
     assert "torchrun --nproc_per_node=2 examples/train_ddp.py" in readme
 
 
+def _aborted_in_teardown(proc: subprocess.CompletedProcess) -> bool:
+    # gloo on CPU occasionally aborts a rank while the process exits ("terminate called
+    # without an active exception", SIGABRT) after all work is done (seen under heavy load,
+    # ~1 run in 100 since the final barrier). The job's results are already printed then.
+    return (
+        proc.returncode != 0 and "SIGABRT" in proc.stderr and "final test accuracy" in proc.stdout
+    )
+
+
 def test_two_ranks_train_the_digits_model():
     proc = run("--epochs", "2")
+    if _aborted_in_teardown(proc):
+        proc = run("--epochs", "2")  # one retry for the teardown abort only
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = epoch_lines(proc.stdout)
     assert [ln.split(":")[0] for ln in lines] == ["epoch 1/2", "epoch 2/2"]
