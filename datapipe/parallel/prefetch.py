@@ -144,6 +144,15 @@ class PrefetchIterator(OpIterator):
     def index_base(self) -> tuple[int, int] | None:
         return self.inner.index_base()
 
+    def stats_gauges(self) -> dict:
+        """Buffer size and fill in elements (``datapipe.stats`` protocol). No ``busy_s``: the
+        producer thread's time is the upstream stages' work, already counted there."""
+        return {"buffer_size": self.stage.value, "buffer_fill": self._sh.buffered, "parallelism": 1}
+
+    @property
+    def autotune_events(self) -> list:
+        return self.stage.events
+
     def next_chunk(self, n: int) -> list:
         sh = self._sh
         if not self._started:

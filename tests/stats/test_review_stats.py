@@ -193,10 +193,6 @@ def test_save_and_file_cache_show_progress_unless_asked_not_to(monkeypatch, tmp_
     assert [int(x) for x in cached2] == list(range(20))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="datapipe/parallel/prefetch.py implements no stats_gauges/autotune_events yet",
-)
 def test_prefetch_reports_its_buffer():
     report = dp.range(2000).map(lambda x: x + 1).prefetch(8).profile()
     p = report.stage("prefetch")
