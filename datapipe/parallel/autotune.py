@@ -22,16 +22,17 @@ the model only *proposes* moves and the measured rate decides them:
 
 * A stage whose workers are busy (busy fraction >= 0.7, i.e. it is a bottleneck) proposes
   ``p -> max(p + 1, 1.5 p)`` (``2 p`` after a trial that scaled almost linearly, ``4 p``
-  if the threads also mostly wait), if its predicted CPU demand ``p' * cpu_time / wall_time *
-  max_intra_op_parallelism`` (summed over stages) fits the CPU budget. Threads that sleep
+  if the threads also mostly wait, ``8 p`` if they use under 10% of a core), if its
+  predicted CPU demand ``p' * cpu_time / wall_time * max_intra_op_parallelism`` (summed
+  over stages) fits the CPU budget. Threads that sleep
   on I/O cost almost no CPU, so an I/O-latency map may get many threads on two cores.
 * A trial runs for one measurement window and is kept only if the output rate rose by at
   least 25% of the ideal linear gain (and 8%); otherwise it is reverted and the stage waits
   ``2**(k+2)`` windows before trying again (``k`` grows with each failure). This is what keeps a
   GIL-bound function at 1–2 threads instead of the budget's maximum.
 * A stage whose workers idle (busy fraction < 0.5; the consumer or the input limits it),
-  or whose busy threads together use about one core (the GIL's signature), and every 32nd
-  window any stage, probes ``p -> p / 1.5``; it keeps the lower value if the rate
+  or whose busy threads together use about one core (the GIL's signature), and every 64th
+  window (~3 s) any stage, probes ``p -> p / 1.5``; it keeps the lower value if the rate
   stays within 5%: threads that bring no throughput are given back.
 * Buffers (``prefetch(AUTOTUNE)``) double when their consumer waited on an empty buffer
   for more than 2% of a window (tf.data's prefetch autotuning) and the producer was held
@@ -61,8 +62,10 @@ import numpy as np
 
 from datapipe import _structure as nest
 
-WINDOW_S = 0.1  # shortest measurement window
+WINDOW_S = 0.05  # shortest measurement window
 MIN_WINDOW_ELEMENTS = 16
+# A periodic probe for fewer threads every this many windows (~3 s): conditions change.
+PROBE_EVERY_WINDOWS = 64
 DEFAULT_MAX_THREADS = 64  # per stage, when threading.private_threadpool_size is unset
 MAX_AUTOTUNE_BUFFER = 1024
 
@@ -289,7 +292,7 @@ class Autotuner:
         if busy_fraction >= 0.7 and p < s.max_value and s._cooldown["up"] == 0:
             # Threads that mostly wait scale linearly until the CPU budget is full (the
             # model's prediction), so their first step is already large.
-            step = 4.0 if s.cpu_fraction < 0.25 else s._step_up
+            step = 8.0 if s.cpu_fraction < 0.1 else 4.0 if s.cpu_fraction < 0.25 else s._step_up
             target = min(s.max_value, max(p + 1, math.ceil(step * p)))
             target = self._fit_cpu(s, target)
             if target > p:
@@ -300,7 +303,7 @@ class Autotuner:
         # Threads busy, yet all of them together use about one core: the GIL signature (or
         # threads queueing on one lock) -- fewer threads may do as well.
         one_core = 2 < p <= 16 and 0.7 <= p * s.cpu_fraction * busy_fraction <= 1.3
-        periodic = s._windows % 32 == 0
+        periodic = s._windows % PROBE_EVERY_WINDOWS == 0
         if p > 1 and s._cooldown["down"] == 0 and (idle or one_core or periodic):
             s._trial, s._settle = (p, rate, "down"), True
             s.set_value(max(1, math.floor(p / 1.5)))

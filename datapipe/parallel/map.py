@@ -78,14 +78,10 @@ class _Shared:
         self.next_index = 0  # input elements taken so far
         self.input_done = False
         self.closed = False
-        # deterministic=False only: the last snapshot returned by get_state, to which the
-        # chunks taken and the deliveries made since are appended (see get_state), and the
-        # deliveries a restore must repeat first, in order: [input index, count]
-        self.log: dict | None = None
-        # ... the input index up to which every chunk taken is in that snapshot or its log,
-        # and whether deliveries are still logged (see _log_take)
-        self.log_end = 0
-        self.log_takes = False
+        # deterministic=False only: the snapshots returned by get_state that are still
+        # alive, to which the chunks taken and the deliveries made since are appended (see
+        # get_state), and the deliveries a restore must repeat first: [input index, count]
+        self.logs: list[_Log] = []
         self.forced: deque[list] = deque()
         self.sizer = ChunkSizer()
         self.bytes_per_elem: float | None = None
@@ -172,10 +168,10 @@ def _take_input(sh: _Shared, n: int, reserve: int) -> tuple[Chunk | None, list]:
                     sh.ram.release(reserve)
                     sh.cond.notify_all()
                 return None, []
-            log = sh.log
-            if log is not None and len(log["then_chunks"]) < LOG_LIMIT:
-                log["then_chunks"].append([chunk.size, chunk.input_error is not None])
-                sh.log_end = sh.next_index
+            for log in _live_logs(sh):
+                if len(log.state["then_chunks"]) < LOG_LIMIT:
+                    log.state["then_chunks"].append([chunk.size, chunk.input_error is not None])
+                    log.end = sh.next_index
         chunk.reserved = reserve
         sh.next_seq += 1
         with sh.cond:
@@ -319,8 +315,9 @@ class ParallelMapIterator(OpIterator):
             sh.forced[0][1] -= taken
             if sh.forced[0][1] <= 0:
                 sh.forced.popleft()
-        elif sh.log is not None:
-            _log_take(sh, chunk, taken)
+        elif sh.logs:
+            for log in _live_logs(sh):
+                _log_take(log, chunk, taken)
         chunk.consumed = pos
         if pos >= len(chunk.items):
             self._finish(chunk)
@@ -394,11 +391,13 @@ class ParallelMapIterator(OpIterator):
                 # Out-of-order delivery: a consumer that restores this snapshot and then pulls
                 # k elements must get the k elements this run delivered after it. So the
                 # chunks taken and the deliveries made after the snapshot are appended to
-                # it as they happen (until the next get_state) and replayed in that order.
+                # it as they happen (while it is alive, up to LOG_LIMIT) and replayed in that
+                # order. Every live snapshot keeps its log: a parallel stage above takes one
+                # per chunk and may replay several of its chunks from the oldest.
                 # (then_take first: a copy made while workers append to then_chunks then
                 # records every chunk the copied deliveries come from)
-                state["then_take"], state["then_chunks"] = [], []
-                sh.log, sh.log_end, sh.log_takes = state, sh.next_index, True
+                state = _State(state, then_take=[], then_chunks=[])
+                sh.logs = [*_live_logs(sh), _Log(state, sh.next_index)]
             return state
 
     def set_state(self, state: dict) -> None:
@@ -421,7 +420,7 @@ class ParallelMapIterator(OpIterator):
             for size, used, failed in replay:
                 index = _replay_one(sh, index, int(size), int(used), bool(failed))
             sh.next_index = index
-            sh.log, sh.log_takes = None, False
+            sh.logs = []
             sh.forced = forced
 
     def close(self) -> None:
@@ -447,18 +446,43 @@ class ParallelMapIterator(OpIterator):
         return self.stage.events
 
 
-def _log_take(sh: _Shared, chunk: Chunk, taken: int) -> None:
-    """Under ``cond``: log a delivery made after the last snapshot (deterministic=False).
+class _State(dict):
+    """A deterministic=False snapshot: a dict (JSON-like) that can be weakly referenced,
+    so its log stops growing once nobody holds it."""
+
+
+class _Log:
+    """One live snapshot's log: its state (weakly held), the input index up to which every
+    chunk taken is in the snapshot or its log, and whether deliveries are still logged."""
+
+    def __init__(self, state: _State, end: int):
+        self.ref, self.end, self.takes = weakref.ref(state), end, True
+
+    @property
+    def state(self) -> _State | None:
+        return self.ref()
+
+
+def _live_logs(sh: _Shared) -> list[_Log]:
+    sh.logs = [log for log in sh.logs if log.ref() is not None]
+    return sh.logs
+
+
+def _log_take(log: _Log, chunk: Chunk, taken: int) -> None:
+    """Under ``cond``: log a delivery made after a snapshot (deterministic=False).
 
     Only while every delivery so far came from a chunk the snapshot or its log records:
     once the chunk log is full, a later chunk is formed afresh after a restore (its bounds
     may differ), and a forced delivery from it could never be matched (a hang). A restore
     then repeats an exact prefix of this run's deliveries and delivers the rest freely.
     """
-    takes = sh.log["then_take"]
-    if len(takes) >= LOG_LIMIT or chunk.start + chunk.size > sh.log_end:
-        sh.log_takes = False
-    if sh.log_takes:
+    state = log.state
+    if state is None:
+        return
+    takes = state["then_take"]
+    if len(takes) >= LOG_LIMIT or chunk.start + chunk.size > log.end:
+        log.takes = False
+    if log.takes:
         takes.append([chunk.start + chunk.skip + chunk.consumed, taken])
 
 

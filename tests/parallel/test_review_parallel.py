@@ -99,33 +99,34 @@ def _jitter(x):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(
-    strict=True,
-    reason="open defect: a parallel stage replays several chunks from a nondeterministic "
-    "parallel input, whose delivery log covers only one chunk (it restarts at every "
-    "get_state, which the outer stage calls per chunk)",
-)
 def test_nondeterministic_nested_parallel_stages_restore_exactly():
     # Options(deterministic=False) with map(AUTOTUNE).map(AUTOTUNE).batch(AUTOTUNE): after a
     # restore, no element may be lost or repeated.
     opts = dp.Options()
     opts.deterministic = False
-    ds = (
+    auto = dp.AUTOTUNE
+    pipelines = [
         dp.range(300)
         .map(_jitter, num_parallel_calls=3)
         .map(lambda x: x + 1, num_parallel_calls=3)
         .batch(3, num_parallel_calls=2)
-        .unbatch()
-        .with_options(opts)
-    )
-    for k in range(10, 300, 29):
-        it = iter(ds)
-        head = [int(next(it)) for _ in range(k)]
-        state = it.get_state()
-        it.close()
-        it2 = iter(ds)
-        it2.set_state(state)
-        assert sorted(head + [int(x) for x in it2]) == list(range(1, 301)), k
+        .unbatch(),
+        dp.range(300)
+        .map(_jitter, num_parallel_calls=auto)
+        .map(lambda x: x + 1, num_parallel_calls=auto)
+        .batch(3, num_parallel_calls=auto)
+        .prefetch(auto)
+        .unbatch(),
+    ]
+    for ds in (p.with_options(opts) for p in pipelines):
+        for k in range(10, 300, 29):
+            it = iter(ds)
+            head = [int(next(it)) for _ in range(k)]
+            state = it.get_state()
+            it.close()
+            it2 = iter(ds)
+            it2.set_state(state)
+            assert sorted(head + [int(x) for x in it2]) == list(range(1, 301)), k
 
 
 CLOSE_PIPELINES = {
