@@ -15,6 +15,7 @@ Rank 0 prints one line per epoch and then ``final test accuracy: 0.9xxx``.
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
 import sys
@@ -170,6 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     if rank == 0:
         print(f"total time: {time.perf_counter() - start:.1f} s")
         print(f"final test accuracy: {accuracy:.4f}")
+    # Release DDP (its reducer holds the process group and gloo work objects) while the
+    # interpreter is fully alive: freed at interpreter exit instead, gloo's threads can
+    # abort the process with "terminate called without an active exception".
+    del trainer
+    gc.collect()
     dist.barrier()  # no rank tears gloo down while another still talks to it
     dist.destroy_process_group()
     return 0
