@@ -32,9 +32,9 @@ def test_readme_shows_the_torchrun_command():
 
 
 def _aborted_in_teardown(proc: subprocess.CompletedProcess) -> bool:
-    # gloo on CPU occasionally aborts a rank while the process exits ("terminate called
-    # without an active exception", SIGABRT) after all work is done (seen under heavy load,
-    # rare since the example frees DDP before destroying the process group). The job's results are already printed then.
+    # gloo on CPU occasionally aborted a rank while the process exited ("terminate called
+    # without an active exception", SIGABRT) after all work was done; rare since the example
+    # frees DDP before destroying the process group. The job's results are printed by then.
     return (
         proc.returncode != 0 and "SIGABRT" in proc.stderr and "final test accuracy" in proc.stdout
     )
