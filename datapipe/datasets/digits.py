@@ -2,8 +2,8 @@
 
 Alpaydin, E. & Kaynak, C. (1998). Optical Recognition of Handwritten Digits. UCI Machine
 Learning Repository, https://doi.org/10.24432/C50P49, licensed CC BY 4.0 (see
-``data/CITATION.txt``). ``tools/make_digits.py`` made ``data/digits.npz`` from the copy in
-scikit-learn.
+``data/CITATION.txt``). ``make_digits.py`` (beside this module) made ``data/digits.npz``
+from the copy in scikit-learn.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def load_digits() -> tuple[Dataset, Dataset]:
     values are the data set's own pixel counts ``0..16`` (each pixel counts the set bits of
     a 4x4 block of the original 32x32 bitmap; divide by 16 to scale to ``[0, 1]``),
     ``label`` an int64 scalar in ``0..9``. The split is fixed: 1,437 training and 360 test
-    images (a seeded random split, stored in the file; see ``tools/make_digits.py``), in
+    images (a seeded random split, stored in the file; see ``datapipe/datasets/make_digits.py``), in
     the data set's original order. Both datasets keep random access, so
     ``global_shuffle`` works on them.
 

@@ -3,7 +3,7 @@
 Run from the repository root with scikit-learn installed (it carries a copy of the data set;
 it is not a dependency of datapipe)::
 
-    python tools/make_digits.py
+    python datapipe/datasets/make_digits.py
 
 The npz holds ``train_images`` (1437, 8, 8) uint8, ``train_labels`` (1437,) int64,
 ``test_images`` (360, 8, 8) uint8 and ``test_labels`` (360,) int64: pixel values are the
@@ -17,7 +17,7 @@ import pathlib
 
 import numpy as np
 
-OUT = pathlib.Path(__file__).resolve().parents[1] / "datapipe" / "datasets" / "data" / "digits.npz"
+OUT = pathlib.Path(__file__).resolve().parent / "data" / "digits.npz"
 SPLIT_SEED = 20240501
 NUM_TEST = 360
 
