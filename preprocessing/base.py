@@ -254,7 +254,8 @@ def layer_from_config(config: dict[str, Any]) -> Layer:
     """
     if not isinstance(config, dict) or "class_name" not in config or "config" not in config:
         raise ValueError(
-            f"layer_from_config: expected a dict with 'class_name' and 'config'; got {config!r}"
+            "layer_from_config: expected a dict with 'class_name' and 'config' (what "
+            f"serialize_layer(layer) returns, not get_config() alone); got {config!r}"
         )
     cls = _REGISTRY.get(config["class_name"])
     if cls is None:

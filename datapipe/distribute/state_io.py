@@ -78,9 +78,10 @@ def _encode(x: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
             TAG: "dict",
             "items": [[_encode(k, arrays, path), _encode(v, arrays, path)] for k, v in x.items()],
         }
+    hint = "; pass its state_dict()" if hasattr(x, "state_dict") else ""
     raise TypeError(
         f"save_state: {path} has type {type(x).__name__}, which has no safe encoding "
-        "(supported: None, bool, int, float, str, bytes, numpy, torch, tuple, list, dict)"
+        f"(supported: None, bool, int, float, str, bytes, numpy, torch, tuple, list, dict){hint}"
     )
 
 
