@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -60,15 +61,55 @@ def stack_leaf(values: list, op: str, start_index: int, path: str = "element") -
         raise _mismatch(op, values, start_index, path) from e
 
 
+def _structure(x: Any) -> str:
+    if isinstance(x, dict):
+        return "{" + ", ".join(f"{k!r}: {_structure(x[k])}" for k in sorted(x)) + "}"
+    if isinstance(x, tuple):
+        return "(" + ", ".join(_structure(v) for v in x) + (",)" if len(x) == 1 else ")")
+    return type(x).__name__
+
+
+def _describe(x: Any) -> str:
+    text = _structure(x)
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _check_structures(elements: list, op: str, start_index: int) -> None:
+    """Elements of one batch must nest the same containers with the same keys: stacking by
+    leaf position would otherwise silently merge or drop components."""
+    first = elements[0]
+    types = set(map(type, elements))  # C-level passes: this runs on every batch
+    if len(types) == 1:
+        t = type(first)
+        if not issubclass(t, (tuple, dict)):
+            return
+        if t is tuple and len(set(map(len, elements))) == 1:
+            inner = set(map(type, itertools.chain.from_iterable(elements)))
+            if not any(issubclass(k, (tuple, dict)) for k in inner):
+                return  # flat plain tuples of one length: the common case
+    nested = nest.is_nested(first)
+    for j, e in enumerate(elements):
+        if (nest.is_nested(e) != nested) or (nested and not nest.same_structure(first, e)):
+            raise BatchShapeError(
+                f"{op}: element {start_index + j} has structure {_describe(e)} but element "
+                f"{start_index} has {_describe(first)}; every element of a batch needs the "
+                "same structure (the same tuple lengths and dict keys)"
+            )
+
+
 def stack(elements: list, op: str, start_index: int) -> Any:
-    """Stack a list of same-structure elements into one batched element."""
+    """Stack a list of same-structure elements into one batched element.
+
+    Raises:
+        BatchShapeError: elements with different structures (names both elements), or
+            components of different shapes (names both shapes and suggests fixes).
+    """
+    _check_structures(elements, op, start_index)
     first = elements[0]
     if not nest.is_nested(first):
         return stack_leaf(elements, op, start_index)
     paths = [p for p, _ in nest.flatten_with_paths(first)]
     columns = list(zip(*[nest.flatten(e) for e in elements]))
-    if len(columns) != len(paths) or any(len(c) != len(elements) for c in columns):
-        raise BatchShapeError(f"{op}: elements from {start_index} have different structures")
     return nest.pack_as(
         first, [stack_leaf(list(c), op, start_index, p) for c, p in zip(columns, paths)]
     )

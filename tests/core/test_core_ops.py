@@ -259,3 +259,22 @@ def test_state_dict_aliases_and_epoch_restore() -> None:
     assert ints(ref) == epoch0
     epoch1 = ints(ref)
     assert epoch1 != epoch0 and head + rest == epoch1
+
+
+def test_batch_rejects_elements_of_different_structures() -> None:
+    keys = dp.range(4).map(lambda i: {"a": i} if i % 2 else {"b": i})
+    with pytest.raises(
+        BatchShapeError,
+        match=r"element 1 has structure \{'a': int64\}.*"
+        r"element 0 has \{'b': int64\}",
+    ):
+        list(keys.batch(2))
+    lengths = dp.range(4).map(lambda i: (i, i) if i % 2 else (i,))
+    with pytest.raises(BatchShapeError, match=r"element 1 has structure \(int64, int64\)"):
+        list(lengths.batch(2))
+    inner = dp.range(4).map(lambda i: (i, {"a": i}) if i % 2 else (i, i))
+    with pytest.raises(BatchShapeError, match="same structure"):
+        list(inner.batch(2))
+    mixed = dp.range(4).map(lambda i: {"a": i} if i % 2 else i)
+    with pytest.raises(BatchShapeError, match=r"element 0 has int64"):
+        list(mixed.batch(2))
