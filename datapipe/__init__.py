@@ -143,3 +143,8 @@ __all__ += [
 from datapipe._spec import DatasetSpec  # noqa: E402
 
 __all__ += ["DatasetSpec"]
+
+# help(ds.map) etc.: the thin Dataset methods show the docstring of the op they build.
+from datapipe import _docs  # noqa: E402
+
+_docs.attach(Dataset)

@@ -81,7 +81,8 @@ class Iterator:
     Methods beyond the iterator protocol:
         get_state() / state_dict(): snapshot of the position (elements consumed so far).
         set_state(state) / load_state_dict(state): resume exactly from a snapshot taken on
-            an iterator of the same dataset.
+            an iterator of the same dataset (``ValueError`` for a state that doesn't fit it,
+            or that another worker setup saved).
         close(): stop every thread the pipeline started; also on ``with`` exit, on garbage
             collection, and when the consumer's loop is broken out of and the iterator dropped.
     """
@@ -165,7 +166,14 @@ class Iterator:
             self._root = self._dataset._build_root(self._epoch, seed)
             self._finalizer.detach()
             self._finalizer = weakref.finalize(self, self._root.close)
-        self._root.set_state(state["root"])
+        try:
+            self._root.set_state(state["root"])
+        except (KeyError, TypeError, IndexError) as e:
+            raise ValueError(
+                "load_state_dict: the state does not fit this pipeline (it was saved by an "
+                f"iterator of another dataset: {type(e).__name__}: {e}); restore a state into "
+                "an iterator of the same dataset, built the same way"
+            ) from e
         self._buf, self._pos = list(state["pending"]), 0
 
     state_dict = get_state

@@ -17,7 +17,14 @@ def _as_sliceable(path: str, x: Any) -> Any:
     if is_torch(x) or isinstance(x, np.ndarray):
         out = x
     else:
-        out = as_numpy(x)
+        try:
+            out = as_numpy(x)
+        except ValueError as e:  # numpy's "inhomogeneous shape" for ragged lists
+            raise ValueError(
+                f"from_tensor_slices: component {path} is ragged (its items have different "
+                f"shapes: {e}); slice equal-shaped arrays, or use from_generator for ragged "
+                "elements (and padded_batch to batch them)"
+            ) from e
     if out.ndim == 0:
         raise ValueError(
             f"from_tensor_slices: component {path} is a scalar; every component "

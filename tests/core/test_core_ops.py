@@ -278,3 +278,22 @@ def test_batch_rejects_elements_of_different_structures() -> None:
     mixed = dp.range(4).map(lambda i: {"a": i} if i % 2 else i)
     with pytest.raises(BatchShapeError, match=r"element 0 has int64"):
         list(mixed.batch(2))
+
+
+def test_every_public_dataset_method_is_documented() -> None:
+    names = [m for m in dir(dp.Dataset) if not m.startswith("_")]
+    undocumented = [m for m in names if len((getattr(dp.Dataset, m).__doc__ or "").strip()) < 20]
+    assert undocumented == []
+    assert "num_parallel_calls" in dp.Dataset.map.__doc__
+    assert "drop_remainder" in dp.Dataset.batch.__doc__
+    assert "filename" in dp.Dataset.cache.__doc__.lower()
+
+
+def test_ragged_list_and_foreign_state_get_clear_errors() -> None:
+    with pytest.raises(ValueError, match=r"from_tensor_slices: component element is ragged"):
+        dp.from_tensor_slices([np.zeros(3), np.zeros(4)])
+    it = iter(dp.range(20).shuffle(10, seed=0).batch(4))
+    next(it)
+    state = it.get_state()
+    with pytest.raises(ValueError, match="does not fit this pipeline"):
+        iter(dp.range(20).batch(4)).set_state(state)
