@@ -28,8 +28,8 @@ def to_features(image: np.ndarray, label: np.ndarray) -> tuple[np.ndarray, np.nd
 def make_parser(description: str, epochs: int, batch_size_help: str | None = None):
     """The options every digits example takes: ``--epochs``, ``--seed``, ``--batch-size``."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--epochs", type=int, default=epochs)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--epochs", type=int, default=epochs, help="passes over the training set")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the pipeline and the model")
     parser.add_argument("--batch-size", type=int, default=32, help=batch_size_help)
     return parser
 

@@ -67,12 +67,16 @@ def train(ds: dp.Dataset, epochs: int, step_s: float) -> InputBoundTimer:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "datapipe-profile"))
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument(
+        "--out",
+        default=os.path.join(tempfile.gettempdir(), "datapipe-profile"),
+        help="folder for the reports and Chrome traces",
+    )
+    parser.add_argument("--epochs", type=int, default=2, help="training epochs per pipeline")
+    parser.add_argument("--batch-size", type=int, default=64, help="elements per batch")
     parser.add_argument("--seconds", type=float, default=3.0, help="time limit per profile")
     parser.add_argument("--step-ms", type=float, default=5.0, help="simulated step time")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="pipeline and model seed")
     parser.add_argument("--max-steps", type=int, default=None, help="batches per epoch")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)

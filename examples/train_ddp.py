@@ -68,10 +68,14 @@ def init_process_group() -> None:
 
 def parse_args(argv: list[str] | None):
     parser = make_parser(__doc__.splitlines()[0], epochs=8, batch_size_help="per rank")
-    parser.add_argument("--loader-workers", type=int, default=0)
+    parser.add_argument(
+        "--loader-workers", type=int, default=0, help="torch DataLoader worker processes"
+    )
     parser.add_argument("--checkpoint", default="", help="directory for per-rank checkpoints")
     parser.add_argument("--checkpoint-every", type=int, default=10, help="steps")
-    parser.add_argument("--resume", action="store_true")
+    parser.add_argument(
+        "--resume", action="store_true", help="continue from --checkpoint mid-epoch"
+    )
     parser.add_argument("--crash-at-step", type=int, default=-1, help="simulate a failure")
     args = parser.parse_args(argv)
     if args.checkpoint and args.loader_workers > 0:
