@@ -48,6 +48,7 @@ from datapipe.parallel.pool import (
     Failed,
     WorkerGroup,
     close_deadline,
+    consume,
     take_ready,
 )
 from datapipe.stats import trace
@@ -264,33 +265,7 @@ class ParallelMapIterator(OpIterator):
     def next_chunk(self, n: int) -> list:
         sh = self._sh
         self._start()
-        waited = 0.0
-        with sh.cond:
-            while True:
-                if sh.closed:
-                    return []
-                got = self._take(n)
-                if got is not None:
-                    break
-                t0 = time.perf_counter()
-                sh.cond.wait(POLL_S)
-                waited += time.perf_counter() - t0
-                if waited > POLL_S:
-                    self.stage.consumer_wait_s += waited
-                    waited = 0.0
-                    sh.cond.release()
-                    try:
-                        self.tuner.maybe_step()
-                    finally:
-                        sh.cond.acquire()
-        self.stage.consumer_wait_s += waited
-        self.tuner.maybe_step()
-        if isinstance(got, BaseException):
-            try:
-                raise got
-            finally:  # the traceback keeps this frame: it must not keep the error (a cycle
-                got = None  # would keep the pipeline's threads alive until a gc run)
-        return got
+        return consume(sh.cond, lambda: self._take(n), lambda: sh.closed, self.stage, self.tuner)
 
     def _take(self, n: int) -> list | BaseException | None:
         """Under ``cond``: up to ``n`` ready elements, a failure to raise, ``[]`` at the end,

@@ -199,3 +199,44 @@ def take_ready(items: list, start: int, n: int) -> tuple[list, BaseException | N
         out.append(x)
         i += 1
     return out, None, i
+
+
+def consume(
+    cond: threading.Condition,
+    take: Callable[[], Any],
+    closed: Callable[[], bool],
+    stage: Any,
+    tuner: Any,
+) -> Any:
+    """The consumer side of a parallel stage: wait on ``cond`` until ``take()`` (called with
+    ``cond`` held) returns something other than None; ``[]`` once ``closed()``. Waits count
+    as the stage's consumer wait, and the tuner gets a step at least every ``POLL_S`` of
+    waiting (it has no thread of its own). A taken exception is raised here.
+    """
+    waited = 0.0
+    with cond:
+        while True:
+            if closed():
+                return []
+            got = take()
+            if got is not None:
+                break
+            t0 = time.perf_counter()
+            cond.wait(POLL_S)
+            waited += time.perf_counter() - t0
+            if waited > POLL_S:
+                stage.consumer_wait_s += waited
+                waited = 0.0
+                cond.release()
+                try:
+                    tuner.maybe_step()
+                finally:
+                    cond.acquire()
+    stage.consumer_wait_s += waited
+    tuner.maybe_step()
+    if isinstance(got, BaseException):
+        try:
+            raise got
+        finally:  # the traceback keeps this frame: it must not keep the error (a cycle
+            got = None  # would keep the pipeline's threads alive until a gc run)
+    return got

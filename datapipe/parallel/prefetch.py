@@ -33,6 +33,7 @@ from datapipe.parallel.pool import (
     Failed,
     WorkerGroup,
     close_deadline,
+    consume,
     take_ready,
 )
 
@@ -158,36 +159,13 @@ class PrefetchIterator(OpIterator):
         if not self._started:
             self._started = True
             sh.group.resize(1)
-        waited = 0.0
-        with sh.cond:
-            while True:
-                if sh.closed:
-                    return []
-                if sh.chunks:
-                    got = self._take(n)
-                    break
-                if sh.done:
-                    got = []
-                    break
-                t0 = time.perf_counter()
-                sh.cond.wait(POLL_S)
-                waited += time.perf_counter() - t0
-                if waited > POLL_S:
-                    self.stage.consumer_wait_s += waited
-                    waited = 0.0
-                    sh.cond.release()
-                    try:
-                        self.tuner.maybe_step()
-                    finally:
-                        sh.cond.acquire()
-        self.stage.consumer_wait_s += waited
-        self.tuner.maybe_step()
-        if isinstance(got, BaseException):
-            try:
-                raise got
-            finally:  # the traceback keeps this frame: it must not keep the error (a cycle
-                got = None  # would keep the pipeline's threads alive until a gc run)
-        return got
+
+        def take() -> list | BaseException | None:
+            if sh.chunks:
+                return self._take(n)
+            return [] if sh.done else None
+
+        return consume(sh.cond, take, lambda: sh.closed, self.stage, self.tuner)
 
     def _take(self, n: int) -> list | BaseException:
         sh = self._sh
