@@ -68,18 +68,24 @@ class FlatMapDataset(Dataset):
 
     @property
     def element_spec(self) -> Any:
-        if self._spec_cache is None:
-            first = self._inputs[0]._first_element()
-            if first is None:
-                return TensorSpec(None, np.dtype(object))
-            self._spec_cache = _sub_dataset(self._func, first, self._name, 0).element_spec
-        return self._spec_cache
+        return sub_dataset_spec(self)
 
     def cardinality(self) -> int:
         return UNKNOWN_CARDINALITY
 
     def _make_iterator(self, ctx, epoch):
         return FlatMapIterator(ctx.make(self._inputs[0], epoch), self._func, ctx, epoch)
+
+
+def sub_dataset_spec(node: Any) -> Any:
+    """Element spec of ``flat_map``/``interleave``: that of the Dataset ``node._func`` makes
+    from the first input element (cached on the node); unknown for an empty input."""
+    if node._spec_cache is None:
+        first = node._inputs[0]._first_element()
+        if first is None:
+            return TensorSpec(None, np.dtype(object))
+        node._spec_cache = _sub_dataset(node._func, first, node._name, 0).element_spec
+    return node._spec_cache
 
 
 class FlatMapIterator(OpIterator):

@@ -10,13 +10,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from datapipe._iterator import OpIterator
-from datapipe._spec import TensorSpec
 from datapipe.dataset import AUTOTUNE, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
-from datapipe.ops.flat_map import _sub_dataset
+from datapipe.ops.flat_map import _sub_dataset, sub_dataset_spec
 from datapipe.ops.map import validate_parallelism
 from datapipe.parallel import autotune
 from datapipe.parallel.pool import (
@@ -95,12 +92,7 @@ class InterleaveDataset(Dataset):
 
     @property
     def element_spec(self) -> Any:
-        if self._spec_cache is None:
-            first = self._inputs[0]._first_element()
-            if first is None:
-                return TensorSpec(None, np.dtype(object))
-            self._spec_cache = _sub_dataset(self._func, first, self._name, 0).element_spec
-        return self._spec_cache
+        return sub_dataset_spec(self)
 
     def cardinality(self) -> int:
         return UNKNOWN_CARDINALITY
