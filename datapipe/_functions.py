@@ -10,6 +10,25 @@ from datapipe._iterator import OpIterator
 from datapipe.errors import annotate
 
 
+def raise_pending(owner: Any, attr: str = "pending", cause: BaseException | None = None) -> None:
+    """Raise ``owner.<attr>`` (``from cause`` when given) and clear it; nothing if it is None.
+
+    No frame of the raised error's traceback keeps a reference to it: a cycle
+    error -> traceback -> frame -> error would keep the pipeline (and its threads) alive
+    until a gc run. Callers hand the error over on ``owner``, never in a local of their own.
+    """
+    err = getattr(owner, attr)
+    if err is None:
+        return
+    setattr(owner, attr, None)
+    try:
+        if cause is None:
+            raise err
+        raise err from cause
+    finally:
+        err = cause = None
+
+
 def call(fn: Callable, element: Any) -> Any:
     """``fn(*element)`` for a plain tuple (tf.data unpacks those), else ``fn(element)``."""
     if type(element) is tuple:
@@ -57,12 +76,7 @@ class ElementwiseIterator(OpIterator):
         self.pending: BaseException | None = None
 
     def _raise_pending(self) -> None:
-        if self.pending is not None:
-            err, self.pending = self.pending, None
-            try:
-                raise err
-            finally:  # the traceback keeps this frame; a cycle back to the error would keep
-                err = None  # the pipeline (and its threads) alive until a gc run
+        raise_pending(self)
 
     def _take(self, n: int) -> list:
         """The next 1..n input elements (the leftover first), or ``[]`` at the end."""
@@ -78,14 +92,9 @@ class ElementwiseIterator(OpIterator):
         now when nothing good came before it, else return ``out`` and raise it next call."""
         self.count += j + 1
         self.leftover = chunk[j + 1 :] + self.leftover
+        self.pending, err = err, None  # no local may keep it (see raise_pending)
         if not out:
-            try:
-                if cause is None:
-                    raise err
-                raise err from cause
-            finally:  # no cycle error -> traceback -> this frame -> error
-                err = cause = None
-        self.pending = err
+            raise_pending(self, cause=cause)
         return out
 
     def _select(self, n: int, keep: Callable[[Any], bool]) -> list:
@@ -102,8 +111,8 @@ class ElementwiseIterator(OpIterator):
                 try:
                     kept = keep(x)
                 except Exception as e:  # noqa: BLE001 - located and handed to the consumer
-                    err = annotate(self.op_name, self.count + j, e)
-                    return self._fail(chunk, j, out, err, e)
+                    # No local for the error: e's traceback keeps this frame (a cycle).
+                    return self._fail(chunk, j, out, annotate(self.op_name, self.count + j, e), e)
                 if kept:
                     out.append(x)
             self.count += len(chunk)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 
+from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 
 
@@ -64,9 +65,7 @@ class RandomAccessIterator(OpIterator):
         self.pending: BaseException | None = None
 
     def next_chunk(self, n: int) -> list:
-        if self.pending is not None:
-            err, self.pending = self.pending, None
-            raise err
+        raise_pending(self)
         stop = min(self.index + n, self.length)
         if stop <= self.index:
             return []

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._spec import TensorSpec, batched_spec
 from datapipe.dataset import UNKNOWN_CARDINALITY
@@ -267,18 +268,15 @@ class ColumnarIterator(OpIterator):
 
     def next_chunk(self, n: int) -> list:
         with self.lock:
-            if self.pending is not None:
-                err, self.pending = self.pending, None
-                raise err
+            raise_pending(self)
             out: list = []
             try:
                 self._fill(out, n)
             except Exception as e:  # noqa: BLE001 - located; elements before it come first
                 unit = self.ds._files[min(self.unit, len(self.ds._files) - 1)]
-                err = annotate(self.op_name, None, e, unit_path(unit))
+                self.pending = annotate(self.op_name, None, e, unit_path(unit))
                 if not out:
-                    raise err from e
-                self.pending = err
+                    raise_pending(self, cause=e)
             return out
 
     def _fill(self, out: list, n: int) -> None:

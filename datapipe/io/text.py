@@ -9,6 +9,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._spec import TensorSpec
 from datapipe.dataset import Dataset
@@ -176,19 +177,17 @@ class TextLineIterator(OpIterator):
         self.next_file += 1
 
     def next_chunk(self, n: int) -> list:
-        if self.pending is not None:
-            err, self.pending = self.pending, None
-            raise err
+        raise_pending(self)
         out: list = []
         try:
             self._fill(out, n)
         except Exception as e:  # noqa: BLE001 - located; lines read before it come first
             path = self.ds._files[min(self.next_file, len(self.ds._files)) - 1]
             slot = self.slots[self.cursor]
-            err = annotate(self.op_name, self.count + len(out), e, slot.path if slot else path)
+            path = slot.path if slot else path
+            self.pending = annotate(self.op_name, self.count + len(out), e, path)
             if not out:
-                raise err from e
-            self.pending = err
+                raise_pending(self, cause=e)
         self.count += len(out)
         return out
 

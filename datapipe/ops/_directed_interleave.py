@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator, pull_exactly
 
 
@@ -78,9 +79,7 @@ class DirectedInterleaveIterator(OpIterator):
 
     def next_chunk(self, n: int) -> list:
         while True:
-            if self.error is not None:
-                err, self.error = self.error, None
-                raise err
+            raise_pending(self, "error")
             if self.done:
                 return []
             out = self._chunk(n)

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from datapipe._batching import stack
+from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._spec import batched_spec
 from datapipe.dataset import (
@@ -163,12 +164,7 @@ class BatchIterator(OpIterator):
         return elems
 
     def next_chunk(self, n: int) -> list:
-        if self.pending is not None:
-            err, self.pending = self.pending, None
-            try:
-                raise err
-            finally:  # no cycle error -> traceback -> this frame -> error (threads above
-                err = None  # would run until a gc run)
+        raise_pending(self)
         b = self.b
         elems = self._pull(n * b)
         out = []

@@ -92,8 +92,8 @@ class MapDataset(RandomAccessUnaryDataset):
 
 
 class MapAccess:
-    def __init__(self, inner: Any, func: Callable, op: str):
-        self.inner, self.func, self.op = inner, func, op
+    def __init__(self, inner: Any, func: Callable, op: str, unpack: bool = True):
+        self.inner, self.func, self.op, self.unpack = inner, func, op, unpack
 
     def __len__(self) -> int:
         return len(self.inner)
@@ -102,7 +102,7 @@ class MapAccess:
         out = []
         for i, x in zip(indices, self.inner.get_many(indices, epoch)):
             try:
-                out.append(call(self.func, x))
+                out.append(call(self.func, x) if self.unpack else self.func(x))
             except Exception as e:  # noqa: BLE001 - located and re-raised
                 raise annotate(self.op, int(i), e) from e
         return out

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from datapipe import _structure as nest
-from datapipe._functions import apply_chunk
 from datapipe._spec import TensorSpec, is_torch
 from datapipe.dataset import Dataset, RandomAccessUnaryDataset
-from datapipe.ops.map import MapIterator
+from datapipe.ops.map import MapAccess, MapIterator
 
 
 def _torch_dtype(np_dtype: np.dtype) -> Any:
@@ -68,25 +66,10 @@ class ToTorchDataset(RandomAccessUnaryDataset):
         return nest.map_structure(conv, self._inputs[0].element_spec)
 
     def _make_random_access(self, ctx):
-        return _ToTorchAccess(self._inputs[0]._make_random_access(ctx))
+        inner = self._inputs[0]._make_random_access(ctx)
+        return MapAccess(inner, element_to_torch, self._name, unpack=False)
 
     def _make_iterator(self, ctx, epoch):
         return MapIterator(
             ctx.make(self._inputs[0], epoch), element_to_torch, self._name, unpack=False
         )
-
-
-class _ToTorchAccess:
-    def __init__(self, inner: Any):
-        self.inner = inner
-
-    def __len__(self) -> int:
-        return len(self.inner)
-
-    def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
-        out, err = apply_chunk(
-            element_to_torch, self.inner.get_many(indices, epoch), "to_torch", 0, False
-        )
-        if err is not None:
-            raise err
-        return out

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from datapipe import _structure as nest
+from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._spec import TensorSpec, dtype_name, is_torch_dtype, shapes_compatible
 from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset
@@ -151,9 +152,7 @@ class GeneratorIterator(OpIterator):
         return self.it
 
     def next_chunk(self, n: int) -> list:
-        if self.pending is not None:
-            err, self.pending = self.pending, None
-            raise err
+        raise_pending(self)
         if self.done:
             return []
         it, out = self._open(), []
@@ -175,10 +174,9 @@ class GeneratorIterator(OpIterator):
         return out
 
     def _fail(self, out: list, e: Exception, index: int | None = None) -> list:
-        err = annotate(self.op_name, self.count if index is None else index, e)
+        self.pending = annotate(self.op_name, self.count if index is None else index, e)
         if not out:
-            raise err
-        self.pending = err
+            raise_pending(self)
         return out
 
     def get_state(self) -> dict:
