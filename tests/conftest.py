@@ -1,4 +1,5 @@
-"""Fixtures for the parallel-execution tests: counting the pipeline's own threads."""
+"""Fixtures shared by the test folders (one conftest: pytest imports every conftest.py
+under the name ``conftest``, so several of them in package-less folders collide)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import threading
 import time
 
 import pytest
+from PIL import Image
 
 
+# ---- parallel execution: counting the pipeline's own threads --------------------------
 class Threads:
     """Counts live threads named ``datapipe-*`` (every thread a pipeline starts)."""
 
@@ -32,3 +35,10 @@ def threads() -> Threads:
     assert t.settle(2.0) == []
     assert threading.active_count() >= 1
     return t
+
+
+# ---- files -----------------------------------------------------------------------------
+@pytest.fixture
+def small_bomb_limit(monkeypatch):
+    """Pillow's decompression-bomb limit lowered so that a 64x64 image is over twice it."""
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)
