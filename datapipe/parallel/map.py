@@ -46,6 +46,7 @@ from datapipe.parallel.pool import (
     Chunk,
     ChunkSizer,
     Failed,
+    SharedStage,
     WorkerGroup,
     close_deadline,
     consume,
@@ -57,7 +58,7 @@ from datapipe.stats import trace
 LOG_LIMIT = 10_000
 
 
-class _Shared:
+class _Shared(SharedStage):
     """State shared by the consumer and the workers (guarded by ``cond``; the input by
     ``input_lock``, always taken before ``cond``)."""
 
@@ -90,20 +91,6 @@ class _Shared:
 
     def parallelism(self) -> int:
         return self.stage.value
-
-    def close(self) -> None:
-        with self.cond:
-            if self.closed:
-                return
-            self.closed = True
-            self.cond.notify_all()
-        self.group.stop(1.0)
-        with self.cond:
-            for c in self.chunks:
-                self.ram.release(c.reserved)
-                c.reserved = 0
-            self.chunks.clear()
-        self.tuner.remove_stage(self.stage)
 
 
 def _admit(sh: _Shared) -> int:

@@ -240,3 +240,25 @@ def consume(
         finally:  # the traceback keeps this frame: it must not keep the error (a cycle
             got = None  # would keep the pipeline's threads alive until a gc run)
     return got
+
+
+class SharedStage:
+    """Base of the state a parallel stage's consumer and workers share. Subclasses set
+    ``cond``, ``closed``, ``group`` (WorkerGroup), ``chunks``, ``ram``, ``tuner`` and
+    ``stage``."""
+
+    def close(self) -> None:
+        """Stop the workers (within the shared close deadline) and give back the RAM
+        reserved by chunks not consumed. Idempotent."""
+        with self.cond:
+            if self.closed:
+                return
+            self.closed = True
+            self.cond.notify_all()
+        self.group.stop(1.0)
+        with self.cond:
+            for c in self.chunks:
+                self.ram.release(c.reserved)
+                c.reserved = 0
+            self.chunks.clear()
+        self.tuner.remove_stage(self.stage)

@@ -31,6 +31,7 @@ from datapipe.parallel.pool import (
     Chunk,
     ChunkSizer,
     Failed,
+    SharedStage,
     WorkerGroup,
     close_deadline,
     consume,
@@ -40,7 +41,7 @@ from datapipe.parallel.pool import (
 AUTOTUNE_START = 4
 
 
-class _Shared:
+class _Shared(SharedStage):
     def __init__(self, inner: OpIterator, op: str, tuner: autotune.Autotuner, stage: Any):
         self.inner, self.op, self.tuner, self.stage, self.ram = inner, op, tuner, stage, tuner.ram
         self.cond = threading.Condition(threading.Lock())
@@ -52,19 +53,6 @@ class _Shared:
         self.sizer = ChunkSizer()
         self.bytes_per_elem: float | None = None
         self.group = WorkerGroup(op, _producer, self)
-
-    def close(self) -> None:
-        with self.cond:
-            if self.closed:
-                return
-            self.closed = True
-            self.cond.notify_all()
-        self.group.stop(1.0)
-        with self.cond:
-            for c in self.chunks:
-                self.ram.release(c.reserved)
-            self.chunks.clear()
-        self.tuner.remove_stage(self.stage)
 
 
 def _room(sh: _Shared) -> int:
