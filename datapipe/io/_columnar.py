@@ -122,7 +122,12 @@ class ColumnarSource(FileSource):
 
     _name = "columnar"
 
-    def __init__(self, filenames: Any, columns: Sequence[str] | None, batch_size: int | None):
+    def __init__(
+        self,
+        filenames: str | os.PathLike | Sequence[str | os.PathLike],
+        columns: Sequence[str] | None = None,
+        batch_size: int | None = None,
+    ):
         super().__init__()
         if batch_size is not None and int(batch_size) < 1:
             raise ValueError(f"{self._name}: batch_size must be >= 1, got {batch_size}")

@@ -37,14 +37,6 @@ class ArrowIPCDataset(ColumnarSource):
 
     _name = "arrow_ipc"
 
-    def __init__(
-        self,
-        filenames: str | os.PathLike | Sequence[str | os.PathLike],
-        columns: Sequence[str] | None = None,
-        batch_size: int | None = None,
-    ):
-        super().__init__(filenames, columns, batch_size)
-
     def _inspect(self, path: str) -> tuple[pa.Schema, list, None]:
         reader = _open(path)
         return reader.schema, [(path, k) for k in range(reader.num_record_batches)], None

@@ -54,14 +54,6 @@ class ParquetDataset(ColumnarSource):
 
     _name = "parquet"
 
-    def __init__(
-        self,
-        filenames: str | os.PathLike | Sequence[str | os.PathLike],
-        columns: Sequence[str] | None = None,
-        batch_size: int | None = None,
-    ):
-        super().__init__(filenames, columns, batch_size)
-
     def _inspect(self, path: str) -> tuple[pa.Schema, list, list]:
         try:
             meta = pq.read_metadata(path)
