@@ -12,6 +12,8 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+import numpy as np
+
 # Top-level chunks grow from 1 (a first element comes fast) to this size.
 MAX_OUTER_CHUNK = 64
 # ... and stop growing past this many bytes of (array) elements, so buffering large batches
@@ -73,6 +75,50 @@ def pull_exactly(it: OpIterator, n: int) -> list:
             break
         out.extend(chunk)
     return out
+
+
+def check_state_dict(state: Any, keys: tuple[str, ...], where: str) -> None:
+    """A state handed to ``set_state`` must be the dict ``get_state`` made: a list, a str
+    or None would otherwise fail deep inside an op with an ``AttributeError``.
+
+    Raises:
+        ValueError: ``state`` is not a dict or lacks one of ``keys``.
+    """
+    if not isinstance(state, dict):
+        raise ValueError(
+            f"{where}: expected the dict that get_state()/state_dict() returned, got "
+            f"{type(state).__name__}"
+        )
+    missing = [k for k in keys if k not in state]
+    if missing:
+        raise ValueError(
+            f"{where}: missing keys {missing}; expected the dict that "
+            f"get_state()/state_dict() returned (keys {list(keys)})"
+        )
+
+
+def _is_int_list(x: Any) -> bool:
+    return isinstance(x, (list, tuple)) and all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in x
+    )
+
+
+def _check_outer_state(state: dict) -> None:
+    """The entries ``Iterator.get_state`` itself writes have the types it writes."""
+    bad = None
+    if not _is_int_list(state["epoch"]):
+        bad = "epoch (a list of ints)"
+    elif "worker" in state and not (_is_int_list(state["worker"]) and len(state["worker"]) == 2):
+        bad = "worker (two ints)"
+    elif not isinstance(state.get("seed"), (int, np.integer, type(None))):
+        bad = "seed (an int or None)"
+    elif not isinstance(state["pending"], list):
+        bad = "pending (a list of elements)"
+    if bad is not None:
+        raise ValueError(
+            f"load_state_dict: the state's entry {bad} has the wrong type; expected the dict "
+            "that get_state()/state_dict() returned"
+        )
 
 
 class Iterator:
@@ -149,6 +195,8 @@ class Iterator:
         }
 
     def set_state(self, state: dict) -> None:
+        check_state_dict(state, ("epoch", "root", "pending"), "load_state_dict")
+        _check_outer_state(state)
         saved, mine = state.get("worker", [0, 1]), getattr(self._root, "worker_context", (0, 1))
         if [int(v) for v in saved] != list(mine):
             raise ValueError(
@@ -168,7 +216,7 @@ class Iterator:
             self._finalizer = weakref.finalize(self, self._root.close)
         try:
             self._root.set_state(state["root"])
-        except (KeyError, TypeError, IndexError) as e:
+        except (KeyError, TypeError, IndexError, AttributeError) as e:
             raise ValueError(
                 "load_state_dict: the state does not fit this pipeline (it was saved by an "
                 f"iterator of another dataset: {type(e).__name__}: {e}); restore a state into "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -320,6 +321,10 @@ class Dataset:
         return EnumerateDataset(self, start)
 
     def cache(self, filename: str = "") -> Dataset:
+        if not isinstance(filename, (str, os.PathLike)):
+            raise TypeError(
+                f"cache: filename must be a str or os.PathLike, got {type(filename).__name__}"
+            )
         if filename:
             from datapipe.io.file_cache import FileCacheDataset
 

@@ -8,9 +8,13 @@ left ``None`` means "not set" and falls back to the default documented on the fi
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from datapipe._validate import check_optional_bool, check_optional_int
 
 
 class AutoShardPolicy(enum.Enum):
@@ -28,7 +32,22 @@ class AutoShardPolicy(enum.Enum):
 
 
 class _Merge:
-    """Field-wise merge: values set (not None) in ``other`` win."""
+    """Field-wise merge: values set (not None) in ``other`` win.
+
+    Setting an attribute that is not a field raises ``AttributeError`` with the closest
+    field name (``Options().determinstic = False`` would otherwise be silently ignored),
+    and fields with a known type are checked when set (see ``_CHECKS``).
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        names = [f.name for f in dataclasses.fields(self)]
+        cls = type(self).__name__
+        if name not in names:
+            close = difflib.get_close_matches(name, names, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"its options are {names}"
+            raise AttributeError(f"{cls} has no option {name!r}; {hint}")
+        check = _CHECKS.get((cls, name))
+        object.__setattr__(self, name, value if check is None else check(cls, name, value))
 
     def merge(self, other: Any) -> Any:
         kwargs = {}
@@ -110,3 +129,34 @@ class Options(_Merge):
     autotune: AutotuneOptions = field(default_factory=AutotuneOptions)
     distribute: DistributeOptions = field(default_factory=DistributeOptions)
     stats: StatsOptions = field(default_factory=StatsOptions)
+
+
+def _group(kind: type) -> Callable[[str, str, Any], Any]:
+    def check(cls: str, name: str, value: Any) -> Any:
+        if not isinstance(value, kind):
+            raise TypeError(f"{cls}: {name} must be a {kind.__name__}, got {type(value).__name__}")
+        return value
+
+    return check
+
+
+def _int(minimum: int | None) -> Callable[[str, str, Any], Any]:
+    return lambda cls, name, v: check_optional_int(cls, name, v, minimum=minimum)
+
+
+# (class, field) -> check(class, field, value) -> value, run whenever the field is set.
+# The distribute fields are checked where the worker context is resolved (at iter()).
+_CHECKS: dict[tuple[str, str], Callable[[str, str, Any], Any]] = {
+    ("Options", "seed"): _int(None),
+    ("Options", "deterministic"): check_optional_bool,
+    ("Options", "threading"): _group(ThreadingOptions),
+    ("Options", "autotune"): _group(AutotuneOptions),
+    ("Options", "distribute"): _group(DistributeOptions),
+    ("Options", "stats"): _group(StatsOptions),
+    ("ThreadingOptions", "private_threadpool_size"): _int(1),
+    ("ThreadingOptions", "max_intra_op_parallelism"): _int(1),
+    ("AutotuneOptions", "enabled"): check_optional_bool,
+    ("AutotuneOptions", "cpu_budget"): _int(1),
+    ("AutotuneOptions", "ram_budget"): _int(0),
+    ("StatsOptions", "enabled"): check_optional_bool,
+}

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
+from datapipe._iterator import check_state_dict
 from datapipe.distribute.context import resolve_process
 from datapipe.distribute.state_io import state_from_bytes, state_to_bytes
 from datapipe.options import DistributeOptions, Options
@@ -133,12 +134,7 @@ class TorchIterableDataset(IterableDataset):
         Raises:
             ValueError: the dict lacks ``epoch``/``done``/``iterator`` or the archive is bad.
         """
-        missing = {"epoch", "done", "iterator"} - set(state_dict)
-        if missing:
-            raise ValueError(
-                f"TorchIterableDataset.load_state_dict: missing keys {sorted(missing)}; "
-                "expected the output of state_dict()"
-            )
+        check_state_dict(state_dict, ("epoch", "done", "iterator"), _WHERE)
         packed = state_dict["iterator"]
         self._pending = {
             "epoch": int(state_dict["epoch"]),
@@ -156,6 +152,9 @@ class TorchIterableDataset(IterableDataset):
         return d
 
 
+_WHERE = "TorchIterableDataset.load_state_dict"
+
+
 def _pack(state: Any) -> Any:
     if state is None:
         return None
@@ -163,10 +162,16 @@ def _pack(state: Any) -> Any:
 
 
 def _unpack(packed: Any) -> Any:
-    if isinstance(packed, torch.Tensor):
+    if isinstance(packed, torch.Tensor) and packed.dtype == torch.uint8 and packed.ndim == 1:
         data = packed.detach().cpu().numpy().tobytes()
-    elif isinstance(packed, (bytes, bytearray)):
+    elif isinstance(packed, (bytes, bytearray, memoryview)):
         data = bytes(packed)
     else:
-        data = bytes(bytearray(packed))
-    return state_from_bytes(data)
+        what = type(packed).__name__
+        if isinstance(packed, torch.Tensor):
+            what = f"a {packed.dtype} tensor of shape {tuple(packed.shape)}"
+        raise ValueError(
+            f"{_WHERE}: the 'iterator' entry must be the 1-D uint8 tensor (or bytes) that "
+            f"state_dict() wrote, or None; got {what}"
+        )
+    return state_from_bytes(data, "the 'iterator' entry")

@@ -27,6 +27,7 @@ import pyarrow as pa
 from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._spec import TensorSpec, batched_spec
+from datapipe._validate import check_optional_int
 from datapipe.dataset import UNKNOWN_CARDINALITY
 from datapipe.errors import annotate
 from datapipe.io._errors import NullValueError, SchemaMismatchError
@@ -129,9 +130,7 @@ class ColumnarSource(FileSource):
         batch_size: int | None = None,
     ):
         super().__init__()
-        if batch_size is not None and int(batch_size) < 1:
-            raise ValueError(f"{self._name}: batch_size must be >= 1, got {batch_size}")
-        self._batch_size = None if batch_size is None else int(batch_size)
+        self._batch_size = check_optional_int(self._name, "batch_size", batch_size, minimum=1)
         self._columns = None if columns is None else list(columns)
         paths = resolve_paths(filenames, self._name)
         self._schema, units, rows = self._scan(paths)

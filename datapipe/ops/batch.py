@@ -9,6 +9,7 @@ from datapipe._batching import stack
 from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._spec import batched_spec
+from datapipe._validate import check_bool, check_int, check_optional_bool
 from datapipe.dataset import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
@@ -53,12 +54,10 @@ class BatchDataset(Dataset):
         deterministic: bool | None = None,
     ):
         super().__init__(input_ds)
-        if int(batch_size) < 1:
-            raise ValueError(f"batch: batch_size must be >= 1, got {batch_size}")
-        self._batch_size = int(batch_size)
-        self._drop_remainder = bool(drop_remainder)
+        self._batch_size = check_int("batch", "batch_size", batch_size, minimum=1)
+        self._drop_remainder = check_bool("batch", "drop_remainder", drop_remainder)
         self._num_parallel_calls = validate_parallelism("batch", num_parallel_calls)
-        self._deterministic = deterministic
+        self._deterministic = check_optional_bool("batch", "deterministic", deterministic)
 
     @property
     def element_spec(self) -> Any:

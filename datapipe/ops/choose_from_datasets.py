@@ -10,6 +10,7 @@ import numpy as np
 
 from datapipe._iterator import OpIterator, pull_exactly
 from datapipe._spec import TensorSpec, dtype_name
+from datapipe._validate import check_bool
 from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
 from datapipe.ops._directed_interleave import DirectedInterleaveIterator, Selector
@@ -90,7 +91,7 @@ class ChooseFromDatasets(Dataset):
             )
         super().__init__(*datasets, choice_dataset)
         self._num = len(datasets)
-        self._stop = bool(stop_on_empty_dataset)
+        self._stop = check_bool(self._name, "stop_on_empty_dataset", stop_on_empty_dataset)
         self._spec = merge_specs(self._name, [d.element_spec for d in datasets])
 
     @property

@@ -9,6 +9,7 @@ import numpy as np
 
 from datapipe._iterator import OpIterator
 from datapipe._spec import TensorSpec
+from datapipe._validate import check_int
 from datapipe.dataset import Dataset, RandomAccessUnaryDataset
 
 
@@ -31,7 +32,7 @@ class EnumerateDataset(RandomAccessUnaryDataset):
 
     def __init__(self, input_ds: Dataset, start: int = 0):
         super().__init__(input_ds)
-        self._start = int(start)
+        self._start = check_int("enumerate", "start", start)
 
     @property
     def element_spec(self) -> Any:

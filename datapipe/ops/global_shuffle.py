@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from datapipe._validate import check_bool, check_seed
 from datapipe.dataset import Dataset, RandomAccessUnaryDataset
 from datapipe.errors import RandomAccessError
 
@@ -104,8 +105,10 @@ class GlobalShuffleDataset(RandomAccessUnaryDataset):
                 f"global_shuffle: the input lost random access at op {breaker!r}; use "
                 f"shuffle(buffer_size) or move global_shuffle before {breaker!r}"
             )
-        self._seed = seed
-        self._reshuffle = bool(reshuffle_each_iteration)
+        self._seed = check_seed("global_shuffle", seed)
+        self._reshuffle = check_bool(
+            "global_shuffle", "reshuffle_each_iteration", reshuffle_each_iteration
+        )
 
     def _make_random_access(self, ctx):
         return _ShuffleAccess(self, ctx, self._inputs[0]._make_random_access(ctx))

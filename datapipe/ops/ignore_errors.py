@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 from datapipe._iterator import OpIterator
+from datapipe._validate import check_bool
 from datapipe.dataset import Dataset
 
 logger = logging.getLogger("datapipe")
@@ -44,7 +45,7 @@ class IgnoreErrorsDataset(Dataset):
 
     def __init__(self, input_ds: Dataset, log_warning: bool = False):
         super().__init__(input_ds)
-        self._log = bool(log_warning)
+        self._log = check_bool("ignore_errors", "log_warning", log_warning)
         # Shared by every iterator of this dataset: a bad file is reported once, not once
         # per epoch (set.add is atomic under the GIL, so parallel iterators may share it).
         self._logged_paths: set[str] = set()

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from datapipe._iterator import OpIterator
+from datapipe._validate import check_int, check_optional_bool, check_optional_int
 from datapipe.dataset import AUTOTUNE, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
 from datapipe.ops.flat_map import _sub_dataset, sub_dataset_spec
@@ -78,16 +79,16 @@ class InterleaveDataset(Dataset):
         super().__init__(input_ds)
         if not callable(map_func):
             raise TypeError(f"interleave: map_func must be callable, got {type(map_func)}")
-        if cycle_length is None or int(cycle_length) == AUTOTUNE:
+        cycle_length = check_optional_int(
+            "interleave", "cycle_length", cycle_length, 1, (AUTOTUNE,), ">= 1 or AUTOTUNE"
+        )
+        if cycle_length is None or cycle_length == AUTOTUNE:
             cycle_length = autotune.cpu_count()
-        if int(cycle_length) < 1:
-            raise ValueError(f"interleave: cycle_length must be >= 1, got {cycle_length}")
-        if int(block_length) < 1:
-            raise ValueError(f"interleave: block_length must be >= 1, got {block_length}")
         self._func = map_func
-        self._cycle, self._block = int(cycle_length), int(block_length)
+        self._cycle = cycle_length
+        self._block = check_int("interleave", "block_length", block_length, minimum=1)
         self._num_parallel_calls = validate_parallelism("interleave", num_parallel_calls)
-        self._deterministic = deterministic
+        self._deterministic = check_optional_bool("interleave", "deterministic", deterministic)
         self._spec_cache: Any = None
 
     @property

@@ -9,19 +9,20 @@ from datapipe import _structure as nest
 from datapipe._functions import ElementwiseIterator, apply_chunk, call
 from datapipe._iterator import OpIterator
 from datapipe._spec import spec_of
+from datapipe._validate import check_optional_bool, check_optional_int
 from datapipe.dataset import AUTOTUNE, Dataset, RandomAccessUnaryDataset
 from datapipe.errors import PipelineError, annotate
 
 
 def validate_parallelism(op: str, num_parallel_calls: int | None) -> int | None:
-    if num_parallel_calls is None:
-        return None
-    n = int(num_parallel_calls)
-    if n != AUTOTUNE and n < 1:
-        raise ValueError(
-            f"{op}: num_parallel_calls must be a positive integer or AUTOTUNE, got {n}"
-        )
-    return n
+    return check_optional_int(
+        op,
+        "num_parallel_calls",
+        num_parallel_calls,
+        minimum=1,
+        special=(AUTOTUNE,),
+        what="a positive integer or AUTOTUNE",
+    )
 
 
 def first_element_spec(ds: Dataset) -> Any:
@@ -68,7 +69,7 @@ class MapDataset(RandomAccessUnaryDataset):
             raise TypeError(f"map: map_func must be callable, got {type(map_func).__name__}")
         self._func = map_func
         self._num_parallel_calls = validate_parallelism("map", num_parallel_calls)
-        self._deterministic = deterministic
+        self._deterministic = check_optional_bool("map", "deterministic", deterministic)
         if name:
             self._name = name
         self._spec_cache: Any = None

@@ -11,6 +11,7 @@ import numpy as np
 from datapipe import _structure as nest
 from datapipe._batching import BatchShapeError, stack_leaf
 from datapipe._spec import TensorSpec, is_torch
+from datapipe._validate import check_bool, check_int
 from datapipe.dataset import (
     Dataset,
     passes_random_access,
@@ -182,10 +183,8 @@ class PaddedBatchDataset(Dataset):
         drop_remainder: bool = False,
     ):
         super().__init__(input_ds)
-        if int(batch_size) < 1:
-            raise ValueError(f"padded_batch: batch_size must be >= 1, got {batch_size}")
-        self._batch_size = int(batch_size)
-        self._drop_remainder = bool(drop_remainder)
+        self._batch_size = check_int("padded_batch", "batch_size", batch_size, minimum=1)
+        self._drop_remainder = check_bool("padded_batch", "drop_remainder", drop_remainder)
         spec = input_ds.element_spec
         paths = [p for p, _ in nest.flatten_with_paths(spec)]
         leaves = nest.flatten(spec)

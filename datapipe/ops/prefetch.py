@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datapipe._iterator import OpIterator
+from datapipe._validate import check_int
 from datapipe.dataset import AUTOTUNE, Dataset, RandomAccessUnaryDataset
 
 
@@ -18,10 +19,9 @@ class PrefetchDataset(RandomAccessUnaryDataset):
 
     def __init__(self, input_ds: Dataset, buffer_size: int = AUTOTUNE):
         super().__init__(input_ds)
-        b = int(buffer_size)
-        if b != AUTOTUNE and b < 0:
-            raise ValueError(f"prefetch: buffer_size must be >= 0 or AUTOTUNE, got {buffer_size}")
-        self._buffer_size = b
+        self._buffer_size = check_int(
+            "prefetch", "buffer_size", buffer_size, 0, (AUTOTUNE,), ">= 0 or AUTOTUNE"
+        )
 
     def _make_iterator(self, ctx, epoch):
         inner = ctx.make(self._inputs[0], epoch)

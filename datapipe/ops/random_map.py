@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from datapipe._iterator import OpIterator
+from datapipe._validate import check_optional_bool, check_seed
 from datapipe.dataset import Dataset, RandomAccessUnaryDataset
 from datapipe.errors import annotate
 from datapipe.ops.map import MapIterator, first_element_spec, validate_parallelism
@@ -109,6 +110,8 @@ class RandomMapDataset(RandomAccessUnaryDataset):
         self._func = map_func
         self._seed = seed
         self._num_parallel_calls = validate_parallelism("random_map", num_parallel_calls)
+        check_seed("random_map", seed)
+        check_optional_bool("random_map", "deterministic", deterministic)
         self._deterministic = deterministic
         self._spec_cache: Any = None
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from datapipe._iterator import OpIterator
 from datapipe._random_access import get_grouped
+from datapipe._validate import check_int
 from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, UnaryDataset
 
 
@@ -22,9 +23,13 @@ class RepeatDataset(UnaryDataset):
 
     def __init__(self, input_ds: Dataset, count: int | None = None):
         super().__init__(input_ds)
-        self._count = -1 if count is None else int(count)
-        if self._count < -1:
-            raise ValueError(f"repeat: count must be >= -1 or None, got {count}")
+        self._count = (
+            -1
+            if count is None
+            else check_int(
+                "repeat", "count", count, minimum=0, special=(-1,), what=">= 0, or -1/None for ever"
+            )
+        )
 
     def cardinality(self) -> int:
         n = self._inputs[0].cardinality()

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from datapipe._iterator import OpIterator, pull_exactly
+from datapipe._validate import check_bool, check_seed
 from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
 from datapipe.ops._directed_interleave import DirectedInterleaveIterator, Selector
@@ -86,9 +87,10 @@ class SampleFromDatasets(Dataset):
                 np.full(k, 1.0 / k) if weights is None else _check_weights(self._name, weights, k)
             )
             self._weights = self._weights / self._weights.sum()
-        self._seed = seed
-        self._stop = bool(stop_on_empty_dataset)
-        self._rerandomize = bool(rerandomize_each_iteration)
+        op = self._name
+        self._seed = check_seed(op, seed)
+        self._stop = check_bool(op, "stop_on_empty_dataset", stop_on_empty_dataset)
+        self._rerandomize = check_bool(op, "rerandomize_each_iteration", rerandomize_each_iteration)
         self._spec = merge_specs(self._name, [d.element_spec for d in datasets])
 
     @property

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from datapipe._iterator import OpIterator
+from datapipe._validate import check_int
 from datapipe.dataset import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
@@ -40,9 +41,8 @@ class ShardDataset(RandomAccessUnaryDataset):
 
     def __init__(self, input_ds: Dataset, num_shards: int, index: int):
         super().__init__(input_ds)
-        num_shards, index = int(num_shards), int(index)
-        if num_shards < 1:
-            raise ValueError(f"shard: num_shards must be >= 1, got {num_shards}")
+        num_shards = check_int("shard", "num_shards", num_shards, minimum=1)
+        index = check_int("shard", "index", index)
         if not 0 <= index < num_shards:
             raise ValueError(
                 f"shard: index must be in [0, num_shards), got index={index} with "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from datapipe._iterator import OpIterator
+from datapipe._validate import check_bool, check_int, check_seed
 from datapipe.dataset import Dataset, UnaryDataset
 
 
@@ -36,11 +37,11 @@ class ShuffleDataset(UnaryDataset):
         reshuffle_each_iteration: bool = True,
     ):
         super().__init__(input_ds)
-        if int(buffer_size) < 1:
-            raise ValueError(f"shuffle: buffer_size must be >= 1, got {buffer_size}")
-        self._buffer_size = int(buffer_size)
-        self._seed = seed
-        self._reshuffle = bool(reshuffle_each_iteration)
+        self._buffer_size = check_int("shuffle", "buffer_size", buffer_size, minimum=1)
+        self._seed = check_seed("shuffle", seed)
+        self._reshuffle = check_bool(
+            "shuffle", "reshuffle_each_iteration", reshuffle_each_iteration
+        )
 
     def _make_iterator(self, ctx, epoch):
         rng = ctx.rng(self, epoch if self._reshuffle else ())

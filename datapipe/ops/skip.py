@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from datapipe._iterator import OpIterator
+from datapipe._validate import check_int
 from datapipe.dataset import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
@@ -22,9 +23,9 @@ class SkipDataset(RandomAccessUnaryDataset):
 
     def __init__(self, input_ds: Dataset, count: int):
         super().__init__(input_ds)
-        self._count = int(count)
-        if self._count < -1:
-            raise ValueError(f"skip: count must be >= -1, got {count}")
+        self._count = check_int(
+            "skip", "count", count, minimum=0, special=(-1,), what=">= 0, or -1 for all"
+        )
 
     def cardinality(self) -> int:
         n = self._inputs[0].cardinality()

@@ -8,14 +8,12 @@ from typing import Any
 from datapipe import _structure as nest
 from datapipe._iterator import OpIterator
 from datapipe._spec import DatasetSpec
+from datapipe._validate import check_bool, check_int
 from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 
 
 def _check_positive(name: str, value: int) -> int:
-    v = int(value)
-    if v < 1:
-        raise ValueError(f"window: {name} must be >= 1, got {value}")
-    return v
+    return check_int("window", name, value, minimum=1)
 
 
 class WindowDataset(Dataset):
@@ -64,7 +62,7 @@ class WindowDataset(Dataset):
         self._size = _check_positive("size", size)
         self._shift = self._size if shift is None else _check_positive("shift", shift)
         self._stride = _check_positive("stride", stride)
-        self._drop_remainder = bool(drop_remainder)
+        self._drop_remainder = check_bool("window", "drop_remainder", drop_remainder)
 
     @property
     def element_spec(self) -> Any:

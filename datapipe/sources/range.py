@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from datapipe._spec import TensorSpec
+from datapipe._validate import check_int
 from datapipe.dataset import Dataset
 
 
@@ -27,7 +28,11 @@ class RangeDataset(Dataset):
         super().__init__()
         if not 1 <= len(args) <= 3:
             raise ValueError(f"range: takes 1 to 3 positional arguments, got {len(args)}")
-        self._range = builtins.range(*[int(a) for a in args])
+        names = ("stop",) if len(args) == 1 else ("start", "stop", "step")
+        ints = [check_int("range", n, a) for n, a in zip(names, args)]
+        if len(ints) == 3 and ints[2] == 0:
+            raise ValueError("range: step must not be 0")
+        self._range = builtins.range(*ints)
         self._dtype = np.dtype(dtype)
 
     @property
