@@ -18,7 +18,7 @@ from datapipe.dataset import (
     UNKNOWN_CARDINALITY,
     Dataset,
 )
-from datapipe.errors import DatapipeError, PipelineError, RandomAccessError
+from datapipe.errors import DatapipeError, InputStuckError, PipelineError, RandomAccessError
 from datapipe.options import (
     AutoShardPolicy,
     AutotuneOptions,
@@ -52,6 +52,7 @@ __all__ = [
     "DistributeOptions",
     "Options",
     "PipelineError",
+    "InputStuckError",
     "RandomAccessError",
     "StatsOptions",
     "TensorSpec",

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from datapipe._iterator import OpIterator
+from datapipe._positions import error_from_state, error_to_state
 from datapipe.errors import annotate
 
 
@@ -123,11 +124,12 @@ class ElementwiseIterator(OpIterator):
         return {
             "count": self.count,
             "leftover": list(self.leftover),
+            "pending_error": error_to_state(self.pending),
             "input": self.inner.get_state(),
         }
 
     def set_state(self, state: dict) -> None:
         self.count = int(state["count"])
         self.leftover = list(state.get("leftover", []))
-        self.pending = None
+        self.pending = error_from_state(state.get("pending_error"), self.op_name)
         self.inner.set_state(state["input"])

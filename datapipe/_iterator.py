@@ -39,7 +39,13 @@ class OpIterator:
         self.closed = False
 
     def next_chunk(self, n: int) -> list:
-        """Up to ``n`` (>= 1) next elements; ``[]`` once the stream has ended."""
+        """Up to ``n`` (>= 1) next elements; ``[]`` once the stream has ended.
+
+        A call that raises stands for exactly one element, the next one, which failed
+        (after the good elements before it were returned by earlier calls); the next call
+        continues after it. Ops that count or align elements rely on it (see
+        ``datapipe._positions``). A failure held back for the next call is part of the
+        state (``pending_error``), so a checkpoint cannot skip it."""
         raise NotImplementedError
 
     def get_state(self) -> dict:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Hashable, Sequence
 
 from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
+from datapipe._positions import error_from_state, error_to_state
 
 
 class RandomAccess:
@@ -97,8 +98,8 @@ class RandomAccessIterator(OpIterator):
         return getattr(self.ra, "index_base", (1, 0))
 
     def get_state(self) -> dict:
-        return {"index": self.index}
+        return {"index": self.index, "pending_error": error_to_state(self.pending)}
 
     def set_state(self, state: dict) -> None:
         self.index = int(state["index"])
-        self.pending = None
+        self.pending = error_from_state(state.get("pending_error"), self.op_name)

@@ -28,6 +28,22 @@ class PipelineError(DatapipeError):
         return (PipelineError, (self.op, self.index, self.cause, self.path))
 
 
+class InputStuckError(DatapipeError, RuntimeError):
+    """``ignore_errors``' input failed again without moving past its failure (its state
+    did not change), so skipping the failure cannot make progress.
+
+    Attributes:
+        path: the file named by the failure, when there is one.
+    """
+
+    def __init__(self, message: str, path: str | None = None):
+        super().__init__(message)
+        self.path = path
+
+    def __reduce__(self):
+        return (InputStuckError, (str(self), self.path))
+
+
 class RandomAccessError(DatapipeError, TypeError):
     """Raised when an op needs random access (``global_shuffle``) but an upstream op
     (named in the message) produces a stream that can only be iterated."""

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
+from datapipe._positions import error_from_state, error_to_state
 from datapipe._spec import TensorSpec, batched_spec
 from datapipe._validate import check_optional_int
 from datapipe.dataset import UNKNOWN_CARDINALITY
@@ -225,7 +226,11 @@ def check_schema(first: pa.Schema, schema: pa.Schema, path: str, first_path: str
 
 
 class ColumnarIterator(OpIterator):
-    """Reads units in order; state is (unit index, row within it)."""
+    """Reads units in order; state is (unit index, row within it, units skipped).
+
+    A unit that cannot be read (a corrupt row group or file, a schema or null error)
+    raises once, naming the file, and is skipped from then on (``skipped``), so iteration
+    may continue past it (``ignore_errors``) instead of failing on it for ever."""
 
     def __init__(self, ds: ColumnarSource):
         super().__init__()
@@ -236,13 +241,18 @@ class ColumnarIterator(OpIterator):
         self.handles: dict = {}  # open file readers, owned by this iterator
         self.lock = threading.Lock()
         self.pending: BaseException | None = None
+        self.skipped: set[int] = set()  # units that failed to load
 
     def _current(self) -> list[np.ndarray] | None:
         """Columns of the current unit with rows left, advancing past exhausted units."""
         units = self.ds._files
         while self.unit < len(units):
-            if self.cols is None:
-                self.cols = self.ds.read_unit(units[self.unit], self.handles)
+            if self.cols is None and self.unit not in self.skipped:
+                try:
+                    self.cols = self.ds.read_unit(units[self.unit], self.handles)
+                except Exception:
+                    self.skipped.add(self.unit)  # raised once, then passed over
+                    raise
             if self.row < len(self.cols[0]) if self.cols else False:
                 return self.cols
             self.unit, self.row, self.cols = self.unit + 1, 0, None
@@ -307,14 +317,21 @@ class ColumnarIterator(OpIterator):
             out.append(dict(zip(self.names, cols)))
 
     def get_state(self) -> dict:
-        return {"unit": self.unit, "row": self.row}
+        return {
+            "unit": self.unit,
+            "row": self.row,
+            "skipped": sorted(self.skipped),
+            "pending_error": error_to_state(self.pending),
+        }
 
     def set_state(self, state: dict) -> None:
         with self.lock:
             unit = int(state["unit"])
             if unit != self.unit:
                 self.cols = None
-            self.unit, self.row, self.pending = unit, int(state["row"]), None
+            self.unit, self.row = unit, int(state["row"])
+            self.skipped = {int(u) for u in state.get("skipped", [])}
+            self.pending = error_from_state(state.get("pending_error"), self.op_name)
 
     def close(self) -> None:
         for h in self.handles.values():

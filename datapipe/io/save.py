@@ -267,10 +267,18 @@ def read_meta(path: str) -> dict:
             "not a complete saved dataset (no _COMPLETE marker: the writer did not finish)",
             path,
         )
-    with open(os.path.join(path, SPEC_FILE)) as f:
-        meta = json.load(f)
-    if meta.get("format") != FORMAT:
-        raise FileReadError(f"unknown format {meta.get('format')!r}, expected {FORMAT!r}", path)
+    spec_path = os.path.join(path, SPEC_FILE)
+    try:
+        with open(spec_path) as f:
+            meta = json.load(f)
+    except (OSError, ValueError) as e:  # ValueError: not JSON (truncated, not text)
+        raise FileReadError(f"cannot read {SPEC_FILE}: {type(e).__name__}: {e}", path) from e
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+        raise FileReadError(f"unknown format {got!r}, expected {FORMAT!r}", path)
+    rows = meta.get("batch_rows")
+    if not isinstance(rows, list) or not all(isinstance(r, int) and r >= 0 for r in rows):
+        raise FileReadError(f"{SPEC_FILE} has no valid batch_rows list", path)
     return meta
 
 
@@ -283,7 +291,12 @@ class LoadedDataset(FileSource):
         super().__init__()
         self._path = os.path.abspath(os.fspath(path))
         meta = read_meta(self._path)
-        self._spec = spec_from_json(meta["element_spec"])
+        try:
+            self._spec = spec_from_json(meta["element_spec"])
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise FileReadError(
+                f"{SPEC_FILE} holds no valid element_spec: {e!r}", self._path
+            ) from e
         data = os.path.join(self._path, DATA_FILE)
         self._files = tuple((data, k) for k in range(len(meta["batch_rows"])))
         self._rows = dict(zip(self._files, meta["batch_rows"]))
@@ -300,7 +313,13 @@ class LoadedDataset(FileSource):
 
 
 class LoadedIterator(OpIterator):
-    """Decodes one record batch at a time; state is the number of elements delivered."""
+    """Decodes one record batch at a time; state is the number of elements delivered.
+
+    A record batch that cannot be read (a truncated or corrupt ``data.arrow``) raises a
+    ``FileReadError`` naming the file once and is skipped, its elements counted as
+    consumed, so ``ignore_errors`` moves on; a file that cannot be opened at all skips
+    every record batch at once.
+    """
 
     op_name = "load"
 
@@ -311,14 +330,30 @@ class LoadedIterator(OpIterator):
         self.elements: list | None = None
         self.reader: Any = None
 
+    def _read_unit(self) -> list:
+        path, k = self.ds._files[self.unit]
+        try:
+            if self.reader is None:
+                self.reader = pa.ipc.open_file(pa.memory_map(path, "r"))
+            return self.codec.decode(self.reader.get_batch(k))
+        except (pa.ArrowException, OSError, ValueError, IndexError) as e:
+            opened = self.reader is not None
+            skip = 1 if opened else len(self.ds._files) - self.unit  # all: one data file
+            for u in self.ds._files[self.unit : self.unit + skip]:
+                self.count += self.ds._rows[u]
+            self.unit, self.row = self.unit + skip, 0
+            what = f"record batch {k}" if opened else "the file"
+            raise FileReadError(
+                f"cannot read {what} of this saved dataset (truncated or corrupt?): "
+                f"{type(e).__name__}: {e}",
+                path,
+            ) from e
+
     def _batch(self) -> list | None:
         units = self.ds._files
         while self.unit < len(units):
             if self.elements is None:
-                path, k = units[self.unit]
-                if self.reader is None:
-                    self.reader = pa.ipc.open_file(pa.memory_map(path, "r"))
-                self.elements = self.codec.decode(self.reader.get_batch(k))
+                self.elements = self._read_unit()
             if self.row < len(self.elements):
                 return self.elements
             self.unit, self.row, self.elements = self.unit + 1, 0, None

@@ -11,6 +11,7 @@ import numpy as np
 
 from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
+from datapipe._positions import error_from_state, error_to_state
 from datapipe._spec import TensorSpec
 from datapipe.dataset import Dataset
 from datapipe.errors import annotate
@@ -112,31 +113,42 @@ class _Slot:
         self.offset = offset
         self.buf: list[bytes] = []
         self.pos = 0
+        self.error: FileReadError | None = None  # a bad line, raised after the lines before it
+        self.broken = False  # the file cannot be read further: its slot ends
 
     def take(self, n: int) -> list:
-        """Up to ``n`` decoded lines; [] at the end of the file."""
+        """Up to ``n`` decoded lines; [] at the end of the file. A line that does not decode
+        is consumed and left in ``error`` after the lines before it; a read failure raises
+        and marks the file ``broken`` (the rest of it is skipped)."""
         if self.pos >= len(self.buf):
             try:
                 self.buf, self.pos = self.f.readlines(_READ_HINT), 0
             except (OSError, EOFError, gzip.BadGzipFile) as e:
+                self.broken = True
                 raise FileReadError(
                     f"cannot read line {self.lines_read + 1}: {e}", self.path
                 ) from e
             if not self.buf:
                 return []
         raw = self.buf[self.pos : self.pos + n]
-        self.pos += len(raw)
-        self.offset += sum(map(len, raw))
         out = [_strip(x) for x in raw]
         enc = self.ds._encoding
         if enc is not None:
-            try:
-                out = [x.decode(enc) for x in out]
-            except UnicodeDecodeError as e:
-                bad = next(i for i, x in enumerate(raw) if not _decodes(x, enc))
-                line = self.lines_read + bad + 1
-                raise FileReadError(f"line {line} is not valid {enc} text: {e}", self.path) from e
-        self.lines_read += len(out)
+            decoded = []
+            for x in out:
+                try:
+                    decoded.append(x.decode(enc))
+                except UnicodeDecodeError as e:
+                    line = self.lines_read + len(decoded) + 1
+                    self.error = FileReadError(
+                        f"line {line} is not valid {enc} text: {e}", self.path
+                    )
+                    raw = raw[: len(decoded) + 1]  # the bad line is consumed, the rest kept
+                    break
+            out = decoded
+        self.pos += len(raw)
+        self.offset += sum(map(len, raw))
+        self.lines_read += len(raw)
         return out
 
     def close(self) -> None:
@@ -147,14 +159,6 @@ def _strip(line: bytes) -> bytes:
     if line.endswith(b"\n"):
         line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
     return line
-
-
-def _decodes(x: bytes, enc: str) -> bool:
-    try:
-        x.decode(enc)
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 class TextLineIterator(OpIterator):
@@ -173,8 +177,13 @@ class TextLineIterator(OpIterator):
         self.pending: BaseException | None = None
 
     def _open_next(self) -> None:
-        self.slots[self.cursor] = _Slot(self.ds, self.next_file)
-        self.next_file += 1
+        index = self.next_file
+        self.next_file += 1  # a file that cannot be opened is skipped after its error
+        path = self.ds._files[index]
+        try:
+            self.slots[self.cursor] = _Slot(self.ds, index)
+        except OSError as e:
+            raise FileReadError(f"cannot open: {e.strerror or e}", path) from e
 
     def next_chunk(self, n: int) -> list:
         raise_pending(self)
@@ -182,9 +191,11 @@ class TextLineIterator(OpIterator):
         try:
             self._fill(out, n)
         except Exception as e:  # noqa: BLE001 - located; lines read before it come first
-            path = self.ds._files[min(self.next_file, len(self.ds._files)) - 1]
             slot = self.slots[self.cursor]
-            path = slot.path if slot else path
+            path = getattr(e, "path", None) or (slot.path if slot else None)
+            if slot is not None and slot.broken:
+                slot.close()
+                self.slots[self.cursor] = None
             self.pending = annotate(self.op_name, self.count + len(out), e, path)
             if not out:
                 raise_pending(self, cause=e)
@@ -198,9 +209,13 @@ class TextLineIterator(OpIterator):
             slot = self.slots[self.cursor]
             if slot is not None:
                 got = slot.take(n - len(out) if single else 1)
-                if got:
-                    out.extend(got)
-                else:
+                out.extend(got)
+                if slot.error is not None:
+                    err, slot.error = slot.error, None
+                    if not single:
+                        self.cursor = (self.cursor + 1) % len(self.slots)
+                    raise err
+                if not got:
                     slot.close()
                     self.slots[self.cursor] = None
                 if not single:
@@ -219,12 +234,14 @@ class TextLineIterator(OpIterator):
             "cursor": self.cursor,
             "slots": slots,
             "count": self.count,
+            "pending_error": error_to_state(self.pending),
         }
 
     def set_state(self, state: dict) -> None:
         self._close_slots()
         self.next_file, self.cursor = int(state["next_file"]), int(state["cursor"])
-        self.count, self.pending = int(state["count"]), None
+        self.count = int(state["count"])
+        self.pending = error_from_state(state.get("pending_error"), self.op_name)
         for i, s in enumerate(state["slots"]):
             if s is not None:
                 slot = _Slot(self.ds, int(s[0]), int(s[1]))

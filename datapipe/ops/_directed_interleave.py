@@ -13,7 +13,15 @@ from __future__ import annotations
 import numpy as np
 
 from datapipe._functions import raise_pending
-from datapipe._iterator import OpIterator, pull_exactly
+from datapipe._iterator import OpIterator
+from datapipe._positions import (
+    buffer_from_state,
+    buffer_to_state,
+    error_from_state,
+    error_to_state,
+    first_failure,
+    read_positions,
+)
 
 
 class Selector:
@@ -56,6 +64,11 @@ class DirectedInterleaveIterator(OpIterator):
     otherwise the selector is told and decides again (or skips), as tf.data does.
     Elements read past an exhaustion point stay in ``pending`` (part of the state) and are
     the next ones delivered from their input.
+
+    A failing element of an input keeps its position (``datapipe._positions``): the
+    position chosen for it is used up, its error is raised after the elements before it,
+    and the elements already read for the positions after it wait in ``ready`` (part of
+    the state), so the sequence of choices does not depend on where failures fall.
     """
 
     def __init__(self, inners: list, selector: Selector, stop_on_empty: bool, op_name: str):
@@ -65,27 +78,35 @@ class DirectedInterleaveIterator(OpIterator):
         self.active = np.ones(k, dtype=bool)  # not yet found empty when chosen
         self.ended = [False] * k  # returned fewer than asked: never read again
         self.pending: list[list] = [[] for _ in range(k)]
+        self.ready: list = []  # decided and read, not yet delivered (Failed entries too)
         self.done = False
         self.error: BaseException | None = None
 
     def _take(self, i: int, count: int) -> list:
         got, self.pending[i] = self.pending[i][:count], self.pending[i][count:]
         if len(got) < count and not self.ended[i]:
-            more = pull_exactly(self.inners[i], count - len(got))
-            if len(more) < count - len(got):
-                self.ended[i] = True
-            got.extend(more)
+            more, _ = read_positions(self.inners[i], got, count, exact=True)
+            self.ended[i] = not more
         return got
 
     def next_chunk(self, n: int) -> list:
         while True:
+            if self.ready:
+                return self._deliver(n)
             raise_pending(self, "error")
             if self.done:
                 return []
-            out = self._chunk(n)
-            if out:
-                return out
             # Nothing this round (every position skipped): draw again, or end, or raise.
+            self.ready = self._chunk(n)
+
+    def _deliver(self, n: int) -> list:
+        """Up to ``n`` ready elements, stopping before a failure; one at the head is raised."""
+        f = first_failure(self.ready[:n])
+        if f == 0:
+            self.error = self.ready.pop(0).error
+            raise_pending(self, "error")
+        out, self.ready = self.ready[:f], self.ready[f:]
+        return out
 
     def _chunk(self, n: int) -> list:
         m = self.sel.draw(n)
@@ -138,7 +159,9 @@ class DirectedInterleaveIterator(OpIterator):
         return {
             "active": self.active.tolist(),
             "ended": list(self.ended),
-            "pending": [list(p) for p in self.pending],
+            "pending": [buffer_to_state(p) for p in self.pending],
+            "ready": buffer_to_state(self.ready),
+            "error": error_to_state(self.error),
             "done": self.done,
             "selector": self.sel.get_state(),
             "inputs": [it.get_state() for it in self.inners],
@@ -147,8 +170,10 @@ class DirectedInterleaveIterator(OpIterator):
     def set_state(self, state: dict) -> None:
         self.active = np.asarray(state["active"], dtype=bool)
         self.ended = [bool(e) for e in state["ended"]]
-        self.pending = [list(p) for p in state["pending"]]
-        self.done, self.error = bool(state["done"]), None
+        self.pending = [buffer_from_state(p, self.op_name) for p in state["pending"]]
+        self.ready = buffer_from_state(state.get("ready", []), self.op_name)
+        self.done = bool(state["done"])
+        self.error = error_from_state(state.get("error"), self.op_name)
         self.sel.set_state(state["selector"])
         for it, s in zip(self.inners, state["inputs"]):
             it.set_state(s)

@@ -8,6 +8,7 @@ from typing import Any
 from datapipe._batching import stack
 from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
+from datapipe._positions import error_from_state, error_to_state
 from datapipe._spec import batched_spec
 from datapipe._validate import check_bool, check_int, check_optional_bool
 from datapipe.dataset import (
@@ -193,11 +194,12 @@ class BatchIterator(OpIterator):
             "count": self.count,
             "done": self.done,
             "leftover": list(self.leftover),
+            "pending_error": error_to_state(self.pending),
             "input": self.inner.get_state(),
         }
 
     def set_state(self, state: dict) -> None:
         self.count, self.done = int(state["count"]), bool(state["done"])
         self.leftover = list(state.get("leftover", []))
-        self.pending = None
+        self.pending = error_from_state(state.get("pending_error"), self.op_name)
         self.inner.set_state(state["input"])

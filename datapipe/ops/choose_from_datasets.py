@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from datapipe._iterator import OpIterator, pull_exactly
+from datapipe._iterator import OpIterator
+from datapipe._positions import buffer_from_state, buffer_to_state, first_failure, read_positions
 from datapipe._spec import TensorSpec, dtype_name
 from datapipe._validate import check_bool
 from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
@@ -128,8 +129,11 @@ class _ChoiceSelector(Selector):
         vals = self.leftover[:n]
         self.leftover = self.leftover[n:]
         if len(vals) < n:
-            vals.extend(int(v) for v in pull_exactly(self.it, n - len(vals)))
-        arr = np.asarray(vals, dtype=np.int64)
+            read_positions(self.it, vals, n, exact=True)
+        # The first choice that failed (keeps its position) or is out of range ends the
+        # draw: its error is raised after the positions before it; the rest is kept.
+        j = first_failure(vals)
+        arr = np.asarray([int(v) for v in vals[:j]], dtype=np.int64)
         bad = np.flatnonzero((arr < 0) | (arr >= self.num))
         if bad.size:
             j = int(bad[0])
@@ -141,7 +145,10 @@ class _ChoiceSelector(Selector):
                     f"valid range [0, {self.num}) of dataset indices"
                 ),
             )
-            self.leftover = [int(v) for v in arr[j + 1 :]] + self.leftover
+        elif j < len(vals):
+            self.err = vals[j].error
+        if j < len(vals):
+            self.leftover = vals[j + 1 :] + self.leftover
             arr = arr[:j]
             self.count += 1
         self.count += len(arr)
@@ -167,12 +174,12 @@ class _ChoiceSelector(Selector):
     def get_state(self) -> dict:
         return {
             "count": self.count,
-            "leftover": list(self.leftover),
+            "leftover": buffer_to_state(self.leftover),
             "input": self.it.get_state(),
         }
 
     def set_state(self, state: dict) -> None:
         self.count = int(state["count"])
-        self.leftover = [int(v) for v in state["leftover"]]
+        self.leftover = buffer_from_state(state["leftover"], self.op)
         self.err = None
         self.it.set_state(state["input"])

@@ -65,7 +65,13 @@ class EnumerateIterator(OpIterator):
         self.inner, self.next_index = inner, start
 
     def next_chunk(self, n: int) -> list:
-        chunk = self.inner.next_chunk(n)
+        try:
+            chunk = self.inner.next_chunk(n)
+        except Exception:
+            # A failing element keeps its position and its index (datapipe._positions), as
+            # tf.data's enumerate (a zip with a range) and enumerate by index do.
+            self.next_index += 1
+            raise
         i0 = self.next_index
         self.next_index += len(chunk)
         return [(np.int64(i0 + j), x) for j, x in enumerate(chunk)]

@@ -6,14 +6,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import numpy as np
+
 from datapipe._iterator import OpIterator
 from datapipe._validate import check_bool
 from datapipe.dataset import Dataset
+from datapipe.errors import InputStuckError
 
 logger = logging.getLogger("datapipe")
 
-# Consecutive failures without progress after which the input is taken to be stuck (an op
-# that raises the same error on every call would otherwise loop forever).
+# Consecutive failures after which an input whose state cannot be taken is assumed stuck
+# (inputs with a state are checked by comparing it, see IgnoreErrorsIterator.next_chunk).
 MAX_CONSECUTIVE_ERRORS = 100_000
 
 
@@ -23,6 +26,19 @@ class IgnoreErrorsDataset(Dataset):
     Every upstream op delivers the good elements before a failure and continues after it
     (a failing element is skipped, not retried), so the output is the input minus the
     failing elements, in order. ``KeyboardInterrupt`` and ``SystemExit`` are not caught.
+
+    Where a failure goes (see ``datapipe._positions``): a failing element keeps its
+    position, so ``zip`` drops the whole tuple at that position and stays aligned,
+    ``sample_from_datasets`` / ``choose_from_datasets`` use up the choice made for it, and
+    ``take``, ``skip``, ``shard`` and ``enumerate`` count it, exactly as when they read by
+    index. After ``batch``, ``padded_batch`` or ``window``, the failing element is left out
+    of its batch and the batch is filled with the next elements (every batch but the last
+    stays full); tf.data's ``ignore_errors`` after ``batch`` drops the whole batch instead.
+    A batch that fails to build (elements of different shapes) is dropped whole. A file
+    source raises once for a file (or row group) it cannot read and moves past it.
+
+    An input that fails again without moving past its failure (its state unchanged, so it
+    would fail the same way for ever) raises ``InputStuckError`` instead of being retried.
 
     Args:
         log_warning: log each failure at WARNING on the ``"datapipe"`` logger, once per
@@ -73,15 +89,35 @@ class IgnoreErrorsIterator(OpIterator):
         self._logged_paths = logged_paths
 
     def next_chunk(self, n: int) -> list:
-        for _ in range(MAX_CONSECUTIVE_ERRORS):
+        streak, check_at, snapshot = 0, 1, None
+        while True:
             try:
                 return self.inner.next_chunk(n)
             except Exception as e:  # noqa: BLE001 - dropping failures is this op's job
                 self.num_ignored += 1
                 self._warn(e)
-        raise RuntimeError(
-            f"ignore_errors: {MAX_CONSECUTIVE_ERRORS} consecutive failures without an "
-            "element; the input seems unable to move past a failure"
+                streak += 1
+                if streak == check_at:  # after failures 1, 2, 4, 8, ...: a few snapshots
+                    state = self._snapshot()
+                    if snapshot is not None and state is not None and same_state(state, snapshot):
+                        raise self._stuck(e) from e
+                    snapshot, check_at = state, 2 * check_at
+                if streak >= MAX_CONSECUTIVE_ERRORS and snapshot is None:
+                    raise self._stuck(e) from e
+
+    def _snapshot(self) -> Any:
+        try:
+            return self.inner.get_state()
+        except Exception:  # noqa: BLE001 - no state to compare: the count cap applies
+            return None
+
+    def _stuck(self, e: Exception) -> InputStuckError:
+        """The input raised again without moving: its state is the same after the failure
+        as after the previous one, so the next call would fail the same way for ever."""
+        return InputStuckError(
+            f"ignore_errors: the input failed again without moving past the failure (its "
+            f"state did not change), so it cannot continue: {type(e).__name__}: {e}",
+            getattr(e, "path", None),
         )
 
     def _warn(self, e: Exception) -> None:
@@ -119,3 +155,24 @@ def ignored_count(iterator: Any) -> int:
         iterator: the iterator ``iter(dataset)`` returned (or an op iterator).
     """
     return _walk(getattr(iterator, "_root", iterator), set())
+
+
+def same_state(a: Any, b: Any) -> bool:
+    """Whether two iterator states are equal (numpy arrays and torch tensors by value);
+    False when they cannot be compared."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_state(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same_state(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b))
+    if hasattr(a, "detach") and hasattr(a, "shape"):  # a torch tensor
+        import torch
+
+        return a.dtype == b.dtype and bool(torch.equal(a, b))
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - not comparable: treat as different
+        return False

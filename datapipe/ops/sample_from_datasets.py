@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from datapipe._iterator import OpIterator, pull_exactly
+from datapipe._iterator import OpIterator
+from datapipe._positions import Failed, buffer_from_state, buffer_to_state, read_positions
 from datapipe._validate import check_bool, check_seed
 from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
@@ -145,6 +146,7 @@ class _SampleSelector(Selector):
         self.u = np.zeros(0)
         self.w = np.zeros((0, num))
         self.count = 0  # weight rows read, for error indices
+        self.leftover: list = []  # weight rows read past a bad one
         self.err: BaseException | None = None
 
     def draw(self, n: int) -> int:
@@ -152,14 +154,23 @@ class _SampleSelector(Selector):
             self.u = self.rng.random(n)
             self.w = np.broadcast_to(self.weights, (n, self.num))
             return n
-        rows = pull_exactly(self.w_it, n)
+        rows, self.leftover = self.leftover[:n], self.leftover[n:]
+        if len(rows) < n:
+            read_positions(self.w_it, rows, n, exact=True)
         good = []
         for j, r in enumerate(rows):
-            try:
-                good.append(_check_weights(self.op, r, self.num, "each weights element"))
-            except ValueError as e:
-                self.err = annotate(self.op, self.count + j, e)
-                break
+            # A failing or invalid weights element ends the draw (raised after the positions
+            # before it); the rows read after it are kept for the next draw.
+            if type(r) is Failed:
+                self.err = r.error
+            else:
+                try:
+                    good.append(_check_weights(self.op, r, self.num, "each weights element"))
+                    continue
+                except ValueError as e:
+                    self.err = annotate(self.op, self.count + j, e)
+            self.leftover = rows[j + 1 :] + self.leftover
+            break
         self.count += len(good) + (self.err is not None)
         self.u = self.rng.random(len(good))
         self.w = np.asarray(good, dtype=np.float64).reshape(len(good), self.num)
@@ -194,6 +205,7 @@ class _SampleSelector(Selector):
         state = {"rng": self.rng.bit_generator.state, "count": self.count}
         if self.w_it is not None:
             state["weights"] = self.w_it.get_state()
+            state["leftover"] = buffer_to_state(self.leftover)
         return state
 
     def set_state(self, state: dict) -> None:
@@ -202,3 +214,4 @@ class _SampleSelector(Selector):
         self.err = None
         if self.w_it is not None:
             self.w_it.set_state(state["weights"])
+            self.leftover = buffer_from_state(state.get("leftover", []), self.op)

@@ -148,7 +148,15 @@ class ShardIterator(OpIterator):
             if self.position <= self.index:
                 first = self.index
             want = first + (n - 1) * self.k + 1 - self.position
-            got = self.inner.next_chunk(min(want, 4096))
+            try:
+                got = self.inner.next_chunk(min(want, 4096))
+            except Exception:
+                # A failing element keeps its position (datapipe._positions), so the shares
+                # stay those of reading by index; another shard's failure is not ours.
+                self.position += 1
+                if first == self.position - 1:
+                    raise
+                continue
             if not got:
                 self.done = True
                 break

@@ -82,7 +82,15 @@ class SkipIterator(OpIterator):
     def next_chunk(self, n: int) -> list:
         while self.count == -1 or self.skipped < self.count:
             want = 1024 if self.count == -1 else min(1024, self.count - self.skipped)
-            got = self.inner.next_chunk(want)
+            try:
+                got = self.inner.next_chunk(want)
+            except Exception:
+                # A failing element keeps its position (datapipe._positions): one of the
+                # skipped ones is not part of the output (as when skip reads by index).
+                self.skipped += 1
+                if self.count == -1:
+                    raise
+                continue
             if not got:
                 return []
             self.skipped += len(got)

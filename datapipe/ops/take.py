@@ -68,7 +68,14 @@ class TakeIterator(OpIterator):
             n = min(n, self.count - self.taken)
             if n <= 0:
                 return []
-        out = self.inner.next_chunk(n)
+        try:
+            out = self.inner.next_chunk(n)
+        except Exception:
+            # A failing element keeps its position (datapipe._positions), as it does when
+            # take reads by index: take(n) is the first n positions, so take and skip
+            # split a dataset the same way whichever elements fail.
+            self.taken += 1
+            raise
         self.taken += len(out)
         return out
 

@@ -6,7 +6,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from datapipe import _structure as nest
-from datapipe._iterator import OpIterator, pull_exactly
+from datapipe._functions import raise_pending
+from datapipe._iterator import OpIterator
+from datapipe._positions import (
+    Failed,
+    buffer_from_state,
+    buffer_to_state,
+    error_from_state,
+    error_to_state,
+    first_failure,
+    read_positions,
+)
 from datapipe.dataset import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
@@ -114,39 +124,94 @@ class _ZipAccess:
 
 
 class ZipIterator(OpIterator):
-    """Asks the first input for a chunk, then each other input for exactly as many."""
+    """Reads a chunk from the first input, then exactly as many positions from each other
+    input, buffering what it read (``bufs``, part of the state).
+
+    A failing element keeps its position (see ``datapipe._positions``): the tuple at a
+    position where any input failed is dropped whole, its first failure is raised after
+    the tuples before it, and every input moves past that position, so the inputs stay
+    aligned (tf.data's zip also advances every input past a failure). When an input ends,
+    each other input whose buffer is empty is asked once more, so an input that ends at
+    the same place sees its end (a ``cache()`` on it completes; tf.data asks every input
+    too); what a longer input returns then is dropped.
+    """
 
     op_name = "zip"
 
     def __init__(self, inners: list[OpIterator], structure: Any):
         super().__init__(inners)
         self.inners, self.structure = inners, structure
+        self.bufs: list[list] = [[] for _ in inners]
+        self.ended = [False] * len(inners)
         self.done = False
+        self.pending: BaseException | None = None
+        self.failures = 0  # Failed entries in the buffers (none: no scan needed)
+
+    def _read(self, i: int, want: int, exact: bool) -> None:
+        more, failed = read_positions(self.inners[i], self.bufs[i], want, exact)
+        self.ended[i] = not more
+        self.failures += failed
 
     def next_chunk(self, n: int) -> list:
+        raise_pending(self)
         if self.done:
             return []
-        columns = [self.inners[0].next_chunk(n)]
-        k = len(columns[0])
-        for it in self.inners[1:]:
+        bufs = self.bufs
+        if not bufs[0] and not self.ended[0]:
+            self._read(0, n, exact=False)
+        k = min(n, len(bufs[0]))
+        for i in range(1, len(bufs)):
             if k == 0:
                 break
-            col = pull_exactly(it, k)
-            k = min(k, len(col))
-            columns.append(col)
-        if k < len(columns[0]) or k == 0:
-            # An input ended: the stream ends here (elements already read from the longer
-            # inputs past this point are dropped, as in tf.data).
-            self.done = True
-            if k == 0:
-                return []
-            columns = [c[:k] for c in columns]
-        return _pack_rows(self.structure, columns)
+            if len(bufs[i]) < k and not self.ended[i]:
+                self._read(i, k, exact=True)
+            k = min(k, len(bufs[i]))
+        if k == 0:
+            self._finish()
+            return []
+        rows = [b[:k] for b in bufs]
+        good = min(first_failure(r) for r in rows) if self.failures else k
+        if good < k:  # position `good` failed in some input: drop it whole, raise its error
+            self.pending = next(r[good].error for r in rows if type(r[good]) is Failed)
+            self.failures -= sum(type(r[good]) is Failed for r in rows)
+        for b in bufs:
+            del b[: good + (good < k)]
+        out = _pack_rows(self.structure, [r[:good] for r in rows]) if good else []
+        if not out:
+            raise_pending(self)
+        return out
+
+    def _finish(self) -> None:
+        """An input has ended: the stream ends. Ask the others for their end once."""
+        self.done = True
+        for i, it in enumerate(self.inners):
+            if not self.ended[i] and not self.bufs[i]:
+                try:
+                    self.ended[i] = not it.next_chunk(1)
+                except Exception:  # noqa: BLE001 - an element past the end: not part of the output
+                    pass
+        self.bufs = [[] for _ in self.inners]
+        self.failures = 0
 
     def get_state(self) -> dict:
-        return {"done": self.done, "inputs": [it.get_state() for it in self.inners]}
+        return {
+            "done": self.done,
+            "ended": list(self.ended),
+            "bufs": [buffer_to_state(b) for b in self.bufs],
+            "pending_error": error_to_state(self.pending),
+            "inputs": [it.get_state() for it in self.inners],
+        }
 
     def set_state(self, state: dict) -> None:
         self.done = bool(state["done"])
+        self.pending = error_from_state(state.get("pending_error"), self.op_name)
+        self.ended = [bool(e) for e in state.get("ended", [False] * len(self.inners))]
+        bufs = state.get("bufs")
+        self.bufs = (
+            [buffer_from_state(b, self.op_name) for b in bufs]
+            if bufs
+            else [[] for _ in self.inners]
+        )
+        self.failures = sum(type(x) is Failed for b in self.bufs for x in b)
         for it, s in zip(self.inners, state["inputs"]):
             it.set_state(s)

@@ -10,6 +10,7 @@ import numpy as np
 from datapipe import _structure as nest
 from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
+from datapipe._positions import error_from_state, error_to_state
 from datapipe._spec import TensorSpec, dtype_name, is_torch_dtype, shapes_compatible
 from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
@@ -180,7 +181,11 @@ class GeneratorIterator(OpIterator):
         return out
 
     def get_state(self) -> dict:
-        return {"count": self.count, "done": self.done}
+        return {
+            "count": self.count,
+            "done": self.done,
+            "pending_error": error_to_state(self.pending),
+        }
 
     def set_state(self, state: dict) -> None:
         self._close_generator()
@@ -195,6 +200,7 @@ class GeneratorIterator(OpIterator):
                 break
             self.count += 1
         self.done = self.done or bool(state["done"])
+        self.pending = error_from_state(state.get("pending_error"), self.op_name)
 
     def _close_generator(self) -> None:
         close = getattr(self.it, "close", None)

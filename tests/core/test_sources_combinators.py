@@ -455,7 +455,7 @@ def test_sample_resume_with_elements_read_past_an_exhausted_input():
     it = iter(ds)
     next(it)
     pending = it.get_state()["root"]["input"]["pending"]
-    assert [len(p) for p in pending] == [0, 2, 0]
+    assert [len(p["items"]) for p in pending] == [0, 2, 0]
     assert_resumes(ds)
     out = [v for b in ds for v in b.tolist()]
     assert sorted(out) == list(range(5)) + list(range(100, 130)) + list(range(200, 230))

@@ -1,0 +1,96 @@
+"""Failures as positions: what ops with several inputs (or that count elements) need.
+
+The iterator protocol's rule for errors (``OpIterator.next_chunk``): a call that raises
+stands for exactly one element of the stream — the next one, which failed — and the next
+call continues after it. So a failing element keeps its *position*: ``zip`` drops the
+tuple at that position and stays aligned, ``enumerate``/``take``/``skip``/``shard`` count
+it, exactly as their random-access paths (which fetch by index) do.
+
+Ops that read ahead from several inputs (``zip``, ``sample_from_datasets``,
+``choose_from_datasets``) buffer what they read, failures included: a ``Failed`` entry
+holds a failure's place in a buffer, so nothing read before or after it is lost. In an
+iterator state a failure is written as its message (``buffer_to_state``), so every state
+stays writable by ``save_state``; a restored failure raises a ``PipelineError`` with that
+message at the same position.
+"""
+
+from __future__ import annotations
+
+from datapipe._iterator import OpIterator
+from datapipe.errors import PipelineError
+
+
+class Failed:
+    """The place of an element whose production raised ``error``, inside a buffer."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+class RestoredFailure(RuntimeError):
+    """A failure that was buffered when a checkpoint was taken (its message only)."""
+
+
+def read_positions(it: OpIterator, buf: list, want: int, exact: bool) -> tuple[bool, int]:
+    """Read ``it`` into ``buf`` until ``buf`` holds ``want`` positions (a failure takes one,
+    as a ``Failed`` entry); with ``exact=False`` stop after the first call that returns
+    something or raises. Returns (False once ``it`` has ended (returned ``[]``), the number
+    of failures appended). ``KeyboardInterrupt`` and ``SystemExit`` pass through."""
+    failures = 0
+    while len(buf) < want:
+        try:
+            got = it.next_chunk(want - len(buf))
+        except Exception as e:  # noqa: BLE001 - kept at its position, raised by the caller
+            buf.append(Failed(e))
+            failures += 1
+            if not exact:
+                break
+            continue
+        if not got:
+            return False, failures
+        buf.extend(got)
+        if not exact:
+            break
+    return True, failures
+
+
+def first_failure(entries: list) -> int:
+    """Index of the first ``Failed`` entry of ``entries``, or ``len(entries)``."""
+    for i, x in enumerate(entries):
+        if type(x) is Failed:
+            return i
+    return len(entries)
+
+
+def buffer_to_state(buf: list) -> dict:
+    """``buf`` for an iterator state: the elements, and each failure's index and message."""
+    failed = [[i, str(x.error)] for i, x in enumerate(buf) if type(x) is Failed]
+    if not failed:
+        return {"items": list(buf), "failed": []}
+    return {"items": [x for x in buf if type(x) is not Failed], "failed": failed}
+
+
+def buffer_from_state(state: dict, op: str) -> list:
+    """Inverse of ``buffer_to_state`` (a failure comes back as a ``RestoredFailure``)."""
+    if isinstance(state, list):  # a plain list of elements
+        return list(state)
+    buf = list(state["items"])
+    for i, message in state["failed"]:
+        buf.insert(int(i), Failed(error_from_state(message, op)))
+    return buf
+
+
+def error_to_state(error: BaseException | None) -> str | None:
+    """A failure an iterator holds back (to raise on its next call) for its state: its
+    message. Without it a checkpoint taken just before the failure would resume past it
+    silently, and every position after it would shift."""
+    return None if error is None else str(error)
+
+
+def error_from_state(message: str | None, op: str) -> BaseException | None:
+    """Inverse of ``error_to_state``: a ``PipelineError`` with the saved message."""
+    if message is None:
+        return None
+    return PipelineError(op, None, RestoredFailure(f"(restored from a checkpoint) {message}"))
