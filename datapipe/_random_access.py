@@ -98,6 +98,8 @@ class RandomAccessIterator(OpIterator):
         return getattr(self.ra, "index_base", (1, 0))
 
     def get_state(self) -> dict:
+        if self.pending is None:  # the usual case: the state is one integer
+            return {"index": self.index}
         return {"index": self.index, "pending_error": error_to_state(self.pending)}
 
     def set_state(self, state: dict) -> None:

@@ -97,10 +97,13 @@ class CacheWriteIterator(OpIterator):
         self.inner, self.ds = inner, ds
         self.writer: DatasetWriter | None = DatasetWriter(ds._filename, ds.element_spec)
         self.count = 0
+        total = ds._inputs[0].cardinality()
+        self.expected = total if total >= 0 else None
         self.bar = None  # opened with the first chunk, so an unused iterator draws nothing
 
     def next_chunk(self, n: int) -> list:
         chunk = self.inner.next_chunk(n)
+        self.count += len(chunk)
         if self.writer is not None:
             if chunk:
                 try:
@@ -109,11 +112,12 @@ class CacheWriteIterator(OpIterator):
                     self._abort()
                     raise
                 self._progress(len(chunk))
-            else:
+            # Complete at the end, or once every element of an input of known size is
+            # written (a consumer may stop at the last element without asking for the end).
+            if not chunk or self.count == self.expected:
                 writer, self.writer = self.writer, None
                 self._close_bar()
                 writer.commit(replace=False)
-        self.count += len(chunk)
         return chunk
 
     def _progress(self, k: int) -> None:

@@ -95,9 +95,25 @@ class DirectedInterleaveIterator(OpIterator):
                 return self._deliver(n)
             raise_pending(self, "error")
             if self.done:
+                self._ask_for_ends()
                 return []
             # Nothing this round (every position skipped): draw again, or end, or raise.
             self.ready = self._chunk(n)
+
+    def _ask_for_ends(self) -> None:
+        """The stream has ended: ask each input not known to have ended (and with nothing
+        read ahead) once more, so an input that was read to its last element sees its end
+        (a ``cache()`` on it completes), as ``zip`` does. What a longer input returns is
+        kept in ``pending``; a failure there is not part of the output."""
+        for i, it in enumerate(self.inners):
+            if self.ended[i] or self.pending[i]:
+                continue
+            try:
+                got = it.next_chunk(1)
+            except Exception:  # noqa: BLE001 - past the output's end
+                continue
+            self.ended[i] = not got
+            self.pending[i] = list(got)
 
     def _deliver(self, n: int) -> list:
         """Up to ``n`` ready elements, stopping before a failure; one at the head is raised."""

@@ -125,6 +125,8 @@ class CacheIterator(OpIterator):
         self.inner = self.ctx.make(self.node._inputs[0], self.fill_epoch)
         self.inputs = [self.inner]
         self.recorded = [] if record else None
+        n = self.node._inputs[0].cardinality()
+        self.expected = n if n >= 0 else None
 
     def next_chunk(self, n: int) -> list:
         if self.elements is not None:
@@ -138,9 +140,11 @@ class CacheIterator(OpIterator):
             raise
         self.pos += len(got)
         if self.recorded is not None:
-            if got:
-                self.recorded.extend(got)
-            else:
+            self.recorded.extend(got)
+            # The pass is complete at its end, or as soon as it holds every element of an
+            # input of known size: a consumer that stops at the last element without asking
+            # for the end (zip's shorter input, take(len)) still completes the cache.
+            if not got or len(self.recorded) == self.expected:
                 self.node._store.publish(self.recorded, self.fill_epoch)
                 self.recorded = None
         return got

@@ -181,11 +181,10 @@ class GeneratorIterator(OpIterator):
         return out
 
     def get_state(self) -> dict:
-        return {
-            "count": self.count,
-            "done": self.done,
-            "pending_error": error_to_state(self.pending),
-        }
+        state = {"count": self.count, "done": self.done}
+        if self.pending is not None:
+            state["pending_error"] = error_to_state(self.pending)
+        return state
 
     def set_state(self, state: dict) -> None:
         self._close_generator()
