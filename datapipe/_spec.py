@@ -77,8 +77,30 @@ class TensorSpec:
 
     @staticmethod
     def from_json(d: dict) -> TensorSpec:
+        if d.get("unknown"):
+            return UnknownSpec()
         dtype = getattr(torch, d["dtype"]) if d.get("torch") else np.dtype(d["dtype"])
         return TensorSpec(None if d["shape"] is None else tuple(d["shape"]), dtype)
+
+
+@dataclass(frozen=True)
+class UnknownSpec(TensorSpec):
+    """The spec of a dataset whose spec is inferred from an element (``map``, ``flat_map``,
+    ``interleave``, ``scan``: their functions are not traced, unlike tf.data's) when there
+    was no element to infer it from: its input is empty (everything filtered out, an empty
+    shard or file list). Any structure, shape and dtype: it merges with any other spec
+    (``concatenate``, ``sample_from_datasets``) and passes every build-time check, so a
+    valid pipeline does not fail to build because one of its inputs is empty.
+    """
+
+    shape: Shape | None = None
+    dtype: Any = np.dtype(object)
+
+    def __repr__(self) -> str:
+        return "UnknownSpec()"
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "unknown": True}
 
 
 def is_torch_dtype(dtype: Any) -> bool:
@@ -146,11 +168,18 @@ def most_specific_common_shape(a: Shape | None, b: Shape | None) -> Shape | None
 def common_spec(a: Any, b: Any) -> Any:
     """Leaf-wise most specific spec that fits both specs; ``None`` when they can't merge
     (different structure or dtype)."""
+    if isinstance(a, UnknownSpec):  # no element seen on one side: the other one's
+        return b
+    if isinstance(b, UnknownSpec):
+        return a
     if not nest.same_structure(a, b):
         return None
     fa, fb = nest.flatten(a), nest.flatten(b)
     out = []
     for x, y in zip(fa, fb):
+        if isinstance(x, UnknownSpec) or isinstance(y, UnknownSpec):
+            out.append(y if isinstance(x, UnknownSpec) else x)
+            continue
         if dtype_name(x.dtype) != dtype_name(y.dtype):
             return None
         out.append(TensorSpec(most_specific_common_shape(x.shape, y.shape), x.dtype))
@@ -159,13 +188,19 @@ def common_spec(a: Any, b: Any) -> Any:
 
 def batched_spec(spec: Any, batch_dim: int | None) -> Any:
     """Spec with a leading batch dimension of size ``batch_dim`` (None = unknown)."""
-    return nest.map_structure(
-        lambda s: TensorSpec(None if s.shape is None else (batch_dim, *s.shape), s.dtype), spec
-    )
+
+    def one(s: TensorSpec) -> TensorSpec:
+        if isinstance(s, UnknownSpec):
+            return s
+        return TensorSpec(None if s.shape is None else (batch_dim, *s.shape), s.dtype)
+
+    return nest.map_structure(one, spec)
 
 
 def unbatched_spec(spec: Any, op: str) -> Any:
     def one(s: TensorSpec) -> TensorSpec:
+        if isinstance(s, UnknownSpec):
+            return s
         if s.shape is not None and len(s.shape) == 0:
             raise ValueError(
                 f"{op}: cannot unbatch a scalar component {s}; every component "

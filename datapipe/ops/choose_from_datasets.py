@@ -10,7 +10,7 @@ import numpy as np
 
 from datapipe._iterator import OpIterator
 from datapipe._positions import buffer_from_state, buffer_to_state, first_failure, read_positions
-from datapipe._spec import TensorSpec, dtype_name
+from datapipe._spec import TensorSpec, UnknownSpec, dtype_name
 from datapipe._validate import check_bool
 from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
@@ -83,7 +83,7 @@ class ChooseFromDatasets(Dataset):
                 f"{type(choice_dataset).__name__}"
             )
         spec = choice_dataset.element_spec
-        if not (
+        if not isinstance(spec, UnknownSpec) and not (
             isinstance(spec, TensorSpec) and spec.shape == () and dtype_name(spec.dtype) == "int64"
         ):
             raise TypeError(

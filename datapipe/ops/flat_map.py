@@ -6,11 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from datapipe._functions import call
 from datapipe._iterator import OpIterator
-from datapipe._spec import TensorSpec
+from datapipe._spec import UnknownSpec
 from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
 
@@ -48,7 +46,7 @@ class FlatMapDataset(Dataset):
             sub-dataset keep the location given by its own ops.
 
     ``element_spec`` is the first sub-dataset's (``map_func`` is called on the first
-    input element; an empty input gives ``TensorSpec(None, object)``). ``cardinality()``
+    input element; an empty input gives ``UnknownSpec()``). ``cardinality()``
     is unknown (tf.data). Random access is lost.
 
     Example:
@@ -83,7 +81,7 @@ def sub_dataset_spec(node: Any) -> Any:
     if node._spec_cache is None:
         first = node._inputs[0]._first_element()
         if first is None:
-            return TensorSpec(None, np.dtype(object))
+            return UnknownSpec()
         node._spec_cache = _sub_dataset(node._func, first, node._name, 0).element_spec
     return node._spec_cache
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from datapipe import _structure as nest
 from datapipe._functions import ElementwiseIterator, apply_chunk, call
 from datapipe._iterator import OpIterator
-from datapipe._spec import spec_of
+from datapipe._spec import UnknownSpec, spec_of
 from datapipe._validate import check_optional_bool, check_optional_int
 from datapipe.dataset import AUTOTUNE, Dataset, RandomAccessUnaryDataset
 from datapipe.errors import PipelineError, annotate
@@ -28,11 +27,12 @@ def validate_parallelism(op: str, num_parallel_calls: int | None) -> int | None:
 def first_element_spec(ds: Dataset) -> Any:
     """The element spec of an op whose function can't be traced (unlike tf.data's): one
     element is computed to learn it, once (kept in ``ds._spec_cache``). An empty input has
-    nothing to infer from: its own spec is returned then (and not kept)."""
+    nothing to infer from: ``UnknownSpec()`` then (not kept), which merges with any spec —
+    not the input's spec, which the function may well change."""
     if ds._spec_cache is None:
         first = ds._first_element()
         if first is None:
-            return nest.map_structure(lambda s: s, ds._inputs[0].element_spec)
+            return UnknownSpec()
         ds._spec_cache = spec_of(first)
     return ds._spec_cache
 

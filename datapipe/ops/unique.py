@@ -9,11 +9,13 @@ import numpy as np
 from datapipe import _structure as nest
 from datapipe._functions import ElementwiseIterator
 from datapipe._iterator import OpIterator
-from datapipe._spec import TensorSpec, dtype_name, is_torch, is_torch_dtype
+from datapipe._spec import TensorSpec, UnknownSpec, dtype_name, is_torch, is_torch_dtype
 from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset, UnaryDataset
 
 
 def _check_spec(spec: Any) -> None:
+    if isinstance(spec, UnknownSpec):  # an empty input: nothing to check
+        return
     if nest.is_nested(spec) or not isinstance(spec, TensorSpec):
         raise TypeError(
             "unique: elements must be single scalars of an integer or string type, got the "
