@@ -211,6 +211,26 @@ def unbatched_spec(spec: Any, op: str) -> Any:
     return nest.map_structure(one, spec)
 
 
+def cast_without_loss(values: Any, dtype: np.dtype) -> np.ndarray | None:
+    """``values`` as a numpy array of ``dtype``, or None when that would change a value
+    beyond floating-point rounding: a fraction dropped (0.5 -> int 0), an integer out of
+    range (300 -> uint8 44), a non-0/1 to bool, complex to real. Numbers to a floating
+    dtype round as usual (0.1 -> float32), as ``tf.convert_to_tensor`` does."""
+    try:
+        arr = np.asarray(values)
+        if arr.dtype == dtype:
+            return arr
+        if arr.dtype.kind not in "biufc":
+            return None
+        out = arr.astype(dtype)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if dtype.kind in "fc" and (arr.dtype.kind != "c" or dtype.kind == "c"):
+        return out
+    with np.errstate(invalid="ignore"):
+        return out if np.array_equal(out, arr) else None
+
+
 def spec_to_json(spec: Any) -> Any:
     """JSON form of a nested spec: dict/list structure, with leaf specs as dicts."""
     if isinstance(spec, dict):

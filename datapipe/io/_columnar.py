@@ -11,7 +11,9 @@ date, duration -> ``datetime64``/``timedelta64``; string/binary -> ``object`` ar
 dimension (``(rows, k)``); variable-size list -> an ``object`` array of 1-D arrays.
 Struct, map, union and decimal columns are not supported (select the others with
 ``columns=``). Nulls have no numpy form here: a column holding nulls raises
-``NullValueError`` naming the file and the column (fill or drop them with pyarrow first).
+``NullValueError`` naming the file, the column and the first null's row (fill or drop them
+with pyarrow first), unless ``nulls_as_nan=True`` and the column is floating-point: its
+nulls are then read as NaN (as pandas does).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._positions import error_from_state, error_to_state
 from datapipe._spec import TensorSpec, batched_spec
-from datapipe._validate import check_optional_int
+from datapipe._validate import check_bool, check_optional_int
 from datapipe.dataset import UNKNOWN_CARDINALITY
 from datapipe.errors import annotate
 from datapipe.io._errors import NullValueError, SchemaMismatchError
@@ -63,28 +65,40 @@ def resolve_paths(paths: Any, op: str) -> list[str]:
     return out
 
 
-def _check_nulls(arr: pa.Array, name: str, path: str) -> None:
-    if arr.null_count:
-        raise NullValueError(
-            f"column {name!r} holds {arr.null_count} null value(s); datapipe has no numpy form "
-            "for nulls: fill them (pyarrow.compute.fill_null) or drop those rows first",
-            path,
-        )
+def _check_nulls(arr: pa.Array, name: str, path: str, nulls_as_nan: bool) -> None:
+    if not arr.null_count:
+        return
+    if nulls_as_nan and pa.types.is_floating(arr.type):
+        return  # to_numpy gives NaN for them
+    first = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
+    hint = (
+        "nulls_as_nan=True reads a float column's nulls as NaN; "
+        if pa.types.is_floating(arr.type)
+        else ""
+    )
+    raise NullValueError(
+        f"column {name!r} holds {arr.null_count} null value(s), the first at row {first} "
+        f"of this unit; datapipe has no numpy form for nulls in a {arr.type} column: "
+        f"{hint}fill them (pyarrow.compute.fill_null) or drop those rows first",
+        path,
+    )
 
 
-def column_to_numpy(arr: pa.Array | pa.ChunkedArray, name: str, path: str) -> np.ndarray:
+def column_to_numpy(
+    arr: pa.Array | pa.ChunkedArray, name: str, path: str, nulls_as_nan: bool = False
+) -> np.ndarray:
     """One column as a numpy array with one entry per row (see the module docstring)."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    _check_nulls(arr, name, path)
+    _check_nulls(arr, name, path, nulls_as_nan)
     t = arr.type
     if pa.types.is_dictionary(t):
-        return column_to_numpy(arr.dictionary_decode(), name, path)
+        return column_to_numpy(arr.dictionary_decode(), name, path, nulls_as_nan)
     if pa.types.is_fixed_size_list(t):
-        inner = column_to_numpy(arr.flatten(), name, path)
+        inner = column_to_numpy(arr.flatten(), name, path, nulls_as_nan)
         return inner.reshape(len(arr), t.list_size, *inner.shape[1:])
     if pa.types.is_list(t) or pa.types.is_large_list(t):
-        values = column_to_numpy(arr.flatten(), name, path)
+        values = column_to_numpy(arr.flatten(), name, path, nulls_as_nan)
         offsets = np.asarray(arr.offsets) - arr.offsets[0].as_py()
         out = np.empty(len(arr), dtype=object)
         out[:] = np.split(values, offsets[1:-1]) if len(arr) else []
@@ -120,6 +134,10 @@ class ColumnarSource(FileSource):
     Elements: a dict ``{column: value}`` per row (numpy scalars; arrays for list columns;
     ``str``/``bytes`` for text/binary), or with ``batch_size`` a dict of arrays of up to
     ``batch_size`` rows (batches continue across units; only the last one is smaller).
+
+    ``nulls_as_nan``: read nulls in floating-point columns as NaN (default False: a null
+    raises ``NullValueError``, so missing values are never mistaken for numbers unnoticed);
+    nulls in other columns always raise.
     """
 
     _name = "columnar"
@@ -129,9 +147,11 @@ class ColumnarSource(FileSource):
         filenames: str | os.PathLike | Sequence[str | os.PathLike],
         columns: Sequence[str] | None = None,
         batch_size: int | None = None,
+        nulls_as_nan: bool = False,
     ):
         super().__init__()
         self._batch_size = check_optional_int(self._name, "batch_size", batch_size, minimum=1)
+        self._nulls_as_nan = check_bool(self._name, "nulls_as_nan", nulls_as_nan)
         self._columns = None if columns is None else list(columns)
         paths = resolve_paths(filenames, self._name)
         self._schema, units, rows = self._scan(paths)
@@ -208,7 +228,7 @@ class ColumnarSource(FileSource):
         table = self._read(unit, handles)
         names = [f.name for f in self._schema]
         check_schema(self._schema, self._project(table.schema, path, path), path, None)
-        return [column_to_numpy(table.column(n), n, path) for n in names]
+        return [column_to_numpy(table.column(n), n, path, self._nulls_as_nan) for n in names]
 
 
 def check_schema(first: pa.Schema, schema: pa.Schema, path: str, first_path: str | None) -> None:

@@ -64,9 +64,10 @@ def from_arrow_ipc(
     filenames: str | os.PathLike | Sequence[str | os.PathLike],
     columns: Sequence[str] | None = None,
     batch_size: int | None = None,
+    nulls_as_nan: bool = False,
 ) -> ArrowIPCDataset:
     """Rows or batches of Arrow IPC / Feather v2 files (see ``ArrowIPCDataset``)."""
-    return ArrowIPCDataset(filenames, columns, batch_size)
+    return ArrowIPCDataset(filenames, columns, batch_size, nulls_as_nan)
 
 
 from_feather = from_arrow_ipc

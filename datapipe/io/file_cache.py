@@ -12,12 +12,11 @@ shows its progress on a terminal (``DATAPIPE_PROGRESS=0`` hides it, see
 
 from __future__ import annotations
 
-import json
 import os
 
 from datapipe._iterator import OpIterator
 from datapipe._progress import progress_bar
-from datapipe._spec import spec_to_json
+from datapipe._spec import common_spec, spec_from_json
 from datapipe.dataset import Dataset, UnaryDataset
 from datapipe.io.save import DatasetWriter, LoadedDataset, is_complete, read_meta
 
@@ -58,12 +57,14 @@ class FileCacheDataset(UnaryDataset):
 
     def _make_iterator(self, ctx, epoch):
         if is_complete(self._filename):
-            stored = read_meta(self._filename)["element_spec"]
-            mine = spec_to_json(self.element_spec)
-            if json.dumps(stored, sort_keys=True) != json.dumps(mine, sort_keys=True):
+            stored = spec_from_json(read_meta(self._filename)["element_spec"])
+            # The stored spec covers every element written: it may be less specific than
+            # the input's (a spec inferred from the first element), never incompatible.
+            if common_spec(stored, self.element_spec) is None:
                 raise ValueError(
                     f"cache: {self._filename!r} holds elements of spec {stored}, but the input's "
-                    f"spec is {mine}; delete the cache directory or use another filename"
+                    f"spec is {self.element_spec}; delete the cache directory or use another "
+                    "filename"
                 )
             return CacheReadIterator(LoadedDataset(self._filename))
         return CacheWriteIterator(ctx.make(self._inputs[0], epoch), self)

@@ -26,6 +26,8 @@ class ParquetDataset(ColumnarSource):
         batch_size: None yields one dict per row; an int yields dicts of numpy arrays of
             ``batch_size`` rows (the last batch may be smaller), built without a per-row
             Python loop; batches run on across row groups and files.
+        nulls_as_nan: read nulls in floating-point columns as NaN (an opt-in; default
+            False raises ``NullValueError``, so missing values are never silently numbers).
 
     Elements: ``{name: value}`` with the types of ``datapipe.io._columnar`` (int/float/bool
     numpy scalars, ``str``/``bytes``, fixed-size lists as arrays of shape ``(k,)``). The
@@ -36,7 +38,8 @@ class ParquetDataset(ColumnarSource):
         FileNotFoundError: a path or pattern matches nothing.
         SchemaMismatchError: a file lacks a column of the first file or holds it with
             another type (names the file and the column); raised here, at construction.
-        NullValueError (at iteration): a column holds nulls (names the file and column).
+        NullValueError (at iteration): a column holds nulls (names the file, the column and
+            the row), unless ``nulls_as_nan`` and the column is floating-point.
         FileReadError: a file is not Parquet (names it).
 
     Example:
@@ -82,6 +85,7 @@ def from_parquet(
     filenames: str | os.PathLike | Sequence[str | os.PathLike],
     columns: Sequence[str] | None = None,
     batch_size: int | None = None,
+    nulls_as_nan: bool = False,
 ) -> ParquetDataset:
-    """Alias of ``ParquetDataset(filenames, columns, batch_size)``."""
-    return ParquetDataset(filenames, columns, batch_size)
+    """Alias of ``ParquetDataset(filenames, columns, batch_size, nulls_as_nan)``."""
+    return ParquetDataset(filenames, columns, batch_size, nulls_as_nan)

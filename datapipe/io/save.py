@@ -29,7 +29,15 @@ import pyarrow as pa
 from datapipe import _structure as nest
 from datapipe._iterator import OpIterator
 from datapipe._progress import progress_bar
-from datapipe._spec import TensorSpec, is_torch, is_torch_dtype, spec_from_json, spec_to_json
+from datapipe._spec import (
+    TensorSpec,
+    cast_without_loss,
+    is_torch,
+    is_torch_dtype,
+    most_specific_common_shape,
+    spec_from_json,
+    spec_to_json,
+)
 from datapipe.io._errors import FileReadError
 from datapipe.io.file_source import FileSource
 
@@ -51,12 +59,40 @@ def _leaf_numpy(x: Any) -> Any:
     return x.detach().cpu().numpy() if is_torch(x) else x
 
 
+def _exactly(values: np.ndarray, dtype: np.dtype, i: int, spec: TensorSpec) -> np.ndarray:
+    """``values`` as ``dtype``, refusing a conversion that changes values (0.5 -> 0, 300 ->
+    uint8 44): the spec may have been inferred from the first element only (``map`` is
+    not traced), and writing the other elements in its dtype would change them silently."""
+    out = cast_without_loss(values, dtype)
+    if out is None:
+        raise TypeError(
+            f"save: component {i} of an element has dtype {values.dtype}, which does not fit "
+            f"the dataset's element_spec {spec} without changing values (an element_spec "
+            "inferred from the first element: make the function return the same dtype for "
+            "every element, e.g. with .astype)"
+        )
+    return out
+
+
 class ElementCodec:
-    """Elements <-> Arrow record batches, leaf by leaf (see the module docstring)."""
+    """Elements <-> Arrow record batches, leaf by leaf (see the module docstring).
+
+    While encoding, the shapes seen per leaf are merged (``shapes``): a spec inferred from
+    the first element may be more specific than the data (variable-size arrays), and the
+    saved spec (``written_spec``) must describe every element written."""
 
     def __init__(self, spec: Any):
         self.spec = spec
         self.leaves: list[TensorSpec] = nest.flatten(spec)
+        self.shapes: list = [s.shape for s in self.leaves]
+
+    def written_spec(self) -> Any:
+        """``spec`` with each leaf's shape relaxed to cover every element encoded."""
+        leaves = [
+            s if shape == s.shape else TensorSpec(shape, s.dtype)
+            for s, shape in zip(self.leaves, self.shapes)
+        ]
+        return nest.pack_as(self.spec, leaves) if nest.is_nested(self.spec) else leaves[0]
 
     def _scalar_column(self, i: int, s: TensorSpec, vals: list) -> pa.Array:
         if s.dtype == np.dtype(object):
@@ -64,17 +100,28 @@ class ElementCodec:
             if not kinds <= {str, np.str_} and not kinds <= {bytes, np.bytes_}:
                 raise TypeError(f"component {i}: expected all str or all bytes, got {kinds}")
             return pa.array([v for v in vals])
-        return pa.array(np.asarray([_leaf_numpy(v) for v in vals], dtype=_numpy_dtype(s)))
+        leaves = [_leaf_numpy(v) for v in vals]
+        shape = next((np.shape(v) for v in leaves if np.shape(v) != ()), None)
+        if shape is not None:
+            raise TypeError(
+                f"save: component {i} of an element has shape {shape}, but the "
+                f"dataset's element_spec {s} says a scalar (an element_spec inferred from the "
+                "first element: make the function return the same structure for every element)"
+            )
+        return pa.array(_exactly(np.asarray(leaves), _numpy_dtype(s), i, s))
 
-    def _array_columns(self, s: TensorSpec, vals: list) -> tuple[pa.Array, pa.Array]:
+    def _array_columns(self, i: int, s: TensorSpec, vals: list) -> tuple[pa.Array, pa.Array]:
         arrs = [np.asarray(_leaf_numpy(v)) for v in vals]
+        for a in arrs:
+            if a.shape != self.shapes[i]:
+                self.shapes[i] = most_specific_common_shape(self.shapes[i], a.shape)
         sizes = np.fromiter((a.size for a in arrs), np.int64, len(arrs))
         offsets = np.concatenate([[0], np.cumsum(sizes)])
         if s.dtype == np.dtype(object):
             flat = pa.array([x for a in arrs for x in a.ravel().tolist()])
         else:
             dt = _numpy_dtype(s)
-            flat = pa.array(np.concatenate([a.ravel() for a in arrs]).astype(dt, copy=False))
+            flat = pa.array(_exactly(np.concatenate([a.ravel() for a in arrs]), dt, i, s))
         values = pa.LargeListArray.from_arrays(pa.array(offsets), flat)
         ranks = np.fromiter((a.ndim for a in arrs), np.int32, len(arrs))
         dims = np.concatenate([np.asarray(a.shape, np.int64) for a in arrs])
@@ -89,7 +136,7 @@ class ElementCodec:
                 arrays.append(self._scalar_column(i, s, list(vals)))
                 names.append(f"c{i}")
             else:
-                values, shapes = self._array_columns(s, list(vals))
+                values, shapes = self._array_columns(i, s, list(vals))
                 arrays += [values, shapes]
                 names += [f"c{i}", f"c{i}.shape"]
         return pa.RecordBatch.from_arrays(arrays, names=names)
@@ -169,7 +216,7 @@ class DatasetWriter:
             self.writer.close()
         meta = {
             "format": FORMAT,
-            "element_spec": spec_to_json(self.codec.spec),
+            "element_spec": spec_to_json(self.codec.written_spec()),
             "num_elements": self.count,
             "batch_rows": self.batch_rows,
         }
