@@ -10,7 +10,9 @@ JSON document in which each array is a tagged reference into a dict of numpy arr
 Tags (objects with the key ``"__dp__"``): ``ndarray``, ``np_scalar``, ``torch``, ``tuple``,
 ``namedtuple`` (restored as a ``collections.namedtuple`` of the same name and fields: the
 user's class itself is not imported), ``dict`` (non-string keys), ``bytes``, ``float``
-(NaN and infinities).
+(NaN and infinities), ``object_array`` (a numpy array of Python objects — strings, bytes,
+arrays — stored item by item, e.g. a batch of strings), ``window`` (one component of a
+``window`` element: its values and spec).
 """
 
 from __future__ import annotations
@@ -38,14 +40,17 @@ def _torch() -> Any:
 
 
 def _encode(x: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
-    if x is None or isinstance(x, (bool, int, str)):
-        return x
-    if isinstance(x, float):
-        return x if math.isfinite(x) else {TAG: "float", "value": repr(x)}
+    # numpy first: np.float64 is a float and np.str_ a str, whose types must come back.
+    if not isinstance(x, (np.ndarray, np.generic)):
+        if x is None or isinstance(x, (bool, int, str)):
+            return x
+        if isinstance(x, float):
+            return x if math.isfinite(x) else {TAG: "float", "value": repr(x)}
     if isinstance(x, (np.ndarray, np.generic)):
         arr = np.asarray(x)
-        if arr.dtype.hasobject:
-            raise TypeError(f"save_state: {path} is an object array, which cannot be saved safely")
+        if arr.dtype.hasobject:  # item by item: np.save would pickle them
+            items = [_encode(v, arrays, f"{path}.flat[{i}]") for i, v in enumerate(arr.flat)]
+            return {TAG: "object_array", "shape": list(arr.shape), "items": items}
         key = f"a{len(arrays)}"
         arrays[key] = arr
         return {TAG: "ndarray" if isinstance(x, np.ndarray) else "np_scalar", "ref": key}
@@ -78,11 +83,49 @@ def _encode(x: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
             TAG: "dict",
             "items": [[_encode(k, arrays, path), _encode(v, arrays, path)] for k, v in x.items()],
         }
+    window = _encode_window(x, arrays, path)
+    if window is not None:
+        return window
     hint = "; pass its state_dict()" if hasattr(x, "state_dict") else ""
     raise TypeError(
         f"save_state: {path} has type {type(x).__name__}, which has no safe encoding "
         f"(supported: None, bool, int, float, str, bytes, numpy, torch, tuple, list, dict){hint}"
     )
+
+
+def _encode_window(x: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
+    """A component of a ``window`` element (a Dataset over computed values), or None."""
+    from datapipe.ops.window import WindowComponentDataset
+
+    if type(x) is not WindowComponentDataset:
+        return None
+    return {
+        TAG: "window",
+        "values": _encode(list(x._values), arrays, f"{path}.values"),
+        "spec": _encode_spec(x._spec),
+    }
+
+
+def _encode_spec(spec: Any) -> Any:
+    from datapipe._spec import DatasetSpec
+
+    if isinstance(spec, DatasetSpec):
+        return {"dataset": _encode_spec(spec.element_spec)}
+    if isinstance(spec, (tuple, dict)):
+        from datapipe._spec import spec_to_json
+
+        return {"nested": spec_to_json(spec)}
+    return spec.to_json()
+
+
+def _decode_spec(d: Any) -> Any:
+    from datapipe._spec import DatasetSpec, TensorSpec, spec_from_json
+
+    if "dataset" in d:
+        return DatasetSpec(_decode_spec(d["dataset"]))
+    if "nested" in d:
+        return spec_from_json(d["nested"])
+    return TensorSpec.from_json(d)
 
 
 def encode_state(state: Any) -> tuple[Any, dict[str, np.ndarray]]:
@@ -122,6 +165,15 @@ def _decode(x: Any, arrays: Any) -> Any:
         return cls(*[_decode(v, arrays) for v in x["items"]])
     if tag == "dict":
         return {_hashable(_decode(k, arrays)): _decode(v, arrays) for k, v in x["items"]}
+    if tag == "object_array":
+        out = np.empty(len(x["items"]), dtype=object)
+        for i, v in enumerate(x["items"]):  # one by one: equal-size arrays must not broadcast
+            out[i] = _decode(v, arrays)
+        return out.reshape([int(d) for d in x["shape"]])
+    if tag == "window":
+        from datapipe.ops.window import WindowComponentDataset
+
+        return WindowComponentDataset(_decode(x["values"], arrays), _decode_spec(x["spec"]))
     raise ValueError(f"unknown tag {tag!r} in the state file")
 
 
@@ -143,13 +195,28 @@ def state_to_bytes(state: Any) -> bytes:
     return buf.getvalue()
 
 
-def state_from_bytes(data: bytes, source: str = "the state bytes") -> Any:
+# Without an explicit max_bytes, an archive may expand to this many times its own size (our
+# archives are stored, not deflated: they expand by 1x), or this many bytes if more.
+_EXPANSION, _MIN_LIMIT = 4, 64 << 20
+
+
+def state_from_bytes(
+    data: bytes, source: str = "the state bytes", max_bytes: int | None = None
+) -> Any:
     """Inverse of ``state_to_bytes``; runs no code (``allow_pickle=False``).
 
+    Args:
+        max_bytes: the most bytes the archive's entries may hold once decompressed; default
+            ``max(4 * len(data), 64 MiB)``, so a small archive cannot inflate to gigabytes.
+            Every array's declared shape must also fit in the bytes its entry holds.
+
     Raises:
-        ValueError: the bytes are not a datapipe state archive (names ``source`` and why).
+        ValueError: the bytes are not a datapipe state archive, or exceed those limits
+            (names ``source`` and why).
     """
+    limit = max(_EXPANSION * len(data), _MIN_LIMIT) if max_bytes is None else int(max_bytes)
     try:
+        _check_archive(data, limit)
         return _read_archive(data)
     except (ValueError, KeyError, TypeError, AttributeError, OSError, zipfile.BadZipFile) as e:
         # Truncated, tampered or foreign files fail deep inside numpy/zipfile/json; say
@@ -157,6 +224,32 @@ def state_from_bytes(data: bytes, source: str = "the state bytes") -> Any:
         raise ValueError(
             f"load_state: {source} is not a valid datapipe state archive ({type(e).__name__}: {e})"
         ) from e
+
+
+def _check_archive(data: bytes, limit: int) -> None:
+    """Refuse, before anything is decompressed or allocated, an archive whose entries
+    declare more than ``limit`` bytes in all, or an array whose header declares a shape
+    larger than the bytes its entry holds (``np.load`` would allocate it first)."""
+    total = 0
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        for info in zf.infolist():
+            total += info.file_size
+            if total > limit:
+                raise ValueError(
+                    f"its entries hold over {limit} bytes once decompressed (entry "
+                    f"{info.filename!r} brings them to {total}); pass max_bytes= to allow more"
+                )
+            with zf.open(info) as f:
+                fmt = np.lib.format
+                version = fmt.read_magic(f)
+                read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+                shape, _, dtype = read(f)
+                nbytes = math.prod(shape) * dtype.itemsize
+                if nbytes > info.file_size - f.tell():
+                    raise ValueError(
+                        f"entry {info.filename!r} declares an array of shape {shape} and dtype "
+                        f"{dtype} ({nbytes} bytes) but holds {info.file_size} bytes"
+                    )
 
 
 def _read_archive(data: bytes) -> Any:
@@ -205,11 +298,25 @@ def save_state(state: Any, path: str | os.PathLike) -> None:
         raise
 
 
-def load_state(path: str | os.PathLike) -> Any:
+def load_state(path: str | os.PathLike, max_bytes: int | None = None) -> Any:
     """Read a state written by ``save_state``; runs no code.
 
+    Args:
+        max_bytes: the most bytes the file and its decompressed entries may hold (default:
+            no limit on the file, its entries at most ``max(4 x its size, 64 MiB)``).
+
     Raises:
-        ValueError: the file is not a datapipe state archive.
+        ValueError: the file is not a regular file, is not a datapipe state archive, or
+            exceeds those limits (a zip bomb; an array header declaring an absurd shape);
+            the message names the file.
     """
-    with open(os.fspath(path), "rb") as f:
-        return state_from_bytes(f.read(), repr(os.fspath(path)))
+    from datapipe.io._safe_files import read_regular_file
+
+    path = os.fspath(path)
+    try:
+        data = read_regular_file(path, max_bytes)
+    except OSError as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise ValueError(f"load_state: cannot read {path!r}: {e}") from e
+    return state_from_bytes(data, repr(path), max_bytes)

@@ -4,6 +4,9 @@ Public names (also exported from ``datapipe``):
 
 - ``list_files(pattern, shuffle=None, seed=None)`` (tf.data), ``TextLineDataset`` (tf.data),
   ``read_file`` (tf.io).
+- Hostile files: readers open only regular files (a FIFO or a device is refused or, in
+  a directory listing, skipped), and files read whole are at most ``max_file_bytes()``
+  (1 GiB; ``set_max_file_bytes(n)`` changes it), see ``datapipe.io._safe_files``.
 - ``decode_image`` / ``decode_jpeg`` / ``decode_png`` (tf.io names, Pillow decodes),
   ``load_image(path)``, ``image_dataset_from_directory`` (Keras).
 - ``ParquetDataset`` / ``from_parquet``, ``ArrowIPCDataset`` / ``from_arrow_ipc`` /
@@ -21,6 +24,7 @@ from datapipe.io._errors import (
     NullValueError,
     SchemaMismatchError,
 )
+from datapipe.io._safe_files import max_file_bytes, set_max_file_bytes
 from datapipe.io.arrow_ipc import ArrowIPCDataset, from_arrow_ipc, from_feather
 from datapipe.io.csv import CsvDataset, from_csv
 from datapipe.io.file_source import FileSource
@@ -54,6 +58,8 @@ __all__ = [
     "list_files",
     "load_dataset",
     "load_image",
+    "max_file_bytes",
     "read_file",
     "save_dataset",
+    "set_max_file_bytes",
 ]

@@ -33,7 +33,8 @@ from datapipe._spec import TensorSpec, batched_spec
 from datapipe._validate import check_bool, check_optional_int
 from datapipe.dataset import UNKNOWN_CARDINALITY
 from datapipe.errors import annotate
-from datapipe.io._errors import NullValueError, SchemaMismatchError
+from datapipe.io._errors import FileReadError, NullValueError, SchemaMismatchError
+from datapipe.io._safe_files import is_regular_file
 from datapipe.io.file_source import FileSource, unit_path
 from datapipe.io.files import match_files
 
@@ -51,6 +52,7 @@ def resolve_paths(paths: Any, op: str) -> list[str]:
             for root, dirs, files in os.walk(p):
                 dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
                 found += [os.path.join(root, f) for f in files if not f.startswith((".", "_"))]
+            found = [f for f in found if is_regular_file(f)]  # FIFOs, devices: skipped
             if not found:
                 raise FileNotFoundError(f"{op}: directory {p!r} holds no data files")
             out += sorted(found)
@@ -58,6 +60,8 @@ def resolve_paths(paths: Any, op: str) -> list[str]:
             out += match_files(p, op)
         elif not os.path.exists(p):
             raise FileNotFoundError(f"{op}: no such file {p!r}")
+        elif not is_regular_file(p):  # pyarrow would block on a FIFO, read a device for ever
+            raise FileReadError("not a regular file; only regular files are read", p)
         else:
             out.append(p)
     if not out:

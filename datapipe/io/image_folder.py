@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from collections.abc import Sequence
@@ -12,8 +13,11 @@ import numpy as np
 from PIL import Image
 
 from datapipe.dataset import AUTOTUNE, Dataset
+from datapipe.io._safe_files import is_regular_file
 from datapipe.io.files import FileListDataset
 from datapipe.io.images import load_image
+
+logger = logging.getLogger("datapipe")
 
 ALLOWLIST_FORMATS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
 _CHANNELS = {"grayscale": 1, "rgb": 3, "rgba": 4}
@@ -45,11 +49,54 @@ def _class_dirs(directory: str, class_names: Sequence[str] | None) -> list[str]:
     return list(class_names)
 
 
-def _walk_images(root: str, follow_links: bool) -> list[str]:
-    out = []
-    for dirpath, _, files in sorted(os.walk(root, followlinks=follow_links), key=lambda x: x[0]):
-        out.extend(
-            os.path.join(dirpath, f) for f in sorted(files) if f.lower().endswith(ALLOWLIST_FORMATS)
+def _ancestors(path: str) -> frozenset:
+    """(device, inode) of ``path`` and of every directory above it."""
+    keys, path = set(), os.path.abspath(path)
+    while True:
+        st = os.stat(path)
+        keys.add((st.st_dev, st.st_ino))
+        parent = os.path.dirname(path)
+        if parent == path:
+            return frozenset(keys)
+        path = parent
+
+
+def _walk(root: str, follow_links: bool, top: str) -> list[tuple[str, list[str]]]:
+    """``(dirpath, files)`` below ``root`` (``os.walk``), sorted by path. With
+    ``follow_links``, a directory link that leads back to a directory above it (up to and
+    past ``top``, the dataset's directory) is a loop and is not entered: it would list the
+    same images over and over (or other classes' images as this one's)."""
+    out, chains = [], {}
+    outer = _ancestors(top) if follow_links else frozenset()
+    for dirpath, dirs, files in os.walk(root, followlinks=follow_links):
+        st = os.stat(dirpath)
+        key = (st.st_dev, st.st_ino)
+        above = chains.get(os.path.dirname(dirpath), outer)
+        if key in above:
+            logger.warning("image_dataset_from_directory: %r is a link loop; skipped", dirpath)
+            dirs[:] = []
+            continue
+        chains[dirpath] = above | {key}
+        out.append((dirpath, files))
+    return sorted(out, key=lambda x: x[0])
+
+
+def _walk_images(root: str, follow_links: bool, top: str) -> list[str]:
+    """Image files below ``root``: names ending in an allowed extension that are regular
+    files (a FIFO would block ``open`` for ever, a device never ends; they are skipped
+    with a warning, as are broken links)."""
+    out, skipped = [], []
+    for dirpath, files in _walk(root, follow_links, top):
+        for f in sorted(files):
+            if f.lower().endswith(ALLOWLIST_FORMATS):
+                path = os.path.join(dirpath, f)
+                (out if is_regular_file(path) else skipped).append(path)
+    if skipped:
+        logger.warning(
+            "image_dataset_from_directory: skipped %d entries that are not regular files "
+            "(FIFOs, devices, broken links), e.g. %r",
+            len(skipped),
+            skipped[0],
         )
     return out
 
@@ -67,7 +114,7 @@ def index_directory(
         paths: list[str] = []
         idx: list[int] = []
         for i, name in enumerate(names):
-            found = _walk_images(os.path.join(directory, name), follow_links)
+            found = _walk_images(os.path.join(directory, name), follow_links, directory)
             paths += found
             idx += [i] * len(found)
         return paths, np.asarray(idx, dtype=np.int32), names
@@ -75,7 +122,7 @@ def index_directory(
         raise ValueError(
             "image_dataset_from_directory: class_names can only be given with labels='inferred'"
         )
-    paths = _walk_images(directory, follow_links)
+    paths = _walk_images(directory, follow_links, os.path.dirname(os.path.abspath(directory)))
     if labels is None:
         return paths, None, None
     if isinstance(labels, str) or len(labels) != len(paths):
@@ -320,7 +367,10 @@ def image_dataset_from_directory(
         interpolation: ``"bilinear"``, ``"nearest"`` (both as Keras's ``tf.image.resize``,
             without antialiasing), ``"bicubic"``, ``"area"``, ``"lanczos3"``,
             ``"hamming"`` (Pillow's filters of those names, antialiased).
-        follow_links: follow symbolic links to directories.
+        follow_links: follow symbolic links to directories; a link leading back to a
+            directory above it (a loop) is skipped with a warning. Only regular files are
+            listed: FIFOs, devices and broken links are skipped with a warning, and each
+            file read is at most ``datapipe.io.max_file_bytes()`` (an error names it).
         crop_to_aspect_ratio / pad_to_aspect_ratio: center-crop (Keras's ``smart_resize``)
             or zero-pad to the target aspect ratio before resizing.
         data_format: ``"channels_last"`` (Keras's default: ``(h, w, c)``) or

@@ -16,6 +16,7 @@ from datapipe._spec import TensorSpec
 from datapipe.dataset import Dataset
 from datapipe.errors import annotate
 from datapipe.io._errors import FileReadError
+from datapipe.io._safe_files import open_regular
 from datapipe.io.file_source import FileSource
 
 _READ_HINT = 1 << 16  # bytes of lines read per refill of one file's buffer
@@ -107,7 +108,9 @@ class _Slot:
     def __init__(self, ds: TextLineDataset, file_index: int, offset: int = 0):
         self.ds, self.file_index, self.path = ds, file_index, ds._files[file_index]
         self.lines_read = 0
-        self.f: BinaryIO = gzip.open(self.path, "rb") if ds._gzip else open(self.path, "rb")
+        raw = open_regular(self.path)  # a FIFO or a device would block or never end
+        self.f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if ds._gzip else raw
+        self.raw = raw
         if offset:
             self.f.seek(offset)
         self.offset = offset
@@ -153,6 +156,7 @@ class _Slot:
 
     def close(self) -> None:
         self.f.close()
+        self.raw.close()
 
 
 def _strip(line: bytes) -> bytes:
@@ -182,6 +186,8 @@ class TextLineIterator(OpIterator):
         path = self.ds._files[index]
         try:
             self.slots[self.cursor] = _Slot(self.ds, index)
+        except FileReadError:
+            raise
         except OSError as e:
             raise FileReadError(f"cannot open: {e.strerror or e}", path) from e
 
