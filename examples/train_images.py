@@ -64,7 +64,7 @@ def make_pipelines(root: str, batch_size: int, seed: int) -> tuple[dp.Dataset, d
     common = dict(
         color_mode="grayscale",
         image_size=(8, 8),
-        data_format="channels_first",  # (batch, 1, 8, 8), as torch's Conv2d wants
+        data_format="channels_first",  # (batch, 1, 8, 8) for Conv2d: the default, made explicit
         verbose=False,
         num_parallel_calls=dp.AUTOTUNE,
     )

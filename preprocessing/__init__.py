@@ -1,10 +1,14 @@
 """Image preprocessing and augmentation layers as ``torch.nn.Module``s.
 
 Keras's layer semantics and argument names with PyTorch's conventions: channels-first by
-default, vectorised over the batch on the input's device, identity in ``eval()`` for the
-random layers, JSON configs (``get_config`` / ``from_config`` / ``layer_from_config``),
-state in ``state_dict``, and exportable with ``torch.export`` in ``eval()`` mode.
+default (one package default, ``image_data_format()`` / ``set_image_data_format()``, that
+layers and ``datapipe.image_dataset_from_directory`` created afterwards follow),
+vectorised over the batch on the input's device, identity in ``eval()`` for the random
+layers, JSON configs (``get_config`` / ``from_config`` / ``layer_from_config``), state in
+``state_dict``, and exportable with ``torch.export`` in ``eval()`` mode.
 """
+
+from datapipe._image_format import image_data_format, set_image_data_format
 
 from .affine import AffineLayer, affine_transform
 from .base import Layer, RandomLayer, layer_from_config, serialize_layer
@@ -37,6 +41,8 @@ __all__ = [
     "Rescaling",
     "Resizing",
     "affine_transform",
+    "image_data_format",
     "layer_from_config",
     "serialize_layer",
+    "set_image_data_format",
 ]

@@ -183,7 +183,7 @@ class AffineLayer(RandomLayer):
         interpolation: str = "bilinear",
         fill_value: float = 0.0,
         seed: int | None = None,
-        data_format: str = "channels_first",
+        data_format: str | None = None,
     ) -> None:
         super().__init__(seed=seed, data_format=data_format)
         if fill_mode not in FILL_MODES:

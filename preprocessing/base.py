@@ -10,6 +10,7 @@ lets a data pipeline hand its own generator to a draw.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import json
 import math
@@ -18,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-DATA_FORMATS = ("channels_first", "channels_last")
+from datapipe._image_format import DATA_FORMATS, resolve_data_format
 
 # Filled by Layer.__init_subclass__: class name -> class. Loading a config looks the
 # class up here, so a config can only ever build one of this package's layers.
@@ -46,9 +47,17 @@ class Layer(torch.nn.Module):
     Subclasses store every constructor argument as an attribute of the same name; that
     is what ``get_config`` reads, so no hyperparameter can be lost on a round trip.
 
+    ``data_format=None`` takes the package default (``preprocessing.image_data_format()``)
+    once, at construction; the config records the value taken. A rank-3/4 input whose
+    channel axis is wider than 4 while the axis at the other end is 1, 3 or 4 wide looks
+    like the other layout: ``_as_batch`` raises a ``ValueError`` naming ``data_format``
+    (layers whose result does not depend on the layout set ``_checks_layout = False``).
+
     Raises:
         ValueError: ``data_format`` is not ``"channels_first"`` / ``"channels_last"``.
     """
+
+    _checks_layout: ClassVar[bool] = True
 
     _abstract: ClassVar[bool] = True  # abstract bases stay out of the registry
 
@@ -57,11 +66,11 @@ class Layer(torch.nn.Module):
         if not cls.__name__.startswith("_") and not cls.__dict__.get("_abstract", False):
             _REGISTRY[cls.__name__] = cls
 
-    def __init__(self, data_format: str = "channels_first") -> None:
+    def __init__(self, data_format: str | None = None) -> None:
         super().__init__()
-        if data_format not in DATA_FORMATS:
+        if data_format is not None and data_format not in DATA_FORMATS:
             self._fail("data_format", f"must be one of {DATA_FORMATS}", data_format)
-        self.data_format = data_format
+        self.data_format = resolve_data_format(data_format, type(self).__name__)
 
     # ----------------------------------------------------------------- errors
     def _fail(self, arg: str, what: str, got: Any) -> None:
@@ -85,8 +94,32 @@ class Layer(torch.nn.Module):
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Layer:
-        """Rebuild a layer from ``get_config()``'s output."""
-        return cls(**config)
+        """Rebuild a layer from ``get_config()``'s output.
+
+        Raises:
+            ValueError: ``config`` is not a dict, has a key the constructor does not take
+                (named, with the closest known one), lacks a required one, or holds a bad
+                value (the constructor's message names the argument).
+        """
+        name = cls.__name__
+        if not isinstance(config, dict):
+            raise ValueError(f"{name}.from_config: expected a dict, got {type(config).__name__}")
+        params = inspect.signature(cls.__init__).parameters
+        known = [p for p in params if p != "self"]
+        for key in config:
+            if key not in known:
+                close = difflib.get_close_matches(str(key), known, n=1)
+                hint = f"did you mean {close[0]!r}?" if close else f"its keys are {known}"
+                raise ValueError(f"{name}.from_config: unknown key {key!r}; {hint}")
+        missing = [
+            k for k in known if params[k].default is inspect.Parameter.empty and k not in config
+        ]
+        if missing:
+            raise ValueError(f"{name}.from_config: missing key(s) {missing}")
+        try:
+            return cls(**config)
+        except TypeError as e:  # a value of a type the constructor cannot use at all
+            raise ValueError(f"{name}.from_config: bad config {config!r}: {e}") from e
 
     def extra_repr(self) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
@@ -102,13 +135,17 @@ class Layer(torch.nn.Module):
         if not isinstance(images, torch.Tensor):
             images = torch.as_tensor(np.asarray(images))
         if images.ndim == 3:
-            return images.unsqueeze(0), True
-        if images.ndim == 4:
-            return images, False
-        raise ValueError(
-            f"{type(self).__name__}: expected a rank-3 image or a rank-4 batch in "
-            f"{self.data_format} layout; got shape {tuple(images.shape)}"
-        )
+            images, single = images.unsqueeze(0), True
+        elif images.ndim == 4:
+            single = False
+        else:
+            raise ValueError(
+                f"{type(self).__name__}: expected a rank-3 image or a rank-4 batch in "
+                f"{self.data_format} layout; got shape {tuple(images.shape)}"
+            )
+        if self._checks_layout:
+            check_layout(self, images, single)
+        return images, single
 
     @staticmethod
     def _unbatch(images: torch.Tensor, single: bool) -> torch.Tensor:
@@ -129,6 +166,27 @@ class Layer(torch.nn.Module):
 
     def _from_nchw(self, batch: torch.Tensor) -> torch.Tensor:
         return batch if self.data_format == "channels_first" else batch.permute(0, 2, 3, 1)
+
+
+def check_layout(layer: Layer, batch: torch.Tensor, single: bool = False) -> None:
+    """Raise when a rank-4 ``batch`` (or one image, ``single``) looks like the other layout
+    than ``layer.data_format``: its channel axis wider than 4 while the axis at the other
+    end is 1, 3 or 4 wide (a grey, RGB or RGBA image in the other layout). Mixing layouts
+    raises nothing otherwise: a flip would swap colour channels, ``Resizing`` would resize
+    the wrong axes, ``Normalization.adapt`` would compute per-row statistics."""
+    first = layer.data_format == "channels_first"
+    c_axis, other_axis = (1, 3) if first else (3, 1)
+    c, other = batch.shape[c_axis], batch.shape[other_axis]
+    if c > 4 and other in (1, 3, 4):
+        shape = tuple(batch.shape[1:] if single else batch.shape)
+        theirs = "channels_last" if first else "channels_first"
+        raise ValueError(
+            f"{type(layer).__name__}: data_format is {layer.data_format!r} but the input of "
+            f"shape {shape} looks {theirs} ({other} channels, {c} pixels wide along the "
+            f"channel axis); pass data_format={theirs!r} to the layer, set "
+            f"preprocessing.set_image_data_format({theirs!r}) before creating the layers, or "
+            "permute the input"
+        )
 
 
 def _check_seed(layer: Layer, seed: Any) -> None:
@@ -157,7 +215,7 @@ class RandomLayer(Layer):
 
     _abstract = True
 
-    def __init__(self, seed: int | None = None, data_format: str = "channels_first") -> None:
+    def __init__(self, seed: int | None = None, data_format: str | None = None) -> None:
         super().__init__(data_format=data_format)
         _check_seed(self, seed)
         self.seed = seed
@@ -221,18 +279,38 @@ class RandomLayer(Layer):
 
 
 def _factor_pair(layer: Layer, name: str, factor: Any, low: float, high: float) -> tuple:
-    """Keras's factor rule: a number f means (-|f|, |f|); a pair is sorted; both in range."""
-    if isinstance(factor, (list, tuple)):
-        if len(factor) != 2 or not all(_is_number(f) for f in factor):
-            layer._fail(name, "must be a number or a pair of numbers", factor)
-        lo, hi = sorted(float(f) for f in factor)
-    elif _is_number(factor):
-        lo, hi = -abs(float(factor)), abs(float(factor))
+    """Keras's factor rule: a number f means (-|f|, |f|), a pair (lower, upper) is taken
+    as is; every value in [low, high]. A pair with lower > upper is refused (Keras 3 sorts
+    it silently; tf.keras 2 refused it): it is a mistake more often than not."""
+    return ordered_pair(layer, name, factor, low, high, symmetric=True)
+
+
+def ordered_pair(
+    layer: Layer, name: str, value: Any, low: float, high: float, symmetric: bool
+) -> tuple[float, float]:
+    """A ``(lower, upper)`` pair of finite numbers within ``[low, high]`` with lower <=
+    upper; with ``symmetric`` a single number ``f`` stands for ``(-|f|, |f|)``."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != 2 or not all(_is_number(v) for v in value):
+            layer._fail(name, "must be a number or a pair of numbers (lower, upper)", value)
+        lo, hi = float(value[0]), float(value[1])
+        if lo > hi:
+            layer._fail(name, "must be a pair (lower, upper) with lower <= upper", value)
+    elif symmetric and _is_number(value):
+        lo, hi = -abs(float(value)), abs(float(value))
     else:
-        layer._fail(name, "must be a number or a pair of numbers", factor)
+        what = "a number or a pair of numbers" if symmetric else "a pair of numbers"
+        layer._fail(name, f"must be {what} (lower, upper)", value)
     if lo < low or hi > high:
-        layer._fail(name, f"must lie in [{low}, {high}]", factor)
+        layer._fail(name, f"must lie in [{low}, {high}]", value)
     return lo, hi
+
+
+def check_bool(layer: Layer, name: str, value: Any) -> bool:
+    """``value`` must be a bool (``bool("False")`` is True: no silent conversion)."""
+    if not isinstance(value, (bool, np.bool_)):
+        layer._fail(name, "must be True or False", value)
+    return bool(value)
 
 
 def _is_number(x: Any) -> bool:
@@ -250,17 +328,28 @@ def layer_from_config(config: dict[str, Any]) -> Layer:
     Only classes registered by this package can be built; nothing is unpickled or run.
 
     Raises:
-        ValueError: the dict lacks ``class_name``/``config`` or names an unknown class.
+        ValueError: the dict lacks ``class_name``/``config`` or has other keys, names an
+            unknown class, or its ``config`` is not a dict the class accepts (an unknown or
+            missing key, a bad value: the message names it). Nothing fails later in torch.
     """
-    if not isinstance(config, dict) or "class_name" not in config or "config" not in config:
+    if not isinstance(config, dict) or set(config) != {"class_name", "config"}:
+        keys = sorted(map(str, config)) if isinstance(config, dict) else type(config).__name__
         raise ValueError(
-            "layer_from_config: expected a dict with 'class_name' and 'config' (what "
-            f"serialize_layer(layer) returns, not get_config() alone); got {config!r}"
+            "layer_from_config: expected a dict with exactly the keys 'class_name' and "
+            "'config' (what serialize_layer(layer) returns, not get_config() alone); got "
+            f"{keys}"
         )
-    cls = _REGISTRY.get(config["class_name"])
+    name, inner = config["class_name"], config["config"]
+    if not isinstance(name, str):
+        raise ValueError(f"layer_from_config: 'class_name' must be a str; got {name!r}")
+    cls = _REGISTRY.get(name)
     if cls is None:
         raise ValueError(
-            f"layer_from_config: unknown layer class {config['class_name']!r}; "
-            f"known: {sorted(_REGISTRY)}"
+            f"layer_from_config: unknown layer class {name!r}; known: {sorted(_REGISTRY)}"
         )
-    return cls.from_config(config["config"])
+    if not isinstance(inner, dict):
+        raise ValueError(
+            f"layer_from_config: 'config' must be a dict of {name}'s arguments; got "
+            f"{type(inner).__name__}"
+        )
+    return cls.from_config(inner)

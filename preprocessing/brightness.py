@@ -14,11 +14,13 @@ class RandomBrightness(RandomLayer):
     """Add a random offset per image: ``clip(x + d * (high - low), low, high)``.
 
     Args:
-        factor: a number ``f`` in [0, 1] draws ``d`` from ``[-f, f]``; a pair
-            ``(lo, hi)`` (each in [-1, 1]) from ``[lo, hi]``.
-        value_range: ``(low, high)`` of the input values, default ``(0, 255)``.
+        factor: a number ``f`` in [-1, 1] draws ``d`` from ``[-|f|, |f|]``; a pair
+            ``(lo, hi)`` (each in [-1, 1], ``lo <= hi``) from ``[lo, hi]``.
+        value_range: ``(low, high)`` of the input values (low <= high), default
+            ``(0, 255)``.
         seed: seeds the layer's generator; None uses torch's global RNG.
-        data_format: ``"channels_first"`` (default) or ``"channels_last"``.
+        data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
+            package default, ``preprocessing.image_data_format()``.
 
     Input: a rank-3 image or a rank-4 batch. Output: same shape; float dtypes are kept,
     integer inputs come back as float32. Identity (but for the dtype) in ``eval()``.
@@ -38,7 +40,7 @@ class RandomBrightness(RandomLayer):
         factor: float | tuple[float, float],
         value_range: tuple[float, float] = (0, 255),
         seed: int | None = None,
-        data_format: str = "channels_first",
+        data_format: str | None = None,
     ) -> None:
         super().__init__(seed=seed, data_format=data_format)
         self.factor = factor

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 
-from .base import RandomLayer, _is_number
+from .base import RandomLayer, _is_number, ordered_pair
 
 
 def _value_range(layer, value_range: Any) -> tuple[float, float]:
-    if (
-        not isinstance(value_range, (list, tuple))
-        or len(value_range) != 2
-        or not all(_is_number(v) for v in value_range)
-    ):
-        layer._fail("value_range", "must be a pair of numbers (low, high)", value_range)
-    low, high = sorted(float(v) for v in value_range)
-    return low, high
+    return ordered_pair(layer, "value_range", value_range, -math.inf, math.inf, False)
 
 
 class RandomContrast(RandomLayer):
@@ -28,11 +22,12 @@ class RandomContrast(RandomLayer):
 
     Args:
         factor: a number ``a`` in [0, 1] draws ``f`` from ``[1 - a, 1 + a]`` (Keras's
-            documented meaning); a pair ``(lower, upper)`` draws it from
-            ``[1 - lower, 1 + upper]``, sorted first, as Keras.
-        value_range: ``(low, high)`` of the input values, default ``(0, 255)``.
+            documented meaning); a pair ``(lower, upper)`` (each in [0, 1], lower <=
+            upper) draws it from ``[1 - lower, 1 + upper]``.
+        value_range: ``(low, high)`` of the input values (low <= high), default ``(0, 255)``.
         seed: seeds the layer's generator; None uses torch's global RNG.
-        data_format: ``"channels_first"`` (default) or ``"channels_last"``.
+        data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
+            package default, ``preprocessing.image_data_format()``.
 
     Input: a rank-3 image or a rank-4 batch. Output: same shape; float dtypes are kept,
     integer inputs come back as float32. Identity (but for the dtype) in ``eval()``.
@@ -46,17 +41,13 @@ class RandomContrast(RandomLayer):
         factor: float | tuple[float, float],
         value_range: tuple[float, float] = (0, 255),
         seed: int | None = None,
-        data_format: str = "channels_first",
+        data_format: str | None = None,
     ) -> None:
         super().__init__(seed=seed, data_format=data_format)
         self.factor = factor
         self.value_range = value_range
         if isinstance(factor, (list, tuple)):
-            if len(factor) != 2 or not all(_is_number(f) for f in factor):
-                self._fail("factor", "must be a number or a pair of numbers", factor)
-            if factor[0] > 1 or factor[1] < 0:
-                self._fail("factor", "must lie in [0, 1]", factor)
-            self._lower, self._upper = sorted(float(f) for f in factor)
+            self._lower, self._upper = ordered_pair(self, "factor", factor, 0.0, 1.0, False)
         elif _is_number(factor) and 0 <= factor <= 1:
             self._lower = self._upper = float(factor)
         else:

@@ -21,9 +21,10 @@ class RandomCrop(RandomLayer):
     is larger than the target.
 
     Args:
-        height, width: the output size (positive ints).
+        height, width: the output size (ints in [1, 65536]).
         seed: seeds the layer's generator; None uses torch's global RNG.
-        data_format: ``"channels_first"`` (default) or ``"channels_last"``.
+        data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
+            package default, ``preprocessing.image_data_format()``.
 
     Input: a rank-3 image or a rank-4 batch. Output: same rank, ``(height, width)``
     spatially; float dtypes are kept, integer inputs come back as float32.
@@ -45,7 +46,7 @@ class RandomCrop(RandomLayer):
         height: int,
         width: int,
         seed: int | None = None,
-        data_format: str = "channels_first",
+        data_format: str | None = None,
     ) -> None:
         super().__init__(seed=seed, data_format=data_format)
         _check_size(self, height, width)

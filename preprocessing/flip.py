@@ -19,7 +19,8 @@ class RandomFlip(RandomLayer):
         mode: ``"horizontal"`` (default), ``"vertical"`` or ``"horizontal_and_vertical"``;
             the last flips each axis independently, so all four outcomes occur.
         seed: seeds the layer's generator; None uses torch's global RNG.
-        data_format: ``"channels_first"`` (default) or ``"channels_last"``.
+        data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
+            package default, ``preprocessing.image_data_format()``.
 
     Input: a rank-3 image or a rank-4 batch. Output: same shape, exact pixel copies;
     float dtypes are kept, integer inputs come back as float32 (Keras's policy).
@@ -41,7 +42,7 @@ class RandomFlip(RandomLayer):
         self,
         mode: str = "horizontal",
         seed: int | None = None,
-        data_format: str = "channels_first",
+        data_format: str | None = None,
     ) -> None:
         super().__init__(seed=seed, data_format=data_format)
         if mode not in MODES:

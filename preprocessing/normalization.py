@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .base import Layer
+from .base import Layer, check_bool, check_layout
 
 _EPSILON = 1e-7  # keras.backend.epsilon(): the floor on the standard deviation
 _DEFAULT_BATCH = 256
@@ -26,10 +26,15 @@ class Normalization(Layer):
         mean, variance: fixed statistics (a number, or nested lists shaped like the kept
             axes); give both or neither. Otherwise call ``adapt`` (or load a state_dict).
         invert: apply the inverse, ``x * sqrt(variance) + mean``.
-        data_format: ``"channels_first"`` (default) or ``"channels_last"``.
+        data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
+            package default, ``preprocessing.image_data_format()``.
 
     The statistics live in float64 buffers ``mean`` and ``variance`` (in ``state_dict``
-    and in exported programs). The standard deviation is floored at 1e-7, as Keras.
+    and in exported programs). A feature of zero variance is only centred (scale 1, as
+    scikit-learn's ``StandardScaler``; Keras divides by its 1e-7 floor, which turns a value
+    5 off the mean into 5e7); ``adapt`` stores zero for a feature that is constant up to
+    rounding (scikit-learn's bound, ``var <= n eps var + (n eps mean)^2``). Other standard
+    deviations are floored at 1e-7, as Keras.
 
     Input: a rank-3 image or a rank-4 batch. Output: same shape; float dtypes are kept,
     integer inputs come back as float32.
@@ -53,12 +58,14 @@ class Normalization(Layer):
         mean: float | list | None = None,
         variance: float | list | None = None,
         invert: bool = False,
-        data_format: str = "channels_first",
+        data_format: str | None = None,
     ) -> None:
         super().__init__(data_format=data_format)
         self._keep = self._resolve_axis(axis)
+        # Only per-channel statistics depend on where the channels are.
+        self._checks_layout = axis == "channel"
         self.axis = axis
-        self.invert = bool(invert)
+        self.invert = check_bool(self, "invert", invert)
         self._config_values = {"mean": mean, "variance": variance}
         if (mean is None) != (variance is None):
             self._fail("mean/variance", "must both be given or both be None", (mean, variance))
@@ -118,7 +125,9 @@ class Normalization(Layer):
         self._check_kept_sizes(batch)
         x = self._to_float(batch)
         mean = self.mean.to(x.dtype)
-        std = self.variance.sqrt().clamp_min(_EPSILON).to(x.dtype)
+        # Zero variance: scale 1 (scikit-learn); otherwise Keras's floor on the deviation.
+        std = torch.where(self.variance == 0, 1.0, self.variance.sqrt().clamp_min(_EPSILON))
+        std = std.to(x.dtype)
         # One fresh tensor, then in place: a second full-size allocation costs as much
         # as the arithmetic on CPU.
         out = (x * std).add_(mean) if self.invert else (x - mean).div_(std)
@@ -183,7 +192,12 @@ class Normalization(Layer):
             count, mean, m2 = self._stream_moments(batches, steps, bar)
         if mean is None:
             raise ValueError("Normalization.adapt: data has no elements")
-        self._set_stats(mean, m2 / count)
+        var = m2 / count
+        # scikit-learn's _is_constant_feature: what is left of a constant feature's
+        # variance after rounding is zero (scale 1), not a tiny deviation to divide by.
+        eps = float(np.finfo(np.float64).eps)
+        constant = var <= count * eps * var + (count * mean * eps) ** 2
+        self._set_stats(mean, torch.where(constant, torch.zeros_like(var), var))
 
     def _stream_moments(self, batches: Any, steps: int | None, bar: Any) -> tuple:
         """(count, mean, M2) of all ``batches`` (mean None when there was no element)."""
@@ -242,6 +256,8 @@ class Normalization(Layer):
                 "Normalization.adapt: expected rank-3 images or rank-4 batches; "
                 f"got shape {tuple(x.shape)}"
             )
+        if self._checks_layout:  # NHWC data would give per-row statistics
+            check_layout(self, x)
         x = x.detach().to(torch.float64)
         dims = (0,) + tuple(1 + a for a in range(3) if a not in self._keep)
         n = math.prod(x.shape[d] for d in dims)

@@ -54,7 +54,8 @@ class Pipeline(Layer):
         layers: layers, or their ``serialize_layer`` dicts. All must share ``data_format``.
         seed: unused by the Pipeline itself (each layer draws from its own seed); kept
             so every layer takes one.
-        data_format: must equal the layers' ``data_format``.
+        data_format: must equal the layers' ``data_format``; None (default):
+            ``preprocessing.image_data_format()``, as for every layer.
 
     ``forward(images, generator=None)``: a given generator is passed to every random
     layer. In ``eval()`` the random layers are the identity (RandomCrop centre-crops).
@@ -67,17 +68,23 @@ class Pipeline(Layer):
         self,
         layers: list[Any],
         seed: int | None = None,
-        data_format: str = "channels_first",
+        data_format: str | None = None,
     ) -> None:
-        super().__init__(data_format=data_format)
+        if not isinstance(layers, (list, tuple)):
+            raise ValueError(f"Pipeline: layers must be a list; got {type(layers).__name__}")
         built = [layer_from_config(x) if isinstance(x, dict) else x for x in layers]
         for layer in built:
             if not isinstance(layer, Layer):
-                self._fail("layers", "must hold preprocessing layers or their configs", layer)
-            if layer.data_format != data_format:
+                raise ValueError(
+                    f"Pipeline: layers must hold preprocessing layers or their configs; got "
+                    f"{layer!r}"
+                )
+        super().__init__(data_format=data_format)
+        for layer in built:
+            if layer.data_format != self.data_format:
                 self._fail(
                     "layers",
-                    f"must all use data_format={data_format!r}",
+                    f"must all use data_format={self.data_format!r}",
                     f"{type(layer).__name__}(data_format={layer.data_format!r})",
                 )
         self.seed = seed

@@ -15,7 +15,8 @@ class Rescaling(Layer):
     Args:
         scale: a number, or one number per channel (a list).
         offset: a number (default 0.0), or one number per channel.
-        data_format: ``"channels_first"`` (default) or ``"channels_last"``; locates the
+        data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
+            package default, ``preprocessing.image_data_format()``; locates the
             channel axis for per-channel values.
 
     Input: a rank-3 image or a rank-4 batch. Output: same shape; float dtypes are kept,
@@ -34,7 +35,7 @@ class Rescaling(Layer):
         self,
         scale: float | list[float],
         offset: float | list[float] = 0.0,
-        data_format: str = "channels_first",
+        data_format: str | None = None,
     ) -> None:
         super().__init__(data_format=data_format)
         self.scale = scale
@@ -43,6 +44,8 @@ class Rescaling(Layer):
             values = v if isinstance(v, (list, tuple)) else [v]
             if not values or not all(_is_number(x) for x in values):
                 self._fail(name, "must be a number or a list of numbers", v)
+        # Scalars scale every value alike: only per-channel values depend on the layout.
+        self._checks_layout = isinstance(scale, (list, tuple)) or isinstance(offset, (list, tuple))
 
     def _per_channel(self, value: Any, like: torch.Tensor) -> torch.Tensor | float:
         if not isinstance(value, (list, tuple)):

@@ -7,16 +7,21 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .base import Layer, _is_number
+from .base import Layer, _is_number, check_bool
 
 # Keras's torch backend maps its names onto these F.interpolate modes.
 _MODES = {"bilinear": "bilinear", "nearest": "nearest-exact", "bicubic": "bicubic"}
 
 
+# A sanity bound on output sides: 65,536 px (a 65,536 x 65,536 float32 image is 16 GiB per
+# channel). Keras checks nothing; an absurd size would fail later, deep in torch.
+MAX_SIDE = 1 << 16
+
+
 def _check_size(layer: Layer, height: Any, width: Any) -> None:
     for name, v in (("height", height), ("width", width)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            layer._fail(name, "must be a positive int", v)
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_SIDE:
+            layer._fail(name, f"must be an int in [1, {MAX_SIDE}]", v)
 
 
 def resize_nchw(
@@ -66,7 +71,7 @@ class Resizing(Layer):
     """Resize images to ``(height, width)``.
 
     Args:
-        height, width: the output size (positive ints).
+        height, width: the output size (ints in [1, 65536]).
         interpolation: ``"bilinear"`` (default), ``"nearest"`` or ``"bicubic"``; the
             kernels are those Keras's torch backend uses (half-pixel centres).
         crop_to_aspect_ratio: first take the largest centred window with the target
@@ -76,7 +81,8 @@ class Resizing(Layer):
         fill_mode: only ``"constant"`` (Keras's only mode for resizing).
         fill_value: the padding value for ``pad_to_aspect_ratio``.
         antialias: low-pass filter when downsampling (bilinear/bicubic only).
-        data_format: ``"channels_first"`` (default) or ``"channels_last"``.
+        data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
+            package default, ``preprocessing.image_data_format()``.
 
     Input: a rank-3 image or a rank-4 batch. Output: same rank with the new size; float
     dtypes are kept, integer inputs come back as float32.
@@ -100,7 +106,7 @@ class Resizing(Layer):
         fill_mode: str = "constant",
         fill_value: float = 0.0,
         antialias: bool = False,
-        data_format: str = "channels_first",
+        data_format: str | None = None,
     ) -> None:
         super().__init__(data_format=data_format)
         _check_size(self, height, width)
@@ -116,10 +122,10 @@ class Resizing(Layer):
             self._fail("fill_value", "must be a finite number", fill_value)
         self.height, self.width = height, width
         self.interpolation = interpolation
-        self.crop_to_aspect_ratio = bool(crop_to_aspect_ratio)
-        self.pad_to_aspect_ratio = bool(pad_to_aspect_ratio)
+        self.crop_to_aspect_ratio = check_bool(self, "crop_to_aspect_ratio", crop_to_aspect_ratio)
+        self.pad_to_aspect_ratio = check_bool(self, "pad_to_aspect_ratio", pad_to_aspect_ratio)
         self.fill_mode, self.fill_value = fill_mode, fill_value
-        self.antialias = bool(antialias)
+        self.antialias = check_bool(self, "antialias", antialias)
 
     def forward(self, images: Any) -> torch.Tensor:
         batch, single = self._as_batch(images)
@@ -139,8 +145,9 @@ class CenterCrop(Layer):
     window with the target aspect ratio is resized (bilinear) to the target, as Keras.
 
     Args:
-        height, width: the output size (positive ints).
-        data_format: ``"channels_first"`` (default) or ``"channels_last"``.
+        height, width: the output size (ints in [1, 65536]).
+        data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
+            package default, ``preprocessing.image_data_format()``.
 
     Input: a rank-3 image or a rank-4 batch. Output: same rank, ``(height, width)``
     spatially; float dtypes are kept, integer inputs come back as float32.
@@ -154,7 +161,7 @@ class CenterCrop(Layer):
         tensor([[[5., 6.]]])
     """
 
-    def __init__(self, height: int, width: int, data_format: str = "channels_first") -> None:
+    def __init__(self, height: int, width: int, data_format: str | None = None) -> None:
         super().__init__(data_format=data_format)
         _check_size(self, height, width)
         self.height, self.width = height, width

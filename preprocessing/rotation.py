@@ -15,14 +15,15 @@ class RandomRotation(AffineLayer):
 
     Args:
         factor: fraction of a full turn; a number ``f`` draws from ``[-f, f]``, a pair
-            ``(lo, hi)`` from ``[lo, hi]``. Positive is counter-clockwise. Both in [-1, 1].
+            ``(lo, hi)`` (``lo <= hi``) from ``[lo, hi]``. Positive is counter-clockwise.
+            Both in [-1, 1].
         fill_mode: ``"reflect"`` (default), ``"wrap"``, ``"constant"`` or ``"nearest"``,
             as documented by Keras (see ``preprocessing.affine``).
         interpolation: ``"bilinear"`` (default) or ``"nearest"``.
         seed: seeds the layer's generator; None uses torch's global RNG.
         fill_value: the value outside the image for ``fill_mode="constant"``.
-        data_format: ``"channels_first"`` (default, ``(..., C, H, W)``) or
-            ``"channels_last"`` (``(..., H, W, C)``).
+        data_format: ``"channels_first"`` (``(..., C, H, W)``) or ``"channels_last"``
+            (``(..., H, W, C)``); None (default): ``preprocessing.image_data_format()``.
 
     Input: a rank-3 image or a rank-4 batch. Output: same shape; float dtypes are kept,
     integer inputs come back as float32. Identity (but for the dtype) in ``eval()``.
@@ -46,7 +47,7 @@ class RandomRotation(AffineLayer):
         interpolation: str = "bilinear",
         seed: int | None = None,
         fill_value: float = 0.0,
-        data_format: str = "channels_first",
+        data_format: str | None = None,
     ) -> None:
         super().__init__(fill_mode, interpolation, fill_value, seed, data_format)
         self.factor = factor

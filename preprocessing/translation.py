@@ -15,7 +15,8 @@ class RandomTranslation(AffineLayer):
 
     Args:
         height_factor: a number ``f`` draws the vertical shift from ``[-f, f]`` times the
-            height, a pair ``(lo, hi)`` from ``[lo, hi]``; positive shifts down. In [-1, 1].
+            height, a pair ``(lo, hi)`` (``lo <= hi``) from ``[lo, hi]``; positive shifts
+            down. In [-1, 1].
         width_factor: the same for the horizontal shift; positive shifts right.
         fill_mode, interpolation, seed, fill_value, data_format: as ``RandomRotation``.
 
@@ -41,7 +42,7 @@ class RandomTranslation(AffineLayer):
         interpolation: str = "bilinear",
         seed: int | None = None,
         fill_value: float = 0.0,
-        data_format: str = "channels_first",
+        data_format: str | None = None,
     ) -> None:
         super().__init__(fill_mode, interpolation, fill_value, seed, data_format)
         self.height_factor = height_factor

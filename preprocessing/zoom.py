@@ -15,8 +15,8 @@ class RandomZoom(AffineLayer):
 
     Args:
         height_factor: a number ``f`` draws the vertical zoom from ``[-f, f]``, a pair
-            ``(lo, hi)`` from ``[lo, hi]``; positive zooms out, negative zooms in (the
-            sampling step is ``1 + factor``). Values in (-1, 1].
+            ``(lo, hi)`` (``lo <= hi``) from ``[lo, hi]``; positive zooms out, negative
+            zooms in (the sampling step is ``1 + factor``). Values in (-1, 1].
         width_factor: the same for the horizontal axis; None (default) reuses the
             vertical zoom, keeping the aspect ratio.
         fill_mode, interpolation, seed, fill_value, data_format: as ``RandomRotation``.
@@ -36,7 +36,7 @@ class RandomZoom(AffineLayer):
         interpolation: str = "bilinear",
         seed: int | None = None,
         fill_value: float = 0.0,
-        data_format: str = "channels_first",
+        data_format: str | None = None,
     ) -> None:
         super().__init__(fill_mode, interpolation, fill_value, seed, data_format)
         self.height_factor = height_factor

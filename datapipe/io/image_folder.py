@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from datapipe._image_format import resolve_data_format
 from datapipe.dataset import AUTOTUNE, Dataset
 from datapipe.io._safe_files import is_regular_file
 from datapipe.io.files import FileListDataset
@@ -331,7 +332,7 @@ def image_dataset_from_directory(
     follow_links: bool = False,
     crop_to_aspect_ratio: bool = False,
     pad_to_aspect_ratio: bool = False,
-    data_format: str = "channels_last",
+    data_format: str | None = None,
     verbose: bool = True,
     num_parallel_calls: int | None = AUTOTUNE,
 ) -> Dataset | tuple[Dataset, Dataset]:
@@ -373,15 +374,18 @@ def image_dataset_from_directory(
             file read is at most ``datapipe.io.max_file_bytes()`` (an error names it).
         crop_to_aspect_ratio / pad_to_aspect_ratio: center-crop (Keras's ``smart_resize``)
             or zero-pad to the target aspect ratio before resizing.
-        data_format: ``"channels_last"`` (Keras's default: ``(h, w, c)``) or
-            ``"channels_first"`` (``(c, h, w)``, PyTorch's layout).
+        data_format: ``"channels_first"`` (``(c, h, w)``, PyTorch's layout) or
+            ``"channels_last"`` (``(h, w, c)``, Keras's); None (default): the package
+            default, ``preprocessing.image_data_format()`` (``"channels_first"`` unless
+            ``set_image_data_format`` changed it), so the images fit the layers.
         verbose: print "Found N files belonging to C classes." as Keras does.
         num_parallel_calls: decoding parallelism of the map (default ``AUTOTUNE``).
 
     Returns:
         A Dataset of ``(images, labels)`` batches (``images``: ``float32``
-        ``(batch, h, w, c)`` in [0, 255]), or of images only when ``label_mode`` or
-        ``labels`` is None; with attributes ``class_names`` and ``file_paths``.
+        ``(batch, c, h, w)``, or ``(batch, h, w, c)`` channels-last, in [0, 255]), or of
+        images only when ``label_mode`` or ``labels`` is None; with attributes
+        ``class_names`` and ``file_paths``.
 
     Raises:
         ValueError: bad arguments (as Keras), no images found, ``binary`` without exactly
@@ -400,9 +404,10 @@ def image_dataset_from_directory(
         ...     verbose=False, num_parallel_calls=None)
         >>> images, labels = next(iter(ds))
         >>> images.shape, images.dtype, labels.tolist()
-        ((2, 4, 4, 3), dtype('float32'), [0, 1])
+        ((2, 3, 4, 4), dtype('float32'), [0, 1])
     """
     directory = os.fspath(directory)
+    data_format = resolve_data_format(data_format, "image_dataset_from_directory")
     _check_args(
         labels,
         label_mode,

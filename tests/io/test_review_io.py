@@ -13,7 +13,13 @@ from PIL import Image
 import datapipe as dp
 from datapipe.io import image_dataset_from_directory, load_image
 
-SEQ = dict(num_parallel_calls=None, verbose=False, shuffle=False, batch_size=None)
+SEQ = dict(
+    num_parallel_calls=None,
+    verbose=False,
+    shuffle=False,
+    batch_size=None,
+    data_format="channels_last",
+)
 
 
 def _one_image_tree(root: str, arr: np.ndarray) -> str:

@@ -113,12 +113,16 @@ def test_wrap_fractional_against_keras_documented_implementation(interpolation):
 def test_color_layers(fmt):
     x = batch(fmt=fmt) * 255
     kw = dict(value_range=(0, 255), data_format=fmt)
-    compare(
-        pp.RandomContrast((-0.5, 0.5), value_range=(0, 255), data_format=fmt),
-        keras.layers.RandomContrast((-0.5, 0.5), **kw),
-        x,
-        atol=1e-3,
-    )
+    # A contrast pair's ends are amounts below and above 1 (each in [0, 1]), so no valid
+    # pair makes the draw exact: Keras applies the factors ours drew.
+    ours = pp.RandomContrast((0.2, 0.5), value_range=(0, 255), data_format=fmt, seed=3)
+    params = ours.get_random_transformation(torch.from_numpy(x))
+    factors = params["contrast_factor"].numpy()
+    assert ((factors >= 0.8) & (factors <= 1.5)).all()
+    theirs = keras.layers.RandomContrast((0.2, 0.5), **kw)
+    expected = theirs.transform_images(x, {"contrast_factor": factors.reshape(-1, 1, 1, 1)})
+    got = ours.transform_images(torch.from_numpy(x), params).numpy()
+    np.testing.assert_allclose(got, np.asarray(expected), atol=1e-3, rtol=0)
     compare(
         pp.RandomBrightness((0.2, 0.2), **kw),
         keras.layers.RandomBrightness((0.2, 0.2), value_range=(0, 255)),

@@ -52,13 +52,15 @@ def test_adapt_scalar_and_custom_axes():
     np.testing.assert_allclose(hw.variance[0].numpy(), data.var(axis=(0, 1)), rtol=1e-6)
 
 
-def test_forward_and_invert_and_epsilon():
-    norm = pp.Normalization(mean=[1.0, 2.0], variance=[4.0, 0.0])
-    x = torch.tensor([[[3.0]], [[2.0 + 1e-7]]], dtype=torch.float64)
+def test_forward_and_invert_and_zero_variance():
+    # Zero variance: the feature is only centred (scale 1, scikit-learn's StandardScaler),
+    # not divided by Keras's 1e-7 floor; a tiny non-zero variance keeps Keras's floor.
+    norm = pp.Normalization(mean=[1.0, 2.0, 0.0], variance=[4.0, 0.0, 1e-20])
+    x = torch.tensor([[[3.0]], [[7.0]], [[1e-7]]], dtype=torch.float64)
     out = norm(x)
-    assert torch.allclose(out, torch.ones(2, 1, 1, dtype=torch.float64), atol=1e-3)
-    back = pp.Normalization(mean=[1.0, 2.0], variance=[4.0, 0.0], invert=True)(out)
-    assert torch.allclose(back, x, atol=1e-6)
+    assert torch.allclose(out, torch.tensor([[[1.0]], [[5.0]], [[1.0]]], dtype=torch.float64))
+    back = pp.Normalization(mean=[1.0, 2.0, 0.0], variance=[4.0, 0.0, 1e-20], invert=True)(out)
+    assert torch.allclose(back, x, atol=1e-12)
 
 
 def test_uint8_input_gives_float32():
