@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from datapipe._spec import TensorSpec
+from datapipe._validate import check_bool, check_seed
 from datapipe.io.file_source import FileSource
 
 
@@ -64,9 +65,9 @@ class FileListDataset(FileSource):
             raise ValueError(
                 f"{self._name}: got {len(self._labels)} labels for {len(self._files)} files"
             )
-        self._shuffle = bool(shuffle)
+        self._shuffle = check_bool("list_files", "shuffle", shuffle)
         self._uses_randomness = self._shuffle
-        self._seed = seed
+        self._seed = check_seed("list_files", seed)
 
     def _restrict(self, units: tuple) -> None:
         if self._labels is not None:
@@ -150,4 +151,5 @@ def list_files(
         ['a.csv', 'b.csv']
     """
     files = match_files(file_pattern, "list_files")
-    return FileListDataset(files, shuffle=True if shuffle is None else bool(shuffle), seed=seed)
+    shuffle = True if shuffle is None else check_bool("list_files", "shuffle", shuffle)
+    return FileListDataset(files, shuffle=shuffle, seed=seed)

@@ -13,12 +13,14 @@ import numpy as np
 from PIL import Image
 
 from datapipe._image_format import resolve_data_format
+from datapipe._validate import check_bool, check_int, check_seed
 from datapipe.dataset import AUTOTUNE, Dataset
 from datapipe.io._safe_files import is_regular_file
 from datapipe.io.files import FileListDataset
 from datapipe.io.images import load_image
 
 logger = logging.getLogger("datapipe")
+_OP = "image_dataset_from_directory"
 
 ALLOWLIST_FORMATS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
 _CHANNELS = {"grayscale": 1, "rgb": 3, "rgba": 4}
@@ -246,6 +248,20 @@ class ImageFolderLoader:
         return img if y is None or self.label_mode is None else (img, self.label(y))
 
 
+def _check_types(image_size, validation_split, seed, **flags) -> None:
+    """Types Python would otherwise convert silently (``bool("False")``, ``int("8")``)."""
+    for name, flag in flags.items():
+        check_bool(_OP, name, flag)
+    check_seed(_OP, seed)
+    if not isinstance(image_size, (list, tuple)) or len(image_size) != 2:
+        raise ValueError(f"{_OP}: image_size must be a pair (height, width), got {image_size!r}")
+    for name, v in zip(("height", "width"), image_size):
+        check_int(_OP, f"image_size {name}", v, minimum=1)
+    split = validation_split
+    if split is not None and (isinstance(split, bool) or not isinstance(split, (int, float))):
+        raise TypeError(f"{_OP}: validation_split must be a float or None, got {split!r}")
+
+
 def _check_args(
     labels,
     label_mode,
@@ -408,6 +424,16 @@ def image_dataset_from_directory(
     """
     directory = os.fspath(directory)
     data_format = resolve_data_format(data_format, "image_dataset_from_directory")
+    _check_types(
+        image_size,
+        validation_split,
+        seed,
+        shuffle=shuffle,
+        follow_links=follow_links,
+        crop_to_aspect_ratio=crop_to_aspect_ratio,
+        pad_to_aspect_ratio=pad_to_aspect_ratio,
+        verbose=verbose,
+    )
     _check_args(
         labels,
         label_mode,

@@ -13,6 +13,7 @@ from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._positions import error_from_state, error_to_state
 from datapipe._spec import TensorSpec
+from datapipe._validate import check_int
 from datapipe.dataset import Dataset
 from datapipe.errors import annotate
 from datapipe.io._errors import FileReadError
@@ -86,11 +87,8 @@ class TextLineDataset(FileSource):
                 f"got {compression_type!r}"
             )
         self._gzip = comp == "GZIP"
-        k = 1 if num_parallel_reads is None else int(num_parallel_reads)
-        if k < 1 and k != -1:
-            raise ValueError(
-                f"{self._name}: num_parallel_reads must be >= 1, got {num_parallel_reads}"
-            )
+        k = 1 if num_parallel_reads is None else num_parallel_reads
+        k = check_int(self._name, "num_parallel_reads", k, 1, (-1,), ">= 1 or AUTOTUNE")
         self._cycle = 2 if k == -1 else k  # AUTOTUNE: two files at once
         self._encoding = encoding
 

@@ -187,3 +187,45 @@ def test_torch_dataset_round_trip_still_works():
     fresh.load_state_dict(state)
     assert first == [0, 1, 2, 3]
     assert [int(x) for x in fresh] == [4, 5, 6, 7, 8, 9]
+
+
+@pytest.fixture
+def image_dir(tmp_path):
+    from PIL import Image
+
+    (tmp_path / "a").mkdir()
+    Image.fromarray(np.zeros((4, 4, 3), np.uint8)).save(tmp_path / "a" / "x.png")
+    (tmp_path / "t.txt").write_text("a\nb\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (dict(image_size=("a", 4)), TypeError, "image_size height must be an integer"),
+        (dict(image_size=(0, 4)), ValueError, "image_size height must be >= 1"),
+        (dict(image_size=8), ValueError, r"image_size must be a pair \(height, width\)"),
+        (dict(shuffle="no"), TypeError, "shuffle must be True or False"),
+        (dict(follow_links="yes"), TypeError, "follow_links must be True or False"),
+        (dict(seed="1"), TypeError, "seed must be an integer"),
+        (dict(batch_size="32"), TypeError, "batch: batch_size must be an integer"),
+        (dict(validation_split="0.2", subset="training", seed=1), TypeError, "validation_split"),
+    ],
+)
+def test_image_dataset_from_directory_checks_its_arguments(image_dir, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        dp.image_dataset_from_directory(str(image_dir), verbose=False, **kwargs)
+
+
+def test_file_sources_check_their_arguments(image_dir):
+    pattern = str(image_dir / "*.txt")
+    with pytest.raises(TypeError, match="list_files: shuffle must be True or False"):
+        dp.list_files(pattern, shuffle="no")
+    with pytest.raises(TypeError, match="list_files: seed must be an integer"):
+        dp.list_files(pattern, seed="1")
+    with pytest.raises(TypeError, match="text_line: num_parallel_reads must be an integer"):
+        dp.TextLineDataset(pattern.replace("*", "t"), num_parallel_reads="2")
+    assert list(dp.TextLineDataset(str(image_dir / "t.txt"), num_parallel_reads=dp.AUTOTUNE)) == [
+        "a",
+        "b",
+    ]
