@@ -169,14 +169,15 @@ def test_a_failing_weights_element_keeps_the_rows_after_it():
     assert [_plain(x) for x in ds.ignore_errors()] == [0, 100, 1, 101]
 
 
-@pytest.mark.parametrize("op", ["zip", "sample", "choose", "zip3_dict"])
-def test_checkpoints_taken_between_failures_resume_exactly(op, tmp_path):
-    expected = [_plain(x) for x in _run(op, True, True, False).ignore_errors()]
+@pytest.mark.parametrize("parallel", [False, True], ids=["seq", "parallel"])
+@pytest.mark.parametrize("op", ["zip", "sample", "choose", "zip3_dict", "enumerate", "shard1"])
+def test_checkpoints_taken_between_failures_resume_exactly(op, parallel, tmp_path):
+    expected = [_plain(x) for x in _run(op, True, True, parallel).ignore_errors()]
     for k in range(1, len(expected)):
-        it = iter(_run(op, True, True, False).ignore_errors())
+        it = iter(_run(op, True, True, parallel).ignore_errors())
         head = [_plain(next(it)) for _ in range(k)]
         path = os.path.join(tmp_path, f"s{k}")
         save_state(it.get_state(), path)  # buffered failures must be writable too
-        fresh = iter(_run(op, True, True, False).ignore_errors())
+        fresh = iter(_run(op, True, True, parallel).ignore_errors())
         fresh.set_state(load_state(path))
         assert head + [_plain(x) for x in fresh] == expected, k

@@ -123,6 +123,10 @@ PIPELINES = {
     ),
     "prefetch": lambda f: dp.range(20).map(lambda x: x * 3).prefetch(4),
     "ignore_errors": lambda f: dp.range(30).map(_fail_on_3).ignore_errors(),
+    "ignore_errors_parallel": lambda f: (
+        dp.range(30).map(_fail_on_3, num_parallel_calls=3).ignore_errors()
+    ),
+    "ignore_errors_batch": lambda f: dp.range(30).map(_fail_on_3).batch(4).ignore_errors(),
     "failures_in_zip": lambda f: dp.zip(
         dp.range(20).filter(lambda x: True).map(_fail_on_3), dp.range(20)
     ).ignore_errors(),
