@@ -16,17 +16,41 @@ message at the same position.
 
 from __future__ import annotations
 
+import traceback
+
 from datapipe._iterator import OpIterator
 from datapipe.errors import PipelineError
 
 
 class Failed:
-    """The place of an element whose production raised ``error``, inside a buffer."""
+    """The place of an element whose production raised ``error``, inside a buffer.
+
+    The error is kept detached from its frames (``detach``): every frame of a traceback
+    links to its caller, up to the ops that hold the buffer and the consumer's
+    ``Iterator``, so a kept traceback would be a reference cycle holding the whole
+    pipeline, and its threads, alive after the consumer dropped it (until a gc run)."""
 
     __slots__ = ("error",)
 
     def __init__(self, error: BaseException):
-        self.error = error
+        self.error = detach(error)
+
+
+def detach(error: BaseException) -> BaseException:
+    """``error`` (and its causes) without traceback frames; the traceback is kept as text
+    in a note (shown below the error when it is raised later)."""
+    text = "".join(traceback.format_exception(error)).rstrip()
+    seen: set[int] = set()
+    had_frames = False
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        had_frames = had_frames or e.__traceback__ is not None
+        e.__traceback__ = None
+        e = e.__cause__ or e.__context__
+    if had_frames and hasattr(error, "add_note"):  # Python >= 3.11
+        error.add_note(f"Where it failed (kept as text while it waited):\n{text}")
+    return error
 
 
 class RestoredFailure(RuntimeError):
@@ -43,7 +67,7 @@ def read_positions(it: OpIterator, buf: list, want: int, exact: bool) -> tuple[b
         try:
             got = it.next_chunk(want - len(buf))
         except Exception as e:  # noqa: BLE001 - kept at its position, raised by the caller
-            buf.append(Failed(e))
+            buf.append(Failed(e))  # detached from its frames (see Failed)
             failures += 1
             if not exact:
                 break

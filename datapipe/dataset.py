@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import itertools
 import os
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -133,24 +134,30 @@ class Dataset:
         few, then the first error is raised), so a bad first record does not stop a
         ``map(decode).ignore_errors()`` pipeline from being built. Never auto-sharded: every
         worker infers the same spec, whatever its share."""
+        from datapipe._functions import raise_pending
         from datapipe.errors import PipelineError
         from datapipe.options import AutoShardPolicy, DistributeOptions
 
         off = Options(distribute=DistributeOptions(auto_shard_policy=AutoShardPolicy.OFF))
         it = iter(self.with_options(off))
-        first_error: PipelineError | None = None
+        # The first error is kept on `held`, never in a local: a local would make
+        # error -> traceback -> this frame -> error a cycle, keeping the pipeline and its
+        # threads alive until a gc run (see datapipe._functions.raise_pending).
+        held = types.SimpleNamespace(error=None)
         try:
             for _ in builtins.range(_SPEC_ATTEMPTS):
                 try:
-                    return next(it)
+                    first = next(it)
                 except StopIteration:
                     break
                 except PipelineError as e:
-                    first_error = first_error or e
+                    held.error = held.error or e
+                    continue
+                held.error = None
+                return first
         finally:
             it.close()
-        if first_error is not None:
-            raise first_error
+        raise_pending(held, "error")
         return None
 
     def take_all(self) -> list:

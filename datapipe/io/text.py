@@ -215,10 +215,9 @@ class TextLineIterator(OpIterator):
                 got = slot.take(n - len(out) if single else 1)
                 out.extend(got)
                 if slot.error is not None:
-                    err, slot.error = slot.error, None
                     if not single:
                         self.cursor = (self.cursor + 1) % len(self.slots)
-                    raise err
+                    raise_pending(slot, "error")  # no local keeps it (see raise_pending)
                 if not got:
                     slot.close()
                     self.slots[self.cursor] = None
