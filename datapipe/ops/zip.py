@@ -177,6 +177,7 @@ class ZipIterator(OpIterator):
         for b in bufs:
             del b[: good + (good < k)]
         out = _pack_rows(self.structure, [r[:good] for r in rows]) if good else []
+        del rows  # it holds the failure: no local may (see raise_pending)
         if not out:
             raise_pending(self)
         return out

@@ -181,3 +181,52 @@ def test_checkpoints_taken_between_failures_resume_exactly(op, parallel, tmp_pat
         fresh = iter(_run(op, True, True, parallel).ignore_errors())
         fresh.set_state(load_state(path))
         assert head + [_plain(x) for x in fresh] == expected, k
+
+
+def _long(offset):
+    values = np.arange(offset, offset + 20_000)
+    values[1::3] = BAD  # a failure every third element: some wait in the buffers
+    return dp.from_tensor_slices(values).map(_raise, num_parallel_calls=2)
+
+
+LONG = {
+    "zip": lambda: dp.zip(_long(0), _long(100_000)),
+    "sample": lambda: dp.sample_from_datasets([_long(0), _long(100_000)], seed=1),
+    "choose": lambda: dp.choose_from_datasets(
+        [_long(0), _long(100_000)], dp.range(30_000).map(lambda x: x % 2)
+    ),
+}
+
+
+@pytest.mark.parametrize("op", sorted(LONG))
+def test_a_dropped_pipeline_holding_failures_stops_its_threads_without_gc(op, threads):
+    # Buffered failures used to keep their traceback frames, whose links to the calling
+    # frames made a cycle through the buffer: the pipeline and its worker threads stayed
+    # alive after the consumer dropped it, until a gc run.
+    import gc
+
+    gc.collect()
+    gc.disable()
+    try:
+        it = iter(LONG[op]().ignore_errors())
+        for _ in range(50):
+            next(it)
+        assert threads.names()  # the parallel maps' workers run (20,000 elements each)
+        del it
+        assert threads.settle(2.0) == []
+    finally:
+        gc.enable()
+
+
+def test_a_failure_that_waited_keeps_its_traceback_as_text():
+    def f(x):
+        if x == 2:
+            raise ValueError("two")
+        return x
+
+    it = iter(dp.zip(dp.range(5).map(f), dp.range(5)))
+    assert [_plain(next(it)) for _ in range(2)] == [(0, 0), (1, 1)]
+    with pytest.raises(dp.PipelineError, match="two") as e:
+        next(it)
+    notes = "\n".join(getattr(e.value, "__notes__", []))
+    assert "in f" in notes and 'raise ValueError("two")' in notes
