@@ -40,6 +40,9 @@ class _Merge:
     """
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):  # the library's own bookkeeping, not an option
+            object.__setattr__(self, name, value)
+            return
         names = [f.name for f in dataclasses.fields(self)]
         cls = type(self).__name__
         if name not in names:
