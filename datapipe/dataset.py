@@ -38,6 +38,11 @@ class Dataset:
     ``cardinality()`` and ``_make_iterator(ctx, epoch)``; those that keep random access
     implement ``_make_random_access(ctx)``.
 
+    Every method checks its arguments when it builds the node, not when the pipeline first
+    runs: a wrong type raises ``TypeError`` (``take("a")``, ``batch(2.0)``, a flag that is
+    not a bool; numpy integers are accepted), a wrong value ``ValueError``; both name the
+    op and the argument (``datapipe._validate``).
+
     Example:
         >>> import datapipe as dp
         >>> ds = dp.range(10).map(lambda x: x * 2).filter(lambda x: x % 3 == 0).batch(2)
