@@ -21,6 +21,8 @@ from datapipe.parallel.pool import (
     Chunk,
     ChunkSizer,
     Failed,
+    SharedStage,
+    WorkerDiedError,
     WorkerGroup,
     close_deadline,
     take_ready,
@@ -319,6 +321,10 @@ class _SlotFiller:
         cond = sh.cond  # not self.cond: a stop() on another thread replaces it
         with cond:
             while not sh.closed:
+                if sh.fatal is not None:  # a worker died: raise now, never wait
+                    err = WorkerDiedError(*sh.fatal.args)
+                    err.__cause__ = sh.fatal.__cause__
+                    return err
                 if slot.chunks:
                     return _take(sh, slot, k)
                 if slot.ended:
@@ -359,7 +365,7 @@ def _take(sh: _FillShared, slot: _Slot, k: int) -> list | BaseException:
     return err if err is not None else out
 
 
-class _FillShared:
+class _FillShared(SharedStage):
     def __init__(self, stage: Any, tuner: Any, block: int = 1):
         self.stage, self.tuner, self.block = stage, tuner, block
         self.cond = threading.Condition(threading.Lock())

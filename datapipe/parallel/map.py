@@ -157,8 +157,9 @@ def _take_input(sh: _Shared, n: int, reserve: int) -> tuple[Chunk | None, list]:
                     sh.cond.notify_all()
                 return None, []
             for log in _live_logs(sh):
-                if len(log.state["then_chunks"]) < LOG_LIMIT:
-                    log.state["then_chunks"].append([chunk.size, chunk.input_error is not None])
+                state = log.state  # one strong reference: the snapshot may die any time
+                if state is not None and len(state["then_chunks"]) < LOG_LIMIT:
+                    state["then_chunks"].append([chunk.size, chunk.input_error is not None])
                     log.end = sh.next_index
         chunk.reserved = reserve
         sh.next_seq += 1
@@ -252,7 +253,9 @@ class ParallelMapIterator(OpIterator):
     def next_chunk(self, n: int) -> list:
         sh = self._sh
         self._start()
-        return consume(sh.cond, lambda: self._take(n), lambda: sh.closed, self.stage, self.tuner)
+        return consume(
+            sh.cond, lambda: self._take(n), lambda: sh.closed, self.stage, self.tuner, sh
+        )
 
     def _take(self, n: int) -> list | BaseException | None:
         """Under ``cond``: up to ``n`` ready elements, a failure to raise, ``[]`` at the end,
@@ -277,7 +280,7 @@ class ParallelMapIterator(OpIterator):
             sh.forced[0][1] -= taken
             if sh.forced[0][1] <= 0:
                 sh.forced.popleft()
-        elif sh.logs:
+        if sh.logs:
             for log in _live_logs(sh):
                 _log_take(log, chunk, taken)
         chunk.consumed = pos

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from datapipe.errors import DatapipeError
+
 # How long a waiting thread sleeps before re-checking the stop flag (seconds).
 POLL_S = 0.05
 # Target wall time of work per chunk: large against the ~88 µs hand-off, small enough that
@@ -70,8 +72,8 @@ class WorkerGroup:
                 t = self.threads.get(i)
                 if t is None or not t.is_alive():
                     t = threading.Thread(
-                        target=self.target,
-                        args=(self.shared, i),
+                        target=_run_worker,
+                        args=(self.target, self.shared, i),
                         name=f"datapipe-{self.name}-{i}",
                         daemon=True,
                     )
@@ -92,6 +94,26 @@ class WorkerGroup:
         for t in threads:
             if t is not me:  # a finaliser may run on one of our own threads
                 t.join(max(0.0, deadline - time.monotonic()))
+
+
+class WorkerDiedError(DatapipeError, RuntimeError):
+    """A pipeline's worker thread (or process) died of something other than the user's
+    function: a bug in datapipe, an out-of-memory kill, a signal. The stage cannot go on;
+    it raises this to its consumer at once (and on every later call) instead of leaving
+    the consumer waiting for elements that will never come."""
+
+
+def _run_worker(target: Callable[[Any, int], None], shared: Any, wid: int) -> None:
+    """Run a worker; if it dies (an exception escaped ``target``: not the user function's,
+    which stages deliver in place), tell the stage so its consumer raises at once."""
+    try:
+        target(shared, wid)
+    except BaseException as e:  # noqa: BLE001 - handed to the consumer
+        died = getattr(shared, "worker_died", None)
+        if died is None:
+            raise
+        name = threading.current_thread().name
+        died(WorkerDiedError(f"{name}: worker thread died: {type(e).__name__}: {e}"), e)
 
 
 class ChunkSizer:
@@ -207,15 +229,22 @@ def consume(
     closed: Callable[[], bool],
     stage: Any,
     tuner: Any,
+    shared: Any = None,
 ) -> Any:
     """The consumer side of a parallel stage: wait on ``cond`` until ``take()`` (called with
     ``cond`` held) returns something other than None; ``[]`` once ``closed()``. Waits count
     as the stage's consumer wait, and the tuner gets a step at least every ``POLL_S`` of
-    waiting (it has no thread of its own). A taken exception is raised here.
+    waiting (it has no thread of its own). A taken exception is raised here, and so is
+    ``shared.fatal`` (a worker died: ``SharedStage.worker_died``) before anything else.
     """
     waited = 0.0
     with cond:
         while True:
+            if shared is not None and shared.fatal is not None:
+                # a fresh error per raise: the stored one must not keep consumer frames
+                got = WorkerDiedError(*shared.fatal.args)
+                got.__cause__ = shared.fatal.__cause__
+                break
             if closed():
                 return []
             got = take()
@@ -246,6 +275,17 @@ class SharedStage:
     """Base of the state a parallel stage's consumer and workers share. Subclasses set
     ``cond``, ``closed``, ``group`` (WorkerGroup), ``chunks``, ``ram``, ``tuner`` and
     ``stage``."""
+
+    fatal: BaseException | None = None  # a worker died: raised to the consumer from now on
+
+    def worker_died(self, error: BaseException, cause: BaseException) -> None:
+        """Called on a worker thread whose loop raised: the stage is broken; wake the
+        consumer, which raises ``error`` (chained to ``cause``) at once."""
+        error.__cause__ = cause
+        with self.cond:
+            if self.fatal is None:
+                self.fatal = error
+            self.cond.notify_all()
 
     def close(self) -> None:
         """Stop the workers (within the shared close deadline) and give back the RAM

@@ -153,7 +153,7 @@ class PrefetchIterator(OpIterator):
                 return self._take(n)
             return [] if sh.done else None
 
-        return consume(sh.cond, take, lambda: sh.closed, self.stage, self.tuner)
+        return consume(sh.cond, take, lambda: sh.closed, self.stage, self.tuner, sh)
 
     def _take(self, n: int) -> list | BaseException:
         sh = self._sh
