@@ -9,6 +9,7 @@ elements it has not been asked for and an op's state is always exact at a chunk 
 
 from __future__ import annotations
 
+import time
 import weakref
 from typing import Any
 
@@ -17,6 +18,11 @@ MAX_OUTER_CHUNK = 64
 # ... and stop growing past this many bytes of (array) elements, so buffering large batches
 # costs little memory (W3 in benchmarks/README.md).
 MAX_OUTER_CHUNK_BYTES = 1 << 20
+# ... and so that the elements computed ahead of the consumer by one chunk cost at most this
+# much (measured): an element that costs more than this is never computed before it is asked
+# for. A chunk of cheap elements still pays: W1's batches cost ~35 µs each, so ~29 of them
+# share one call down the chain.
+MAX_AHEAD_S = 0.001
 
 
 class OpIterator:
@@ -88,12 +94,18 @@ class Iterator:
     """
 
     def __init__(self, root: OpIterator, epoch: tuple, dataset: Any):
+        from datapipe.parallel.plan import read_ahead_allowed
+
         self._root = root
         self._epoch = epoch
         self._dataset = dataset
         self._buf: list = []
         self._pos = 0
         self._chunk = 1
+        # Without a buffer the user asked for, a source such as a generator fed by the
+        # training loop must never be asked for an element before the consumer needs it.
+        self._read_ahead = read_ahead_allowed(dataset)
+        self._cost: float | None = None  # seconds per element of a root call (moving avg)
         self._finalizer = weakref.finalize(self, root.close)
 
     @property
@@ -117,7 +129,9 @@ class Iterator:
             # Let go of the consumed chunk first: two chunks of large batches alive at once
             # would double this buffer's share of the peak memory.
             self._buf = []
+            t0 = time.perf_counter()
             self._buf = self._root.next_chunk(self._chunk)
+            dt = time.perf_counter() - t0
         except BaseException as e:
             # Ops locate their own errors (op, element index, file); here we only make sure
             # an interrupt stops every thread the pipeline started.
@@ -128,12 +142,23 @@ class Iterator:
         if not self._buf:
             self._pos = 0
             raise StopIteration
-        if getattr(self._buf[0], "nbytes", 0) * len(self._buf) > MAX_OUTER_CHUNK_BYTES:
-            self._chunk = max(1, self._chunk // 2)  # large elements: a small buffer suffices
-        else:
-            self._chunk = min(self._chunk * 2, MAX_OUTER_CHUNK)
+        self._chunk = self._next_size(dt)
         self._pos = 1
         return self._buf[0]
+
+    def _next_size(self, dt: float) -> int:
+        """The next root call's chunk: doubling from 1 while the elements it computes ahead
+        of the consumer cost under ``MAX_AHEAD_S`` together and hold under
+        ``MAX_OUTER_CHUNK_BYTES``; 1 when read-ahead is not allowed."""
+        if not self._read_ahead:
+            return 1
+        n = len(self._buf)
+        per = dt / n
+        self._cost = per if self._cost is None else 0.5 * (self._cost + per)
+        if getattr(self._buf[0], "nbytes", 0) * n > MAX_OUTER_CHUNK_BYTES:
+            return max(1, self._chunk // 2)  # large elements: a small buffer suffices
+        ahead = 1 + int(MAX_AHEAD_S / self._cost) if self._cost > 0 else MAX_OUTER_CHUNK
+        return max(1, min(self._chunk * 2, MAX_OUTER_CHUNK, ahead))
 
     def get_state(self) -> dict:
         # The root is past the elements still in our buffer; they travel in the state
