@@ -218,10 +218,11 @@ class Dataset:
         num_parallel_calls: int | None = None,
         deterministic: bool | None = None,
         name: str | None = None,
+        executor: str | None = None,
     ) -> Dataset:
         from datapipe.ops.map import MapDataset
 
-        return MapDataset(self, map_func, num_parallel_calls, deterministic, name)
+        return MapDataset(self, map_func, num_parallel_calls, deterministic, name, executor)
 
     def random_map(
         self,
@@ -229,10 +230,11 @@ class Dataset:
         seed: int | None = None,
         num_parallel_calls: int | None = None,
         deterministic: bool | None = None,
+        executor: str | None = None,
     ) -> Dataset:
         from datapipe.ops.random_map import RandomMapDataset
 
-        return RandomMapDataset(self, map_func, seed, num_parallel_calls, deterministic)
+        return RandomMapDataset(self, map_func, seed, num_parallel_calls, deterministic, executor)
 
     def filter(self, predicate: Callable) -> Dataset:
         from datapipe.ops.filter import FilterDataset

@@ -79,18 +79,14 @@ class BatchDataset(Dataset):
         )
 
     def _make_iterator(self, ctx, epoch):
+        from datapipe.parallel.plan import decide
+
         inner = ctx.make(self._inputs[0], epoch)
-        if self._num_parallel_calls not in (None, 1):
+        plan = decide(self, ctx)
+        if plan is not None:
             from datapipe.parallel.batch import parallel_batch_iterator
 
-            return parallel_batch_iterator(
-                inner,
-                self._batch_size,
-                self._drop_remainder,
-                self._num_parallel_calls,
-                self._deterministic,
-                ctx,
-            )
+            return parallel_batch_iterator(inner, self._batch_size, self._drop_remainder, plan, ctx)
         return BatchIterator(inner, self._batch_size, self._drop_remainder)
 
 

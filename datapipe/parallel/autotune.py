@@ -352,6 +352,11 @@ def max_threads(ctx: Any) -> int:
     return int(n) if n else DEFAULT_MAX_THREADS
 
 
+def max_processes(tuner: Autotuner) -> int:
+    """Most worker processes one stage may use: the CPU budget (each one is CPU-bound)."""
+    return max(1, tuner.cpu_budget)
+
+
 def intra_op(ctx: Any) -> int:
     n = ctx.options.threading.max_intra_op_parallelism
     return int(n) if n else 1

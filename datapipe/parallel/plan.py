@@ -17,6 +17,7 @@ iterator may take more than one element per call (see ``datapipe._iterator.Itera
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -44,3 +45,96 @@ def read_ahead_allowed(ds: Any) -> bool:
         if not is_buffering(node):
             stack.extend(getattr(node, "_inputs", ()))
     return True
+
+
+# ---- sequential or parallel, and how: the one decision every parallel-capable op asks for --
+@dataclass
+class Plan:
+    """How a stage runs.
+
+    Attributes:
+        value: the knob's starting value (worker count; elements buffered for prefetch).
+        max_value: the most the tuner may set it to.
+        autotuned: AUTOTUNE moves the knob (and, for ``executor="auto"``, the executor).
+        deterministic: deliver in input order (``Options.deterministic`` unless the op says).
+        executor: ``"thread"``, ``"process"`` or ``"auto"`` (AUTOTUNE picks by measurement).
+        replayable: the input's order is reproducible (see ``replay.replayable``).
+    """
+
+    value: int
+    max_value: int
+    autotuned: bool
+    deterministic: bool
+    executor: str
+    replayable: bool = True
+
+
+EXECUTORS = ("thread", "process")
+
+
+def validate_executor(op: str, executor: str | None) -> str | None:
+    if executor is not None and executor not in EXECUTORS:
+        raise ValueError(f"{op}: executor must be one of {EXECUTORS} or None, got {executor!r}")
+    return executor
+
+
+def make_plan(
+    ctx: Any,
+    num_parallel_calls: int,
+    deterministic: bool | None,
+    executor: str | None = None,
+    replayable: bool = True,
+) -> Plan:
+    """The plan of a worker stage asked for ``num_parallel_calls`` (an int or AUTOTUNE)."""
+    from datapipe.dataset import AUTOTUNE
+    from datapipe.parallel import autotune
+
+    tuner = autotune.get_tuner(ctx)
+    cap = autotune.max_threads(ctx)
+    auto = num_parallel_calls == AUTOTUNE
+    det = ctx.deterministic if deterministic is None else bool(deterministic)
+    kind = executor or "thread"
+    if kind == "process":
+        cap = min(cap, autotune.max_processes(tuner))
+    start = autotune.initial_parallelism(ctx, tuner) if auto else int(num_parallel_calls)
+    return Plan(max(1, min(start, cap)), cap, auto and tuner.enabled, det, kind, replayable)
+
+
+def decide(node: Any, ctx: Any) -> Plan | None:
+    """Whether ``node`` (``map``, ``random_map``, ``batch``, ``interleave``, ``prefetch``)
+    runs sequentially (None) or as a parallel stage, and how (its ``Plan``).
+
+    Sequential: ``num_parallel_calls`` None or 1 (unless ``executor="process"`` asks for a
+    worker process), ``prefetch(0)``. Otherwise the node's own arguments decide, then
+    ``Options.threading.executor`` (the executor of maps that name none).
+    """
+    from datapipe.dataset import AUTOTUNE
+    from datapipe.parallel import autotune
+
+    inputs = getattr(node, "_inputs", ())
+    ok = replayable(inputs[0], ctx) if inputs else True
+    if getattr(node, "_name", None) == "prefetch" and hasattr(node, "_buffer_size"):
+        size = node._buffer_size
+        if size == 0:
+            return None
+        tuner = autotune.get_tuner(ctx)
+        auto = size == AUTOTUNE
+        start = PREFETCH_AUTOTUNE_START if auto else int(size)
+        cap = autotune.MAX_AUTOTUNE_BUFFER if auto else start
+        return Plan(start, cap, auto and tuner.enabled, True, "thread", ok)
+    calls = getattr(node, "_num_parallel_calls", None)
+    executor = getattr(node, "_executor", None)
+    if executor is None and hasattr(node, "_executor"):  # map, random_map
+        executor = ctx.options.threading.executor
+    if calls is None or (calls == 1 and executor != "process"):
+        return None
+    return make_plan(ctx, calls, getattr(node, "_deterministic", None), executor, ok)
+
+
+def replayable(ds: Any, ctx: Any) -> bool:
+    from datapipe.parallel.replay import replayable as check
+
+    return check(ds, ctx)
+
+
+PREFETCH_AUTOTUNE_START = 4

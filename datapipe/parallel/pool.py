@@ -83,6 +83,17 @@ class WorkerGroup:
     def alive(self) -> int:
         return sum(t.is_alive() for t in self.threads.values())
 
+    def retire(self, wid: int) -> bool:
+        """Called by worker ``wid`` that saw ``wid >= size``: True if it should exit (then
+        it is forgotten, so a later ``resize`` starts a fresh thread in its place); False
+        if the group grew again meanwhile."""
+        with self._lock:
+            if wid < self.size:
+                return False
+            if self.threads.get(wid) is threading.current_thread():
+                del self.threads[wid]
+            return True
+
     def stop(self, timeout: float = 1.0) -> None:
         """Join every thread (the caller has set the stop flag and notified waiters)."""
         deadline = getattr(_closing, "deadline", None) or time.monotonic() + timeout
@@ -151,44 +162,44 @@ class Chunk:
     """One unit of hand-off: the results of a run of consecutive input elements.
 
     Attributes:
-        seq: dispatch order (the sequential order of the chunks).
-        start: index of the chunk's first input element in the op's input stream.
+        start: index of the chunk's first input element in the lane's input stream.
         size: number of input elements taken for it.
         skip: how many of them were consumed before a restore (``items`` holds the rest).
-        state_before: the input's state before the chunk was taken (for exact checkpoints).
-        items: results; a failed element is an ``Failed`` in its place.
+        state_before: the input's state before the chunk was taken (replayable lanes).
+        inputs: the elements taken (stored-state lanes and identity lanes; see replay.py).
+        items: results; a failed element is a ``Failed`` in its place.
         done: results are ready.
         consumed: how many items the consumer has taken.
-        nbytes: bytes of the results (for the RAM budget).
-        reserved: bytes reserved against the RAM budget before computing.
+        reserved: bytes reserved against the RAM budget.
+        input_error: the input raised while this chunk was taken (the error until it is
+            delivered as a ``Failed`` item, then True); ``error_text`` its message.
     """
 
     __slots__ = (
-        "seq",
         "start",
         "size",
         "skip",
         "state_before",
+        "inputs",
         "items",
         "done",
         "consumed",
-        "nbytes",
         "reserved",
         "input_error",
-        "end",
+        "error_text",
     )
 
-    def __init__(self, seq: int, start: int, state_before: Any):
-        self.seq, self.start, self.state_before = seq, start, state_before
+    def __init__(self, start: int, state_before: Any):
+        self.start, self.state_before = start, state_before
         self.size = 0
-        self.skip = 0  # elements of the chunk consumed before a checkpoint restore
+        self.skip = 0
+        self.inputs: Any = ()
         self.items: list = []
         self.done = False
         self.consumed = 0
-        self.nbytes = 0
         self.reserved = 0
-        self.input_error: BaseException | None = None
-        self.end = False  # the input ended while taking this chunk
+        self.input_error: Any = None
+        self.error_text: str | None = None
 
 
 class Failed:
