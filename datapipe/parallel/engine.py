@@ -416,11 +416,17 @@ def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: i
     elif lane.transform is None:
         items = elems
     elif wid >= 0 and eng.executor == PROCESS and eng.processes is not None:
-        items = eng.processes.run(wid, lane, elems, chunk.start + chunk.skip, gen)
+        got = eng.processes.run(wid, lane, elems, chunk.start + chunk.skip, gen)
+        if got is None:  # stopped (close, restore) while the process computed
+            with eng.cond:
+                eng.ram.release(chunk.reserved)
+                chunk.reserved = 0
+            return
+        items = got
     else:
         items = apply(lane, elems, chunk.start + chunk.skip)
     dt, dcpu = time.perf_counter() - t0, time.thread_time() - c0
-    if lane.transform is not None and trace.ENABLED and not eng.executor == PROCESS:
+    if lane.transform is not None and trace.ENABLED and not (wid >= 0 and eng.executor == PROCESS):
         # datapipe.stats: a span per chunk on this worker's own track
         trace.record_span(f"{eng.op} workers", "chunk", t0, t0 + dt, {"elements": len(items)})
     nbytes = autotune.chunk_nbytes([x for x in items[:1] if type(x) is not Failed]) * len(items)

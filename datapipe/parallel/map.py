@@ -68,9 +68,13 @@ class ParallelMapIterator(OpIterator):
         self._lane = Lane(inner, op_name, func, indexed, plan.deterministic, plan.replayable)
         eng.lanes.append(self._lane)
         if kind == PROCESS:
-            from datapipe.parallel.processes import lease
+            from datapipe.parallel.processes import PROCESS_CHUNK_S, lease
 
-            eng.processes = lease(ctx, pool_key if pool_key is not None else id(self), op_name)
+            workers = lease(ctx, pool_key if pool_key is not None else id(self), op_name)
+            workers.set_function(func)
+            workers.engine = eng
+            eng.processes = workers
+            eng.sizer.target_s = PROCESS_CHUNK_S
         stage.apply = _resizer(eng)
         self._finalizer = weakref.finalize(self, Engine.close, eng)
 

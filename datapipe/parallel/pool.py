@@ -123,6 +123,9 @@ def _run_worker(target: Callable[[Any, int], None], shared: Any, wid: int) -> No
         died = getattr(shared, "worker_died", None)
         if died is None:
             raise
+        if isinstance(e, WorkerDiedError):  # a worker process died: its own message
+            died(e, e.__cause__)
+            return
         name = threading.current_thread().name
         died(WorkerDiedError(f"{name}: worker thread died: {type(e).__name__}: {e}"), e)
 
@@ -292,7 +295,8 @@ class SharedStage:
     def worker_died(self, error: BaseException, cause: BaseException) -> None:
         """Called on a worker thread whose loop raised: the stage is broken; wake the
         consumer, which raises ``error`` (chained to ``cause``) at once."""
-        error.__cause__ = cause
+        if cause is not None:
+            error.__cause__ = cause
         with self.cond:
             if self.fatal is None:
                 self.fatal = error
