@@ -32,12 +32,15 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from itertools import islice
 from typing import Any
 
 from datapipe.errors import annotate
 from datapipe.parallel import autotune, replay
 from datapipe.parallel.pool import (
     POLL_S,
+    PROCESS_CHUNK_S,
+    TARGET_CHUNK_S,
     Chunk,
     ChunkSizer,
     Failed,
@@ -131,17 +134,47 @@ class Engine(SharedStage):
         self.bytes_per_elem: float | None = None
         self.block = 1  # slots: elements per visit of a lane (interleave's block_length)
         self.group = WorkerGroup(op, _worker, self)
-        self.processes: Any = None  # processes.Workers while the executor is PROCESS
+        self.processes: Any = None  # processes.Workers once the executor was PROCESS
+        # () -> processes.Workers for this stage (None: processes are not an option)
+        self.process_factory: Callable[[], Any] | None = None
         self.started = False
+        # inline: when the consumer got its last answer (wall, thread CPU seconds)
+        self._returned: tuple[float, float] | None = None
 
     @property
     def chunks(self) -> list[Chunk]:  # for SharedStage.close
         return [c for lane in self.lanes for c in lane.chunks]
 
-    def workers_wanted(self) -> int:
-        if self.executor == INLINE:
+    def workers_wanted(self, executor: str | None = None, value: int | None = None) -> int:
+        if (executor or self.executor) == INLINE:
             return 0
-        return 1 if self.policy == "buffer" else self.stage.value
+        return 1 if self.policy == "buffer" else value or self.stage.value
+
+    def set_executor(self, kind: str, value: int) -> bool:
+        """Run later chunks on ``kind`` with ``value`` workers (the tuner's executor choice;
+        chunks in flight finish where they are). False if ``kind`` is not possible."""
+        if self.closed:
+            return False
+        if kind == PROCESS and self.processes is None:
+            if self.process_factory is None:
+                return False
+            try:
+                self.processes = self.process_factory()
+            except TypeError:  # the function cannot be sent to a process
+                self.process_factory = None
+                return False
+        self.sizer.target_s = PROCESS_CHUNK_S if kind == PROCESS else TARGET_CHUNK_S
+        if kind == PROCESS:
+            self.processes.ensure(value)
+        with self.cond:
+            self.executor = kind
+            self.cond.notify_all()
+        if kind == INLINE:
+            self.group.resize(0)
+            self.started = False
+        elif self.started:
+            self.group.resize(self.workers_wanted(kind, value))
+        return True
 
     def start(self) -> None:
         """Start the workers (on the consumer's first request; again after a restore)."""
@@ -246,25 +279,63 @@ class Engine(SharedStage):
     def next_from(self, lane: Lane, n: int) -> list:
         """Up to ``n`` elements of ``lane`` in its order, waiting for them; ``[]`` at its end.
         A failed element is raised at its position."""
-        if self.executor == INLINE:
-            self._inline(lane, n)
-        else:
+        if self.executor != INLINE:
             self.start()
-        return consume(self.cond, lambda: self.take(lane, n), lambda: self.closed,
-                       self.stage, self.tuner, self)  # fmt: skip
+            return consume(self.cond, lambda: self.take(lane, n), lambda: self.closed,
+                           self.stage, self.tuner, self)  # fmt: skip
+        t_in, c_in = time.perf_counter(), time.thread_time()
+        if self._returned is not None:  # the consumer's own work since our last answer
+            self.stage.outside_s += t_in - self._returned[0]
+            self.stage.outside_cpu_s += c_in - self._returned[1]
+        try:
+            got = self._inline(lane, n)
+            if got is not None:
+                self.tuner.maybe_step()
+                return got
+            return consume(self.cond, lambda: self.take(lane, n), lambda: self.closed,
+                           self.stage, self.tuner, self)  # fmt: skip
+        finally:
+            self._returned = (time.perf_counter(), time.thread_time())
 
-    def _inline(self, lane: Lane, n: int) -> None:
-        """Compute the next chunk on the consumer's thread if nothing is ready or running."""
+    def _inline(self, lane: Lane, n: int) -> list | None:
+        """Compute ``n`` elements on the consumer's thread when nothing is outstanding (no
+        worker runs: the executor is inline). The results go straight to the consumer, as
+        a sequential op's would: no chunk, no lock waits, no RAM reservation, and an input
+        failure propagates as it is. Only a chunk in which the function failed is kept
+        (the good elements go first); None then, and when chunks are outstanding."""
         with self.cond:
-            if lane.pending or lane.ready_chunk() is not None or self.closed:
-                return
-            if lane.input_done and not lane.redo:
-                return
+            if lane.pending or lane.redo or lane.chunks or self.closed or lane.input_done:
+                return None if lane.pending or lane.redo or lane.chunks else []
+        t0, c0 = time.perf_counter(), time.thread_time()  # a buffer's work is its reading
+        with lane.input_lock:
+            start = lane.next_index
+            elems = lane.inner.next_chunk(n)
+            lane.next_index += len(elems)
+        if not elems:
+            with self.cond:
+                lane.input_done = True
+            return []
+        if lane.transform is None:
+            items, failed = elems, False
+        else:
+            t0, c0 = time.perf_counter(), time.thread_time()
+            items, failed = apply(lane, elems, start)
+        dt = time.perf_counter() - t0
+        st = self.stage
+        st.produced += len(items)
+        st.busy_s += dt
+        st.cpu_s += time.thread_time() - c0
+        self.sizer.observe(len(items), dt)
+        if not failed:
+            return items
+        chunk = Chunk(start, None)  # no input state: a snapshot stores its elements
+        chunk.size, chunk.inputs, chunk.items = len(elems), elems, items
+        chunk.done = chunk.failed = True
+        with self.cond:
             lane.pending += 1
-            gen = self.generation
-        chunk, elems = take_input(self, lane, n, 0, gen)
-        if chunk is not None:
-            compute(self, lane, chunk, elems, -1, gen)
+            lane.buffered += len(items)
+            lane.chunks.append(chunk)
+        return None
 
     def take(self, lane: Lane, n: int) -> list | BaseException | None:
         """Under ``cond``: up to ``n`` ready elements, a failure to raise, ``[]`` at the
@@ -272,23 +343,31 @@ class Engine(SharedStage):
         chunk = lane.ready_chunk()
         if chunk is None:
             return [] if lane.finished() else None
-        out, err, pos = take_ready(chunk.items, chunk.consumed, n)
+        if chunk.failed:
+            out, err, pos = take_ready(chunk.items, chunk.consumed, n)
+        else:  # no failure in it: a slice (the whole list when it is all taken)
+            start, items = chunk.consumed, chunk.items
+            pos = min(len(items), start + n)
+            out = items if start == 0 and pos == len(items) else items[start:pos]
+            err = None
         taken = pos - chunk.consumed
         chunk.consumed = pos
         lane.buffered -= taken
         if pos >= len(chunk.items):
             self._finish(lane, chunk)
+            self.cond.notify_all()  # room for another chunk
         else:
             part = chunk.reserved * taken // max(len(chunk.items), 1)
             self.ram.release(part)
             chunk.reserved -= part
-        self.cond.notify_all()
+            if self.policy != "map":  # buffers count elements: room for more
+                self.cond.notify_all()
         return err if err is not None else out
 
     def _finish(self, lane: Lane, chunk: Chunk) -> None:
         self.ram.release(chunk.reserved)
         chunk.reserved = 0
-        chunk.items = [None] * len(chunk.items)  # keep the count, drop the results
+        chunk.items = _Count(len(chunk.items))  # keep the count, drop the results
         chunk.inputs = ()
         lane.pending -= 1
         chunks = lane.chunks
@@ -319,6 +398,18 @@ class Engine(SharedStage):
             # Not under ``cond``: replaying reads the input, whose consumer wait may run the
             # tuner, whose step may call back into this engine.
             replay.restore(lane, state)
+
+
+class _Count:
+    """A finished chunk's ``items``: only their number is kept (its list went out)."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
 
 
 # ---- the workers ------------------------------------------------------------------------
@@ -413,6 +504,7 @@ def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: i
     if chunk.input_error is not None:
         items: list = [Failed(chunk.input_error)]
         chunk.input_error = True  # keep the fact, not the exception (see take_ready)
+        chunk.failed = True
     elif lane.transform is None:
         items = elems
     elif wid >= 0 and eng.executor == PROCESS and eng.processes is not None:
@@ -422,9 +514,9 @@ def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: i
                 eng.ram.release(chunk.reserved)
                 chunk.reserved = 0
             return
-        items = got
+        items, chunk.failed = got
     else:
-        items = apply(lane, elems, chunk.start + chunk.skip)
+        items, chunk.failed = apply(lane, elems, chunk.start + chunk.skip)
     dt, dcpu = time.perf_counter() - t0, time.thread_time() - c0
     if lane.transform is not None and trace.ENABLED and not (wid >= 0 and eng.executor == PROCESS):
         # datapipe.stats: a span per chunk on this worker's own track
@@ -439,6 +531,8 @@ def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: i
         if items and nbytes:
             eng.bytes_per_elem = nbytes / len(items)
         eng.ram.release(chunk.reserved)
+        if wid < 0:  # computed inline for the consumer, who takes it now: not a buffer
+            nbytes = 0
         eng.ram.try_reserve(nbytes, force=True)
         chunk.reserved = nbytes
         if lane.transform is not None and not (wid >= 0 and eng.executor == PROCESS):
@@ -446,20 +540,26 @@ def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: i
         eng.cond.notify_all()
 
 
-def apply(lane: Lane, elems: list, first: int) -> list:
+def apply(lane: Lane, elems: list, first: int) -> tuple[list, bool]:
     """``lane.transform`` over ``elems`` (the first at stream index ``first``); a failing
-    element becomes a ``Failed`` in its place, named by op and index."""
+    element becomes a ``Failed`` in its place, named by op and index. Returns (results,
+    whether any failed). The loop runs in C (``list.extend(map(...))`` keeps the results
+    made before an exception), resuming after each failure."""
     fn, out = lane.transform, []
-    indexed, unpack = lane.indexed, bool(elems) and type(elems[0]) is tuple
+    n, failed = len(elems), False
     stride, offset = lane.base
-    for k, x in enumerate(elems):
+    while len(out) < n:
+        start = len(out)
         try:
-            if indexed:
-                out.append(fn(first + k, x))
-            elif unpack and type(x) is tuple:
-                out.append(fn(*x))
+            rest = islice(elems, start, None)
+            if lane.indexed:
+                out.extend(map(fn, range(first + start, first + n), rest))
+            elif type(elems[start]) is tuple:  # tf.data's convention: a tuple is unpacked
+                out.extend(fn(*x) if type(x) is tuple else fn(x) for x in rest)
             else:
-                out.append(fn(x))
+                out.extend(map(fn, rest))
         except BaseException as e:  # noqa: BLE001 - the consumer raises it at this position
-            out.append(Failed(annotate(lane.op, offset + stride * (first + k), e)))
-    return out
+            k = first + len(out)
+            out.append(Failed(annotate(lane.op, offset + stride * k, e)))
+            failed = True
+    return out, failed

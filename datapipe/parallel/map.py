@@ -33,7 +33,7 @@ from typing import Any
 
 from datapipe._iterator import OpIterator
 from datapipe.parallel import autotune
-from datapipe.parallel.engine import PROCESS, THREAD, Engine, Lane
+from datapipe.parallel.engine import INLINE, PROCESS, THREAD, Engine, Lane
 from datapipe.parallel.plan import Plan, make_plan
 from datapipe.parallel.pool import close_deadline
 
@@ -63,18 +63,22 @@ class ParallelMapIterator(OpIterator):
         stage = autotune.Stage(op_name, "parallelism", plan.value, plan.autotuned, plan.max_value)
         stage.intra_op = autotune.intra_op(ctx)
         self.stage = tuner.add_stage(stage)
-        kind = PROCESS if plan.executor == "process" else THREAD
+        kind = {"process": PROCESS, "auto": INLINE}.get(plan.executor, THREAD)
         self._eng = eng = Engine(op_name, "map", tuner, stage, kind)
         self._lane = Lane(inner, op_name, func, indexed, plan.deterministic, plan.replayable)
         eng.lanes.append(self._lane)
+        key = pool_key if pool_key is not None else id(self)
+        if plan.executor in ("process", "auto") and plan.allow_process:
+            eng.process_factory = _process_factory(ctx, key, op_name, func, eng)
         if kind == PROCESS:
-            from datapipe.parallel.processes import PROCESS_CHUNK_S, lease
-
-            workers = lease(ctx, pool_key if pool_key is not None else id(self), op_name)
-            workers.set_function(func)
-            workers.engine = eng
-            eng.processes = workers
-            eng.sizer.target_s = PROCESS_CHUNK_S
+            eng.set_executor(PROCESS, plan.value)
+            if eng.processes is None:  # not sendable: raise the error the factory gives
+                _process_factory(ctx, key, op_name, func, eng)()
+        stage.executor = kind
+        if plan.executor == "auto":  # AUTOTUNE chooses: inline first, then measures
+            stage.choose_executor, stage.phase = True, "inline"
+            stage.allow_process = eng.process_factory is not None
+            stage.switch = _switcher(eng)
         stage.apply = _resizer(eng)
         self._finalizer = weakref.finalize(self, Engine.close, eng)
 
@@ -119,6 +123,28 @@ class ParallelMapIterator(OpIterator):
     @property
     def autotune_events(self) -> list:
         return self.stage.events
+
+
+def _process_factory(ctx: Any, key: Any, op: str, func: Callable, eng: Engine) -> Callable:
+    def make() -> Any:
+        from datapipe.parallel.processes import lease
+
+        workers = lease(ctx, key, op)
+        workers.set_function(func)  # TypeError when it cannot be pickled
+        workers.engine = eng
+        return workers
+
+    return make
+
+
+def _switcher(eng: Engine) -> Callable[[str, int], bool]:
+    ref = weakref.ref(eng)
+
+    def switch(kind: str, value: int) -> bool:
+        e = ref()
+        return e is not None and e.set_executor(kind, value)
+
+    return switch
 
 
 def _resizer(eng: Engine) -> Callable[[int], None]:

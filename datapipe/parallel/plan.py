@@ -57,8 +57,10 @@ class Plan:
         max_value: the most the tuner may set it to.
         autotuned: AUTOTUNE moves the knob (and, for ``executor="auto"``, the executor).
         deterministic: deliver in input order (``Options.deterministic`` unless the op says).
-        executor: ``"thread"``, ``"process"`` or ``"auto"`` (AUTOTUNE picks by measurement).
+        executor: ``"thread"``, ``"process"`` or ``"auto"`` (AUTOTUNE picks by measurement:
+            inline, threads or, where ``allow_process``, processes).
         replayable: the input's order is reproducible (see ``replay.replayable``).
+        allow_process: AUTOTUNE may choose worker processes (``map`` / ``random_map``).
     """
 
     value: int
@@ -67,6 +69,7 @@ class Plan:
     deterministic: bool
     executor: str
     replayable: bool = True
+    allow_process: bool = True
 
 
 EXECUTORS = ("thread", "process")
@@ -91,13 +94,15 @@ def make_plan(
 
     tuner = autotune.get_tuner(ctx)
     cap = autotune.max_threads(ctx)
-    auto = num_parallel_calls == AUTOTUNE
+    auto = num_parallel_calls == AUTOTUNE and tuner.enabled
     det = ctx.deterministic if deterministic is None else bool(deterministic)
-    kind = executor or "thread"
+    kind = executor or ("auto" if auto else "thread")
     if kind == "process":
         cap = min(cap, autotune.max_processes(tuner))
     start = autotune.initial_parallelism(ctx, tuner) if auto else int(num_parallel_calls)
-    return Plan(max(1, min(start, cap)), cap, auto and tuner.enabled, det, kind, replayable)
+    if num_parallel_calls == AUTOTUNE and not tuner.enabled:
+        start = autotune.initial_parallelism(ctx, tuner)
+    return Plan(max(1, min(start, cap)), cap, auto, det, kind, replayable)
 
 
 def decide(node: Any, ctx: Any) -> Plan | None:
@@ -118,17 +123,23 @@ def decide(node: Any, ctx: Any) -> Plan | None:
         if size == 0:
             return None
         tuner = autotune.get_tuner(ctx)
-        auto = size == AUTOTUNE
-        start = PREFETCH_AUTOTUNE_START if auto else int(size)
-        cap = autotune.MAX_AUTOTUNE_BUFFER if auto else start
-        return Plan(start, cap, auto and tuner.enabled, True, "thread", ok)
+        auto = size == AUTOTUNE and tuner.enabled
+        start = PREFETCH_AUTOTUNE_START if size == AUTOTUNE else int(size)
+        cap = autotune.MAX_AUTOTUNE_BUFFER if size == AUTOTUNE else start
+        thread_only = ctx.options.threading.executor is not None
+        return Plan(start, cap, auto, True, "auto" if auto and not thread_only else "thread", ok)
     calls = getattr(node, "_num_parallel_calls", None)
-    executor = getattr(node, "_executor", None)
-    if executor is None and hasattr(node, "_executor"):  # map, random_map
-        executor = ctx.options.threading.executor
+    maps = hasattr(node, "_executor")  # map, random_map: their function may go to processes
+    executor = getattr(node, "_executor", None) or ctx.options.threading.executor
     if calls is None or (calls == 1 and executor != "process"):
         return None
-    return make_plan(ctx, calls, getattr(node, "_deterministic", None), executor, ok)
+    if not maps and executor == "process":
+        executor = "thread"  # batch, interleave: threads (their work is not a function)
+    plan = make_plan(ctx, calls, getattr(node, "_deterministic", None), executor, ok)
+    plan.allow_process = maps and executor != "thread"
+    if not maps and plan.executor == "auto" and getattr(node, "_name", "") == "interleave":
+        plan.executor = "thread"  # its lanes are filled by threads only
+    return plan
 
 
 def replayable(ds: Any, ctx: Any) -> bool:

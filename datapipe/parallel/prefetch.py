@@ -6,9 +6,12 @@ ms of input work) and the consumer takes elements from the oldest chunk. An inpu
 is kept at its position and raised to the consumer there; the thread then goes on (the
 input may continue after a failure, e.g. under ``ignore_errors``).
 
-``buffer_size=AUTOTUNE``: the buffer starts at 4 elements and the tuner doubles it while
-the consumer waits on an empty buffer (tf.data's prefetch autotuning), up to 1024, and
-never past the pipeline's RAM budget.
+``buffer_size=AUTOTUNE``: the stage first runs inline (no thread) and measures what one
+element of its input costs; under ``autotune.PREFETCH_INLINE_MAX_COST_S`` (a cheap input,
+e.g. batches of scalars) it stays inline, as a thread hand-off would cost more than it
+hides. Otherwise the producer thread starts with a buffer of 4 elements, and the tuner
+doubles it while the consumer waits on an empty buffer (tf.data's prefetch autotuning), up
+to 1024, and never past the pipeline's RAM budget.
 
 State (``replay.py``): the input's state before the oldest chunk not fully consumed and
 how many of its elements were consumed; a restore replays the input from there
@@ -23,7 +26,7 @@ from typing import Any
 
 from datapipe._iterator import OpIterator
 from datapipe.parallel import autotune
-from datapipe.parallel.engine import THREAD, Engine, Lane
+from datapipe.parallel.engine import INLINE, THREAD, Engine, Lane
 from datapipe.parallel.plan import Plan
 from datapipe.parallel.pool import close_deadline
 
@@ -42,7 +45,15 @@ class PrefetchIterator(OpIterator):
         self.stage = tuner.add_stage(
             autotune.Stage("prefetch", "buffer", plan.value, plan.autotuned, plan.max_value)
         )
-        self._eng = eng = Engine("prefetch", "buffer", tuner, self.stage, THREAD)
+        auto = plan.executor == "auto"  # AUTOTUNE may also run it inline (a cheap input)
+        self._eng = eng = Engine(
+            "prefetch", "buffer", tuner, self.stage, INLINE if auto else THREAD
+        )
+        self.stage.executor = eng.executor
+        if auto:
+            self.stage.choose_executor, self.stage.phase = True, "inline"
+            ref = weakref.ref(eng)
+            self.stage.switch = lambda kind, v: (e := ref()) is not None and e.set_executor(kind, v)
         self._lane = Lane(inner, "prefetch", None, replayable=plan.replayable,
                           error_index=lambda i: None)  # fmt: skip
         eng.lanes.append(self._lane)

@@ -47,9 +47,6 @@ from datapipe.parallel import shm
 from datapipe.parallel.pool import POLL_S, Failed, WorkerDiedError
 from datapipe.stats import trace
 
-# Work per chunk the sizer aims at with processes: a process round trip (pipe + pickle +
-# segment) costs ~0.1-0.3 ms here, so chunks are larger than the threads' 4 ms.
-PROCESS_CHUNK_S = 0.02
 # Pools of finished stages a pipeline keeps for a later epoch's stage (repeat) to reuse.
 MAX_PARKED = 4
 _SERIAL = itertools.count()
@@ -215,9 +212,9 @@ class Workers:
     def pids(self) -> list[int]:
         return [p.process.pid for p in self.procs]
 
-    def run(self, wid: int, lane: Any, elems: list, first: int, gen: int) -> list | None:
-        """The results of ``lane.transform`` over ``elems`` computed in process ``wid``
-        (``Failed`` items in place of failures); None if the stage stopped meanwhile."""
+    def run(self, wid: int, lane: Any, elems: list, first: int, gen: int) -> tuple | None:
+        """(results, any failed) of ``lane.transform`` over ``elems`` computed in process
+        ``wid`` (``Failed`` items in place of failures); None if the stage stopped."""
         proc = self.procs[wid]
         proc.task += 1
         task = proc.task
@@ -298,13 +295,14 @@ class Workers:
         self._finalizer()
 
 
-def _located(out: list, lane: Any, first: int, proc: _Proc) -> list:
+def _located(out: list, lane: Any, first: int, proc: _Proc) -> tuple[list, bool]:
     """Replace each worker failure with a ``Failed`` naming the op and the element."""
-    stride, offset = lane.base
+    stride, offset, failed = *lane.base, False
     for k, x in enumerate(out):
         if type(x) is _Failure:
             out[k] = Failed(_remote_error(x, lane.op, offset + stride * (first + k), proc))
-    return out
+            failed = True
+    return out, failed
 
 
 def _remote_error(f: _Failure, op: str, index: int, proc: _Proc) -> BaseException:

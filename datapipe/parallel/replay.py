@@ -63,11 +63,20 @@ def snapshot(lane: Any) -> dict:
         return _stored_snapshot(lane)
     # (state before, start, size, consumed, input failed) of every chunk taken and not
     # yet finished by the consumer, in input order; then the chunks a restore re-took
+    chunks = list(lane.chunks)
+    # Chunks computed inline (no input state kept: see Engine._inline) come first; their
+    # remaining elements are stored ("head"), the chunks after them replayed.
+    head = []
+    while chunks and chunks[0].state_before is None:
+        head += _stored_entries([chunks.pop(0)])
     entries = [
         (c.state_before, c.start, c.size, c.skip + c.consumed, c.input_error is not None)
-        for c in lane.chunks
+        for c in chunks
     ]
-    entries += [(r[0], r[1], r[2], r[3], r[5] is not None) for r in lane.redo]
+    redo = list(lane.redo)
+    while redo and not entries and redo[0][0] is None:
+        head += _stored_redo([redo.pop(0)])
+    entries += [(r[0], r[1], r[2], r[3], r[5] is not None) for r in redo]
     if not entries:
         entries = [(lane.inner.get_state(), lane.next_index, 0, 0, False)]
     first = entries[0]
@@ -75,12 +84,22 @@ def snapshot(lane: Any) -> dict:
         while entries and entries[-1][3] == 0:
             entries.pop()  # untouched chunks at the end are simply taken again
     replay = [[size, used, failed] for _, _, size, used, failed in entries]
-    return {"input": first[0], "index": first[1], "replay": replay}
+    state = {"input": first[0], "index": first[1], "replay": replay}
+    if head:
+        state["head"] = head
+    return state
 
 
 def _stored_snapshot(lane: Any) -> dict:
+    stored = _stored_entries(lane.chunks) + _stored_redo(lane.redo)
+    return {"input": lane.inner.get_state(), "index": lane.next_index, "stored": stored}
+
+
+def _stored_entries(chunks: Any) -> list:
+    """``[index, remaining input elements, None]`` (or ``[index, None, error text]``) per
+    chunk with something left for the consumer."""
     stored: list = []
-    for c in lane.chunks:
+    for c in chunks:
         at = c.start + c.skip + c.consumed
         if c.input_error is not None:
             if c.consumed == 0:  # the consumer has not seen this failure yet
@@ -89,12 +108,17 @@ def _stored_snapshot(lane: Any) -> dict:
         rest = c.inputs[c.consumed :]
         if rest:
             stored.append([at, list(rest), None])
-    for _state, start, _size, _skip, elems, error in lane.redo:
+    return stored
+
+
+def _stored_redo(redo: Any) -> list:
+    stored: list = []
+    for _state, start, _size, _skip, elems, error in redo:
         if error is not None:
             stored.append([start, None, str(error)])
         elif elems:
             stored.append([start, list(elems), None])
-    return {"input": lane.inner.get_state(), "index": lane.next_index, "stored": stored}
+    return stored
 
 
 def restore(lane: Any, state: dict) -> None:
@@ -102,18 +126,23 @@ def restore(lane: Any, state: dict) -> None:
     input's state and queue the elements to recompute on ``lane.redo``."""
     lane.inner.set_state(state["input"])
     index = int(state["index"])
+    _queue_stored(lane, state.get("head", ()))  # inline chunks, before the replayed ones
     if "stored" in state:
-        for at, elems, error in state["stored"]:
-            if elems is None:
-                err = PipelineError(lane.op, int(at), RuntimeError(error))
-                lane.redo.append((None, int(at), 0, 0, [], err))
-            else:
-                lane.redo.append((None, int(at), len(elems), 0, list(elems), None))
+        _queue_stored(lane, state["stored"])
         lane.next_index = index
         return
     for size, used, failed in state["replay"]:
         index = _replay_one(lane, index, int(size), int(used), bool(failed))
     lane.next_index = index
+
+
+def _queue_stored(lane: Any, entries: Any) -> None:
+    for at, elems, error in entries:
+        if elems is None:
+            err = PipelineError(lane.op, int(at), RuntimeError(error))
+            lane.redo.append((None, int(at), 0, 0, [], err))
+        else:
+            lane.redo.append((None, int(at), len(elems), 0, list(elems), None))
 
 
 def _replay_one(lane: Any, index: int, size: int, used: int, failed: bool) -> int:

@@ -15,7 +15,12 @@ from datapipe.parallel.pool import WorkerDiedError
 
 DEATH_PIPELINES = {
     "map": lambda: dp.range(10_000).map(lambda x: x + 1, num_parallel_calls=2),
-    "map_auto": lambda: dp.range(10_000).map(lambda x: x + 1, num_parallel_calls=dp.AUTOTUNE),
+    "map_auto_threads": lambda: (
+        dp.range(10_000)
+        .map(lambda x: x + 1, num_parallel_calls=dp.AUTOTUNE)
+        .with_options(dp.Options(threading=dp.ThreadingOptions(executor="thread")))
+    ),
+    "map_process": lambda: dp.range(10_000).map(lambda x: x + 1, 2, executor="process"),
     "batch": lambda: dp.range(10_000).batch(4, num_parallel_calls=2),
     "prefetch": lambda: dp.range(10_000).map(lambda x: x + 1).prefetch(4),
     "interleave": lambda: dp.range(8).interleave(

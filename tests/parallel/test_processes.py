@@ -422,3 +422,20 @@ def test_stats_gauges_and_a_trace_track_per_worker(tmp_path, clean):
     assert tracks == ["aug workers [datapipe-aug-0]", "aug workers [datapipe-aug-1]"]
     assert sum(e["args"]["elements"] for e in spans) == 200
     assert len({e["args"]["pid"] for e in spans}) == 2
+
+
+def test_switching_executors_mid_stream_keeps_every_element_in_order(clean):
+    # What AUTOTUNE does when it moves a stage between inline, threads and processes.
+    it = iter(dp.range(2000).map(_jitter, num_parallel_calls=dp.AUTOTUNE))
+    stage = it._root.stage
+    stage.phase = "done"  # the switches below are the test's, not the tuner's
+    got = []
+    for kind in ("thread", "process", "inline", "process", "thread"):
+        assert stage.set_executor(kind, 2)
+        got += [int(next(it)) for _ in range(300)]
+        assert it._root.executor == kind
+    got += [int(x) for x in it]
+    assert got == [10 * i for i in range(2000)]
+    assert [e[2:] for e in stage.events if e[1] == "executor"][:2] == [
+        ("inline", "thread"), ("thread", "process")]  # fmt: skip
+    it.close()
