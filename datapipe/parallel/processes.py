@@ -221,7 +221,10 @@ class Workers:
         if proc.fn_key != self.fn_key:
             proc.conn.send(("fn", self.fn_key, self.fn_blob))
             proc.fn_key = self.fn_key
-        payload = shm.dumps(elems, f"{proc.prefix}i{task}")
+        try:
+            payload = shm.dumps(elems, f"{proc.prefix}i{task}")
+        except Exception:  # noqa: BLE001 - some element cannot be pickled: fail those only
+            return self._run_sendable(wid, lane, elems, first, gen)
         try:
             proc.conn.send(("run", task, self.fn_key, lane.indexed, first, payload))
         except OSError:
@@ -244,6 +247,35 @@ class Workers:
             args = {"elements": len(out), "pid": proc.process.pid}
             trace.record_span(f"{self.op} workers", "chunk", t0, t1, args)
         return _located(out, lane, first, proc)
+
+    def _run_sendable(self, wid: int, lane: Any, elems: list, first: int, gen: int) -> tuple | None:
+        """``run`` for a chunk holding elements that cannot be pickled: each of those fails
+        at its position (naming the op and index); the others are computed."""
+        import pickle
+
+        out: list = []
+        k = 0
+        while k < len(elems):
+            try:
+                pickle.dumps(elems[k], protocol=5)
+            except Exception as e:  # noqa: BLE001 - reported at the element's position
+                err = TypeError(
+                    f"the element cannot be sent to a worker process ({type(e).__name__}: "
+                    f"{e}); use executor='thread'"
+                )
+                stride, offset = lane.base
+                out.append(Failed(annotate(lane.op, offset + stride * (first + k), err)))
+                k += 1
+                continue
+            j = k + 1
+            while j < len(elems) and _picklable(elems[j]):
+                j += 1
+            got = self.run(wid, lane, elems[k:j], first + k, gen)
+            if got is None:
+                return None
+            out += got[0]
+            k = j
+        return out, True
 
     def _wait(self, proc: _Proc, task: int, gen: int, first: int, n: int) -> tuple | None:
         eng = self.engine
@@ -293,6 +325,16 @@ class Workers:
 
     def shutdown(self) -> None:
         self._finalizer()
+
+
+def _picklable(x: Any) -> bool:
+    import pickle
+
+    try:
+        pickle.dumps(x, protocol=5)
+    except Exception:  # noqa: BLE001
+        return False
+    return True
 
 
 def _located(out: list, lane: Any, first: int, proc: _Proc) -> tuple[list, bool]:

@@ -439,3 +439,15 @@ def test_switching_executors_mid_stream_keeps_every_element_in_order(clean):
     assert [e[2:] for e in stage.events if e[1] == "executor"][:2] == [
         ("inline", "thread"), ("thread", "process")]  # fmt: skip
     it.close()
+
+
+def test_an_element_that_cannot_be_sent_fails_at_its_position(clean):
+    import threading
+
+    lock = threading.Lock()
+    src = dp.range(10).map(lambda x: lock if int(x) == 4 else int(x))  # made in the parent
+    it = iter(src.map(lambda x: x if type(x) is int else 0, 2, executor="process"))
+    assert [next(it) for _ in range(4)] == [0, 1, 2, 3]
+    with pytest.raises(dp.PipelineError, match="map at element 4: TypeError: the element can"):
+        next(it)
+    assert list(it) == [5, 6, 7, 8, 9]

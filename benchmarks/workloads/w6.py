@@ -1,4 +1,4 @@
-"""W5 GIL-bound map: a pure-Python function (~210 µs per element here, holding the GIL the
+"""W6 GIL-bound map: a pure-Python function (~210 µs per element here, holding the GIL the
 whole time) over 20,000 integer elements, then batch 64.
 
 ``f(x)``: 2,000 steps of ``s = (s * 31 + i) % 1000003`` from ``s = x``; the same function
@@ -95,4 +95,4 @@ def run(quick: bool, repeats: int) -> list[Result]:
     ]
     if grain_available():
         systems.append(("Grain mp_prefetch(num_workers=2)", run_grain(n, 2)))
-    return measure_rounds("W5", systems, repeats)
+    return measure_rounds("W6", systems, repeats)
