@@ -70,19 +70,6 @@ class OpIterator:
             it.close()
 
 
-def close_pipeline(root: OpIterator) -> None:
-    """Close the iterator chain, then what its pipeline owns beyond it (worker processes,
-    which live across ``repeat`` epochs)."""
-    try:
-        root.close()
-    finally:
-        ctx = getattr(root, "iter_context", None)
-        if ctx is not None and getattr(ctx, "_datapipe_workers", None) is not None:
-            from datapipe.parallel.processes import close_pipeline as close_processes
-
-            close_processes(ctx)
-
-
 def pull_exactly(it: OpIterator, n: int) -> list:
     """Read up to ``n`` elements from ``it`` (fewer only at the end of the stream)."""
     out: list = []
@@ -119,7 +106,7 @@ class Iterator:
         # training loop must never be asked for an element before the consumer needs it.
         self._read_ahead = read_ahead_allowed(dataset)
         self._cost: float | None = None  # seconds per element of a root call (moving avg)
-        self._finalizer = weakref.finalize(self, close_pipeline, root)
+        self._finalizer = weakref.finalize(self, root.close)
 
     @property
     def element_spec(self) -> Any:
@@ -199,11 +186,11 @@ class Iterator:
             seed is not None and seed != getattr(self._root, "global_seed", None)
         ):
             # The epoch and the global seed fix the seeds; rebuild the chain for the saved ones.
-            close_pipeline(self._root)
+            self._root.close()
             self._epoch = tuple(int(e) for e in state["epoch"])
             self._root = self._dataset._build_root(self._epoch, seed)
             self._finalizer.detach()
-            self._finalizer = weakref.finalize(self, close_pipeline, self._root)
+            self._finalizer = weakref.finalize(self, self._root.close)
         try:
             self._root.set_state(state["root"])
         except (KeyError, TypeError, IndexError) as e:
@@ -219,7 +206,7 @@ class Iterator:
 
     def close(self) -> None:
         self._buf = []
-        close_pipeline(self._root)
+        self._root.close()
 
     def __enter__(self) -> Iterator:
         return self
@@ -229,6 +216,6 @@ class Iterator:
 
     def __del__(self) -> None:
         try:
-            close_pipeline(self._root)
+            self._root.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass

@@ -109,7 +109,6 @@ class Dataset:
         ctx = IterContext(root, options, seed)
         it = ctx.make(root, epoch)
         it.global_seed = ctx.seed
-        it.iter_context = ctx  # what the pipeline's close() must stop beyond the iterators
         # (index, count) of an auto-sharded graph: a checkpoint resumes only in its worker.
         it.worker_context = getattr(root, "worker_context", (0, 1))
         return it

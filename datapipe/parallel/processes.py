@@ -11,13 +11,14 @@ pure-Python functions that hold the GIL use more than one core.
   nested structure travel as one POSIX shared-memory segment per chunk (in both
   directions); small values and the structure are pickled. The function goes once per
   stage and epoch, with cloudpickle, so lambdas and closures work.
-* **Lifetime**: the processes of a stage start on its first chunk and belong to the
-  pipeline (one ``iter()``): a ``repeat`` epoch's new stage takes the previous epoch's
-  processes back (``lease``), and the pipeline's ``close()`` — also on ``break`` + garbage
-  collection, an exception or KeyboardInterrupt — stops them and removes every segment
-  (``/dev/shm/datapipe-<pid>-...``). Workers ignore SIGINT (the parent handles Ctrl-C) and
-  exit by themselves when the parent dies, even by SIGKILL: their pipe reaches end of file
-  and their parent pid changes (checked every second).
+* **Lifetime**: the processes of a stage start on its first chunk and stop when the stage
+  closes — with the pipeline's ``close()``, ``break`` + garbage collection, an exception or
+  KeyboardInterrupt — removing every segment (``/dev/shm/datapipe-<pid>-...``). Across a
+  ``repeat``, an epoch's stage parks them (``epoch_boundary``) and the next epoch's stage
+  of the same op takes them back (``lease``), so they start once per iterator; the
+  ``repeat``'s own close stops what is still parked. Workers ignore SIGINT (the parent
+  handles Ctrl-C) and exit by themselves when the parent dies, even by SIGKILL: their pipe
+  reaches end of file and their parent pid changes (checked every second).
 * **Errors**: an exception in the function reaches the consumer at that element's position
   as a ``PipelineError`` naming the op and the index, with the worker's traceback (its
   ``__cause__`` chain, a note, and ``.worker_traceback``). A worker that dies (a signal, the
@@ -30,6 +31,7 @@ pure-Python functions that hold the GIL use more than one core.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import multiprocessing
 import os
@@ -39,6 +41,7 @@ import threading
 import time
 import traceback
 import weakref
+from collections.abc import Iterator
 from multiprocessing.connection import wait as wait_any
 from typing import Any
 
@@ -314,8 +317,8 @@ class Workers:
         )
 
     def release(self) -> None:
-        """The stage using these processes closed: park them for the pipeline's next epoch
-        (``lease``), or stop them if the pipeline is closed."""
+        """The stage using these processes closed: park them for the next epoch's stage
+        (inside ``epoch_boundary``), else stop them."""
         self.engine = None
         reg = self.registry() if self.registry is not None else None
         if reg is None:
@@ -392,19 +395,22 @@ def _shutdown(procs: list[_Proc], prefix: str) -> None:
 
 # ---- one pipeline's pools ---------------------------------------------------------------
 class _Registry:
-    """The process pools of one pipeline (one iteration context): in use, or parked for a
-    later epoch's stage of the same op (repeat)."""
+    """The process pools of one pipeline (one iteration context): in use, or parked by a
+    stage that closed at a ``repeat`` epoch boundary, for the next epoch's stage to take
+    back (``lease``)."""
 
     def __init__(self) -> None:
         self.pools: dict[Any, Workers] = {}
         self.parked: list[Any] = []
         self.lock = threading.Lock()
-        self.closed = False
+        self.parking = 0  # > 0 while a repeat closes an epoch (see ``epoch_boundary``)
 
     def park(self, w: Workers) -> None:
         with self.lock:
             key = next((k for k, v in self.pools.items() if v is w), None)
-            if key is None or self.closed:
+            if key is None or not self.parking:
+                if key is not None:
+                    del self.pools[key]
                 drop = [w]
             else:
                 self.parked.append(key)
@@ -414,22 +420,27 @@ class _Registry:
         for d in drop:
             d.shutdown()
 
-    def close(self) -> None:
+    def close_parked(self) -> None:
         with self.lock:
-            self.closed = True
-            pools, self.pools, self.parked = list(self.pools.values()), {}, []
-        for w in pools:
+            drop = [self.pools.pop(k) for k in self.parked if k in self.pools]
+            self.parked = []
+        for w in drop:
             w.shutdown()
 
 
+def _registry(ctx: Any) -> _Registry:
+    reg = ctx.__dict__.get("_datapipe_workers")
+    if reg is None:
+        reg = ctx._datapipe_workers = _Registry()
+    return reg
+
+
 def lease(ctx: Any, key: Any, op: str) -> Workers:
-    """The worker processes for stage ``key`` of the pipeline of ``ctx``: the ones a
+    """The worker processes for stage ``key`` of the pipeline of ``ctx``: the ones the
     previous epoch's stage parked, or new ones (started on first use)."""
     from datapipe.parallel import autotune
 
-    reg = getattr(ctx, "_datapipe_workers", None)
-    if reg is None:
-        reg = ctx._datapipe_workers = _Registry()
+    reg = _registry(ctx)
     with reg.lock:
         w = reg.pools.get(key)
         if w is not None and key in reg.parked:
@@ -439,14 +450,26 @@ def lease(ctx: Any, key: Any, op: str) -> Workers:
             key = (key, next(_SERIAL))
         opts = ctx.options.threading
         w = Workers(op, opts.process_start_method, autotune.intra_op(ctx))
-        if not reg.closed:
-            reg.pools[key] = w
-            w.registry = weakref.ref(reg)
+        reg.pools[key] = w
+        w.registry = weakref.ref(reg)
     return w
 
 
-def close_pipeline(ctx: Any) -> None:
-    """Stop every worker process of the pipeline of ``ctx`` (its ``close()``)."""
-    reg = getattr(ctx, "_datapipe_workers", None) if ctx is not None else None
+@contextlib.contextmanager
+def epoch_boundary(ctx: Any) -> Iterator[None]:
+    """Stages closed inside this block (``repeat`` ending an epoch) park their worker
+    processes for the next epoch's stage instead of stopping them."""
+    reg = _registry(ctx)
+    reg.parking += 1
+    try:
+        yield
+    finally:
+        reg.parking -= 1
+
+
+def close_parked(ctx: Any) -> None:
+    """Stop the processes parked in the pipeline of ``ctx`` (``repeat``'s close: no epoch
+    will take them back)."""
+    reg = ctx.__dict__.get("_datapipe_workers") if ctx is not None else None
     if reg is not None:
-        reg.close()
+        reg.close_parked()

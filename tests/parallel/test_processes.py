@@ -451,3 +451,21 @@ def test_an_element_that_cannot_be_sent_fails_at_its_position(clean):
     with pytest.raises(dp.PipelineError, match="map at element 4: TypeError: the element can"):
         next(it)
     assert list(it) == [5, 6, 7, 8, 9]
+
+
+def test_processes_of_closed_interleave_inputs_stop_at_once(clean):
+    # Each opened input is a new dataset: its stage's processes are not parked for later.
+    seen = []
+
+    def sub(i):
+        return dp.range(10 * int(i), 10 * int(i) + 10).map(
+            lambda x: int(x), 2, executor="process")  # fmt: skip
+
+    it = iter(dp.range(6).interleave(sub, cycle_length=2, block_length=10))
+    got = []
+    for x in it:
+        got.append(int(x))
+        seen.append(len(worker_processes()))
+    assert got == list(range(60))
+    assert max(seen) <= 4  # two open inputs with two processes each, never more
+    it.close()
