@@ -65,6 +65,7 @@ class InterleaveDataset(Dataset):
     """
 
     _name = "interleave"
+    expands = True
 
     def __init__(
         self,
