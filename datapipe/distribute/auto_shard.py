@@ -82,7 +82,7 @@ from typing import Any
 
 from datapipe._context import IterContext, origin, walk
 from datapipe._rewrites import copy_node, replace_inputs
-from datapipe.dataset import INFINITE_CARDINALITY, REWRITES, UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset import REWRITES, UNKNOWN_CARDINALITY, Dataset
 from datapipe.distribute.context import WorkerContext, resolve_worker_context
 from datapipe.distribute.shard_point import IndexCut, StreamCut, UnitCut, _Cut, sorted_units
 from datapipe.distribute.share import WHOLE, Share, Split, split_counts, worker_share
@@ -391,10 +391,12 @@ class _Builder:
 
     def _label(self, node: Dataset, share: Share, n: int) -> str:
         k, i = self.worker.count, self.worker.index
-        total = f"{n}" if n >= 0 else ("infinitely many" if n == INFINITE_CARDINALITY else "?")
-        mine = f"{len(share)}" if share.bounded else "every"
         nth = "" if k == 1 else f", every {_ordinal(k)} from {i}"
-        return f"{mine} of {total} elements of '{node._name}'{nth}"
+        if not share.bounded:
+            total = "count unknown" if n == UNKNOWN_CARDINALITY else "infinitely many"
+            return f"the elements of '{node._name}'{nth} ({total})"
+        total = f"{n}" if n >= 0 else "?"
+        return f"{len(share)} of {total} elements of '{node._name}'{nth}"
 
 
 def _ordinal(k: int) -> str:

@@ -161,7 +161,8 @@ def _current_split(share: Share, taken: int) -> tuple[Split | None, int]:
     done = 0
     for seg in share.segments:
         if isinstance(seg, Split) and not seg.accounted:
-            return seg, max(0, min(taken - done, len(seg)))
+            t = max(0, taken - done)
+            return seg, t if not seg.bounded else min(t, len(seg))
         done += len(seg)
     return None, 0
 
