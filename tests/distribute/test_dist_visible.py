@@ -42,9 +42,7 @@ def test_len_is_this_ranks_share_under_torchrun(clean_env):
 def test_len_follows_uneven(clean_env):
     torchrun_rank(clean_env, 2, 3)
     for uneven, expected in (("drop", 3), ("pad", 4), ("allow", 3)):
-        ds = dp.range(10).with_options(
-            dp.Options(distribute=dp.DistributeOptions(uneven=uneven))
-        )
+        ds = dp.range(10).with_options(dp.Options(distribute=dp.DistributeOptions(uneven=uneven)))
         assert len(ds) == expected == len(list(ds)), uneven
     torchrun_rank(clean_env, 0, 3)
     allow = dp.Options(distribute=dp.DistributeOptions(uneven="allow"))
