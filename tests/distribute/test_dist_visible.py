@@ -173,3 +173,34 @@ def test_worker_view_of_numpy_sources(clean_env):
     torchrun_rank(clean_env, 1, 3)
     ds = dp.Dataset.from_tensor_slices(np.arange(10))
     assert len(ds) == 3 and [int(x) for x in ds] == [1, 4, 7]
+
+
+# ---- the README's distributed section ----------------------------------------------------------
+def test_readme_evaluation_examples_run(clean_env):
+    import re
+    import socket
+    from pathlib import Path
+
+    import torch
+    import torch.distributed as dist
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    (code,) = [
+        c
+        for c in re.findall(r"```python\n(.*?)\n```", readme, flags=re.S)
+        if "def evaluate_all_ranks" in c
+    ]
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    try:
+        x = np.eye(4, dtype=np.float32)[np.arange(10) % 4]
+        test = dp.from_tensor_slices((x, np.arange(10) % 4)).batch(3).to_torch()
+        model = torch.nn.Identity()  # argmax of a one-hot row is its label
+        assert scope["evaluate_on_rank0"](model, test) == 1.0
+        assert scope["evaluate_all_ranks"](model, test) == 1.0
+    finally:
+        dist.destroy_process_group()
