@@ -13,7 +13,7 @@ same stream whatever the rewrites did and however many threads run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +81,8 @@ class IterContext:
         tuner / recorder: the AUTOTUNE tuner and the statistics recorder, created on use.
         dry_run: the rewrites run for ``cardinality()``, not for an iteration (no logging,
             no per-worker state).
+        graph: the user's graph, before the rewrites; ``index_ops``: whether it has ops
+            that keep some input indices (``shard``, ``skip``).
     """
 
     options: Options
@@ -90,13 +92,15 @@ class IterContext:
     worker: Any = None
     policy: str | None = None
     resume: Any = None
-    cut_nodes: list = field(default_factory=list)
+    cut_nodes: Sequence = ()
     cuts: dict = field(default_factory=dict)
     cuts_by_access: set = field(default_factory=set)
     tuner: Any = None
     recorder: Any = None
     dry_run: bool = False
     positions: dict[int, int] = field(default_factory=dict)
+    graph: Any = None
+    index_ops: bool = False
 
     @classmethod
     def for_graph(
@@ -110,11 +114,15 @@ class IterContext:
             seed = opts.seed
         seed = int(seed) if seed is not None else int(np.random.SeedSequence().entropy % 2**63)
         positions: dict[int, int] = {}
+        index_ops = False
         for node in nodes:
             if node.uses_randomness:
                 positions[id(origin(node))] = len(positions)
+            index_ops = index_ops or node.selects_indices
         det = True if opts.deterministic is None else bool(opts.deterministic)
-        return cls(options=opts, seed=seed, deterministic=det, root=root, positions=positions)
+        return cls(
+            opts, seed, det, root, positions=positions, graph=root, index_ops=index_ops
+        )
 
     # ---- randomness ----------------------------------------------------------------------
     def seed_sequence(self, node: Dataset, epoch: tuple, *extra: int) -> np.random.SeedSequence:

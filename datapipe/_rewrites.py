@@ -72,6 +72,8 @@ def replace_inputs(node: Dataset, new_inputs: Sequence[Dataset]) -> Dataset:
 
 def push_index_ops(root: Dataset, ctx: IterContext) -> Dataset:
     """The ``REWRITES`` entry described in the module docstring."""
+    if root is ctx.graph and not ctx.index_ops:
+        return root  # the user's graph, untouched by earlier rewrites: known at for_graph
     if not any(n.selects_indices for n in walk(root)):
         return root
     memo: dict[int, Dataset] = {}

@@ -213,12 +213,15 @@ class Dataset:
         auto-shard rewrite and the shard points built while it is active."""
         ctx = IterContext.for_graph(self, seed)
         ctx.resume = resume
-        with raw_cardinality():
+        _RAW.depth = getattr(_RAW, "depth", 0) + 1  # raw_cardinality(), inlined: per iter()
+        try:
             root = self
             for rewrite in REWRITES:
                 root = rewrite(root, ctx)
             ctx.root = root
             return ctx, ctx.make(root, epoch)
+        finally:
+            _RAW.depth -= 1
 
     def _build_iterator(self, epoch: tuple) -> Iterator:
         ctx, root = self._build_chain(epoch)
