@@ -120,9 +120,7 @@ class IterContext:
                 positions[id(origin(node))] = len(positions)
             index_ops = index_ops or node.selects_indices
         det = True if opts.deterministic is None else bool(opts.deterministic)
-        return cls(
-            opts, seed, det, root, positions=positions, graph=root, index_ops=index_ops
-        )
+        return cls(opts, seed, det, root, positions=positions, graph=root, index_ops=index_ops)
 
     # ---- randomness ----------------------------------------------------------------------
     def seed_sequence(self, node: Dataset, epoch: tuple, *extra: int) -> np.random.SeedSequence:

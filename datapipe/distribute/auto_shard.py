@@ -84,7 +84,14 @@ from datapipe._context import IterContext, origin, walk
 from datapipe._rewrites import copy_node, replace_inputs
 from datapipe.dataset import REWRITES, UNKNOWN_CARDINALITY, Dataset
 from datapipe.distribute.context import WorkerContext, resolve_worker_context
-from datapipe.distribute.shard_point import IndexCut, StreamCut, UnitCut, _Cut, sorted_units
+from datapipe.distribute.shard_point import (
+    IndexCut,
+    StreamCut,
+    UnitCut,
+    _Cut,
+    restricted,
+    sorted_units,
+)
 from datapipe.distribute.share import WHOLE, Share, Split, split_counts, worker_share
 from datapipe.errors import DatapipeError
 from datapipe.options import AutoShardPolicy, Options
@@ -265,9 +272,8 @@ class _Builder:
             if id(node) not in memo:
                 out = replace_inputs(node, [visit(c) for c in node._inputs])
                 if _is(node, file_list) and _varies_between_workers(node, self.options):
-                    out = copy_node(out)
                     pos = self.ctx.positions.get(id(origin(node)), 0)
-                    out._seed = zlib.crc32(f"datapipe.auto_shard/{pos}".encode())
+                    out = out.with_seed(zlib.crc32(f"datapipe.auto_shard/{pos}".encode()))
                     self._note(
                         f"auto-shard: '{node._name}' shuffles without a seed below the shard "
                         f"point above '{pool._name}'; every worker now draws its order from "
@@ -341,10 +347,9 @@ class _Builder:
         share = worker_share(
             WHOLE, n, self.worker.index, self.worker.count, uneven, order_of=source_order
         )
-        cut = IndexCut(src.in_order(units), len(self.cuts), share, "")
-        cut.permute = src if src.shuffles else None
-        cut.even = even
-        cut.label = self._label(src, share, n).replace("elements", "files")
+        label = self._label(src, share, n).replace("elements", "files")
+        permute = src if src.shuffles else None
+        cut = IndexCut(src.in_order(units), len(self.cuts), share, label, even, permute)
         self.cuts.append(cut)
         return cut
 
@@ -353,11 +358,9 @@ class _Builder:
         n, k, i = len(units), self.worker.count, self.worker.index
         counts = split_counts(n, k, "allow")
         shares = [Share([Split(j, k, counts[j])]) for j in range(k)]
-        cut_id = len(self.cuts)
-        cut = UnitCut(src, cut_id, shares[i], "", None, 0)
         limit, pad = None, 0
         if self.uneven != "allow":
-            rows = [cut.restricted(s).cardinality() for s in shares]
+            rows = [restricted(src, units, s).cardinality() for s in shares]
             if not even or any(r < 0 for r in rows):
                 why = "expanded above" if not even else "of unknown length"
                 self._cannot_even(f"the rows of '{src._name}' are {why}")
@@ -365,11 +368,11 @@ class _Builder:
                 limit = min(rows) if rows[i] > min(rows) else None
             else:
                 pad = max(rows) - rows[i]
-        cut.limit, cut.pad = limit, pad
         shown = min(4, counts[i])
         mine = [_short(units[int(p)]) for p in shares[i].segments[0].positions(0, shown)]
         more = ", ..." if counts[i] > 4 else ""
-        cut.label = f"{counts[i]} of {n} files of '{src._name}' ({', '.join(mine)}{more})"
+        label = f"{counts[i]} of {n} files of '{src._name}' ({', '.join(mine)}{more})"
+        cut = UnitCut(src, len(self.cuts), shares[i], label, limit, pad)
         self.cuts.append(cut)
         return cut
 
@@ -494,19 +497,10 @@ def install() -> None:
         REWRITES.insert(0, auto_shard)
 
 
-def file_share(units: list, index: int, count: int) -> list:
-    """Worker ``index``'s units under FILE: every ``count``-th of the units in sorted
-    order, kept in the source's order."""
-    order = sorted(range(len(units)), key=lambda t: (str(units[t]), t))
-    mine = set(order[index::count])
-    return [u for t, u in enumerate(units) if t in mine]
-
-
 __all__ = [
     "AutoShardError",
     "UNEVEN_CHOICES",
     "auto_shard",
-    "file_share",
     "install",
     "policy_of",
     "replace_inputs",

@@ -43,10 +43,10 @@ class _Cut(Dataset):
     _name = "auto_shard"
     kind = "?"
 
-    def __init__(self, pool: Dataset, cut_id: int, share: Share, label: str):
+    def __init__(self, pool: Dataset, cut_id: int, share: Share, label: str, even: bool = True):
         super().__init__(pool)
         self.cut_id, self.share, self.label = cut_id, share, label
-        self.even = True  # False: elements expand above, counts cannot be evened out
+        self.even = even  # False: elements expand above, counts cannot be evened out
 
     @property
     def element_spec(self) -> Any:
@@ -78,7 +78,18 @@ class IndexCut(_Cut):
     kind = "index"
     keeps_random_access = True
     selects_indices = True
-    permute: Dataset | None = None  # a shuffling list_files: each epoch, a new order
+
+    def __init__(
+        self,
+        pool: Dataset,
+        cut_id: int,
+        share: Share,
+        label: str,
+        even: bool = True,
+        permute: Dataset | None = None,
+    ):
+        super().__init__(pool, cut_id, share, label, even)
+        self.permute = permute  # a shuffling list_files: each epoch, a new order of the share
 
     def _passes_below(self, node: Dataset) -> bool:
         # random_map keys its draws on the pool index only through an arithmetic share.
@@ -305,11 +316,8 @@ class UnitCut(_Cut):
         return (n if self.limit is None else min(n, self.limit)) + self.pad
 
     def restricted(self, share: Share) -> Dataset:
-        src = self._inputs[0]
-        positions = share.positions(0, len(share))[0] if len(share.segments) == 1 else None
-        if positions is None:
-            positions = _all_positions(share)
-        return src.with_files([self.units[int(p)] for p in positions])
+        """The source reading only ``share``'s units, in the share's order."""
+        return restricted(self._inputs[0], self.units, share)
 
     def uneven_after_resume(self, options: Any) -> str:
         return "allow"  # units are split; rows are evened out only in a first layout
@@ -331,9 +339,11 @@ def sorted_units(src: Any) -> list:
     return [files[t] for t in order]
 
 
-def _all_positions(share: Share) -> np.ndarray:
+def restricted(src: Any, units: list, share: Share) -> Dataset:
+    """``src`` reading only the units (of the sorted ``units``) of ``share``, in order."""
     parts = [seg.positions(0, len(seg)) for seg in share.segments]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    positions = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    return src.with_files([units[int(p)] for p in positions])
 
 
 class UnitCutIterator(OpIterator):

@@ -82,6 +82,13 @@ class FileListDataset(FileSource):
         out.uses_randomness = False
         return out
 
+    def with_seed(self, seed: int) -> FileListDataset:
+        """A copy that shuffles with ``seed`` (auto-sharding gives every worker one order
+        when the pipeline gave none)."""
+        out = self.with_files(self._files)
+        out._seed = int(seed)
+        return out
+
     def _restrict(self, units: tuple) -> None:
         if self._labels is not None:
             pos = {f: i for i, f in enumerate(self._files)}
