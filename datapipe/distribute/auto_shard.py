@@ -92,7 +92,7 @@ from datapipe.distribute.shard_point import (
     restricted,
     sorted_units,
 )
-from datapipe.distribute.share import WHOLE, Share, Split, split_counts, worker_share
+from datapipe.distribute.share import WHOLE, Share, split_counts, worker_share
 from datapipe.errors import DatapipeError
 from datapipe.options import AutoShardPolicy, Options
 
@@ -336,17 +336,8 @@ class _Builder:
         if not even:
             self._cannot_even(f"'{src._name}' is expanded above the shard point")
         uneven = self.uneven if even else "allow"
-        where = {u: t for t, u in enumerate(src.files)}
-
-        def source_order(positions: Any) -> list | None:
-            if src.shuffles:
-                return None  # the shard point draws a new order each epoch
-            order = sorted(range(len(positions)), key=lambda j: where[units[positions[j]]])
-            return None if order == list(range(len(positions))) else order
-
-        share = worker_share(
-            WHOLE, n, self.worker.index, self.worker.count, uneven, order_of=source_order
-        )
+        order_of = None if src.shuffles else _source_order(src, units)
+        share = worker_share(WHOLE, n, self.worker.index, self.worker.count, uneven, order_of)
         label = self._label(src, share, n).replace("elements", "files")
         permute = src if src.shuffles else None
         cut = IndexCut(src.in_order(units), len(self.cuts), share, label, even, permute)
@@ -357,7 +348,8 @@ class _Builder:
         units = sorted_units(src)
         n, k, i = len(units), self.worker.count, self.worker.index
         counts = split_counts(n, k, "allow")
-        shares = [Share([Split(j, k, counts[j])]) for j in range(k)]
+        order_of = _source_order(src, units)
+        shares = [worker_share(WHOLE, n, j, k, "allow", order_of) for j in range(k)]
         limit, pad = None, 0
         if self.uneven != "allow":
             rows = [restricted(src, units, s).cardinality() for s in shares]
@@ -400,6 +392,18 @@ class _Builder:
             return f"the elements of '{node._name}'{nth} ({total})"
         total = f"{n}" if n >= 0 else "?"
         return f"{len(share)} of {total} elements of '{node._name}'{nth}"
+
+
+def _source_order(src: Any, units: list) -> Any:
+    """``order_of`` for ``worker_share``: reads a share's units (positions in the sorted
+    ``units``) in the order the source lists them."""
+    where = {u: t for t, u in enumerate(src.files)}
+
+    def order_of(positions: Any) -> list | None:
+        order = sorted(range(len(positions)), key=lambda j: where[units[int(positions[j])]])
+        return None if order == list(range(len(positions))) else order
+
+    return order_of
 
 
 def _ordinal(k: int) -> str:

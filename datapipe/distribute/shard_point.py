@@ -23,6 +23,7 @@ is active, a shard point reads the plan's share instead of its own.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,7 +32,7 @@ import numpy as np
 from datapipe._iterator import OpIterator
 from datapipe._random_access import RandomAccessIterator
 from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
-from datapipe.distribute.share import Share, Split
+from datapipe.distribute.share import Base, Share, Split
 
 _PULL = 4096  # most input elements a StreamCut pulls at once
 
@@ -221,6 +222,9 @@ class StreamCutIterator(OpIterator):
         super().__init__([ctx.make(node._inputs[0], epoch)])
         self.pos = self.at = 0
         self.done = False
+        # A parallel stage above may pull on its workers while a checkpoint reads us.
+        self.lock = threading.Lock()
+        self.whole = _whole_stream(share)
 
     @property
     def taken(self) -> int:
@@ -231,6 +235,22 @@ class StreamCutIterator(OpIterator):
         return self.done
 
     def next_chunk(self, n: int) -> list:
+        with self.lock:
+            if self.whole is not None:
+                return self._next_whole(n)
+            return self._next_positions(n)
+
+    def _next_whole(self, n: int) -> list:
+        """The share is the stream itself (one worker): pass chunks through."""
+        want = n if self.whole < 0 else min(n, self.whole - self.pos)
+        got = self.inputs[0].next_chunk(want) if want > 0 and not self.done else []
+        if not got:
+            self.done = True
+        self.pos += len(got)
+        self.at += len(got)
+        return got
+
+    def _next_positions(self, n: int) -> list:
         while not self.done:
             want, seg = self.share.positions(self.pos, n)
             if seg is None:
@@ -279,20 +299,30 @@ class StreamCutIterator(OpIterator):
 
     def live_input(self) -> tuple[int, Any]:
         """``(at, state)`` of the stream now: a point other workers may seek to."""
-        return self.at, self.inputs[0].get_state()
+        with self.lock:
+            return self.at, self.inputs[0].get_state()
 
     def get_state(self) -> dict:
-        return {
-            "pos": self.pos,
-            "at": self.at,
-            "done": self.done,
-            "input": self.inputs[0].get_state(),
-        }
+        with self.lock:
+            inner = self.inputs[0].get_state()
+            return {"pos": self.pos, "at": self.at, "done": self.done, "input": inner}
 
     def set_state(self, state: dict) -> None:
-        self.pos, self.at = int(state["pos"]), int(state["at"])
-        self.done = bool(state["done"])
-        self.inputs[0].set_state(state["input"])
+        with self.lock:
+            self.pos, self.at = int(state["pos"]), int(state["at"])
+            self.done = bool(state["done"])
+            self.inputs[0].set_state(state["input"])
+
+
+def _whole_stream(share: Share) -> int | None:
+    """-1 (or the count) when ``share`` is the whole stream from its start (or a prefix of
+    it): one worker, read without position arithmetic; else None."""
+    if len(share.segments) != 1 or not isinstance(share.segments[0], Split):
+        return None
+    seg = share.segments[0]
+    if (seg.offset, seg.step, seg.order, seg.base) != (0, 1, None, Base()):
+        return None
+    return -1 if seg.count is None else seg.count
 
 
 class UnitCut(_Cut):

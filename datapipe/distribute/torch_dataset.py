@@ -69,7 +69,7 @@ class TorchIterableDataset(IterableDataset):
         self._done = False
         self._final_state: Any = None  # the iterator's state when its generator closed
         self._pending: dict | None = None  # loaded state, applied by the next iter()
-        self._process: tuple[int, int] | None = None  # (rank, world) seen by the parent
+        self._process: tuple | None = None  # (rank, world, source) seen by the parent
 
     # ---- epochs ------------------------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:
@@ -93,11 +93,15 @@ class TorchIterableDataset(IterableDataset):
 
     def __iter__(self) -> PyIterator:
         epoch, state = self._start()
-        p_index, p_count = self._process or resolve_process(self.dataset.options)[:2]
+        p_index, p_count, source = self._process or resolve_process(self.dataset.options)
         # The process part is fixed here (the rank the parent saw, when this is a copy
-        # sent to a loader worker); the rewrite multiplies it by the loader workers.
-        place = Options(distribute=DistributeOptions(num_workers=p_count, worker_index=p_index))
-        it = self.dataset.with_options(place)._build_iterator((epoch,))
+        # sent to a loader worker); the rewrite multiplies it by the loader workers. A
+        # plain process (no context at all) is left alone: nothing to shard or record.
+        ds = self.dataset
+        if source != "default" or p_count > 1:
+            place = DistributeOptions(num_workers=p_count, worker_index=p_index)
+            ds = ds.with_options(Options(distribute=place))
+        it = ds._build_iterator((epoch,))
         if state is not None:
             it.load_state_dict(state)
         self._iterator, self._epoch, self._done, self._final_state = it, epoch, False, None
@@ -156,7 +160,7 @@ class TorchIterableDataset(IterableDataset):
         d = dict(self.__dict__)
         d["_iterator"], d["_final_state"] = None, None
         if d["_process"] is None and get_worker_info() is None:
-            d["_process"] = resolve_process(self.dataset.options)[:2]
+            d["_process"] = resolve_process(self.dataset.options)
         return d
 
 

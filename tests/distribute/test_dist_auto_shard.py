@@ -283,3 +283,16 @@ def test_file_policy_on_real_text_files(tmp_path):
     assert per_worker(lines, 4, policy=AUTO) == [
         [f"{i}-{j}" for j in range(i + 1)] for i in range(4)
     ]
+
+
+def test_file_shares_keep_the_sources_order(tmp_path):
+    paths = []
+    for name in ("c", "a", "d", "b"):  # listed in this order, not sorted
+        p = tmp_path / f"{name}.txt"
+        p.write_text(f"{name}1\n{name}2\n")
+        paths.append(str(p))
+    ds = dp.TextLineDataset(paths)
+    # The split is by sorted name (a, c to worker 0; b, d to worker 1), read in the
+    # source's order; one worker of one reads everything in the source's order.
+    assert per_worker(ds, 2, policy=FILE) == [["c1", "c2", "a1", "a2"], ["d1", "d2", "b1", "b2"]]
+    assert per_worker(ds, 1, policy=FILE) == [[f"{n}{i}" for n in "cadb" for i in (1, 2)]]

@@ -76,7 +76,7 @@ def test_spawned_workers_use_the_rank_the_parent_saw(clean_env):
     clean_env.setenv("RANK", "0")
     clean_env.setenv("WORLD_SIZE", "3")
     state = tds.__getstate__()  # what a spawned worker receives
-    assert state["_process"] == (0, 3)
+    assert state["_process"] == (0, 3, "env:torchrun")
     clean_env.delenv("RANK")
     clean_env.delenv("WORLD_SIZE")
     copy = TorchIterableDataset.__new__(TorchIterableDataset)
