@@ -104,6 +104,8 @@ class Dataset:
     - ``keeps_random_access``: has random access when every input has.
     - ``selects_indices``: keeps some input indices (``shard``, ``skip``); moved below
       ``elementwise`` random-access ops where ``_passes_below(node)`` allows.
+    - ``repeats_input``: reads its input more than once per epoch (``repeat``); elastic
+      resume cannot split a pool read below one.
 
     Example:
         >>> import datapipe as dp
@@ -122,6 +124,7 @@ class Dataset:
     uses_randomness: ClassVar[bool] = False
     keeps_random_access: ClassVar[bool] = False
     selects_indices: ClassVar[bool] = False
+    repeats_input: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -51,9 +51,8 @@ positions from ``P`` on except the few in ``E`` -- and its size is known when th
 A drained or adopted prefix is marked ``accounted`` in the share, so a later resume counts
 only the newest split. For a stream pool, the new split carries a seek point (the live
 stream state of the old worker nearest below it), so a new worker does not re-read the
-stream from its start. A ``repeat`` above a shard point rebuilds it each pass: the pass in
-progress reads the planned share, later passes the new layout's fresh share (a drained
-chain's later passes read nothing, so it ends).
+stream from its start. A shard point built only after the restore (``concatenate``'s
+second input) still reads its planned share.
 
 *Granularity.* Random-access pools (arrays, ``range``, ``global_shuffle`` with a seed)
 resume at element granularity with an index-based state; streams at element positions;
@@ -66,9 +65,12 @@ a DDP loop should run under ``torch.distributed.algorithms.Join`` (``train_ddp.p
 
 Limits (each raises ``ValueError`` at ``set_state`` with the reason): a state saved without
 a worker context (no shard point to split); a shard point read through random access by an
-op above it (an unseeded ``global_shuffle``: set ``Options.seed``); a file source that
-cannot report its units in progress; states of different epochs or pipelines, or a list
-that misses a worker.
+op above it (an unseeded ``global_shuffle``: set ``Options.seed``); a ``repeat`` above a
+shard point (each worker repeats its own share, so the workers of a run are at different
+repetitions: iterate epochs with ``iter()`` instead); a file source that cannot report its
+units in progress; states of different epochs or pipelines, or a list that misses a
+worker. ``random_map`` draws in the rest of a resumed epoch are keyed by the position in
+the new share (reproducible from the checkpoint), not by the source index.
 """
 
 from __future__ import annotations
@@ -221,6 +223,7 @@ def _probe(dataset: Any, policy: str | None) -> IterContext:
         root = dataset
         for rewrite in REWRITES:
             root = rewrite(root, ctx)
+    ctx.root = root
     return ctx
 
 
@@ -239,6 +242,7 @@ def plan_chains(dataset: Any, states: list[dict], own_seed: int) -> tuple[tuple,
         if s.get("policy") != policy or len(s["cuts"]) != len(states[0]["cuts"]):
             raise _fail("the states were saved by different pipelines (shard points differ)")
     ctx = _probe(dataset, policy)
+    _check_no_repeat(ctx)
     me, count = ctx.worker.index, ctx.worker.count
     if len(ctx.cut_nodes) != len(states[0]["cuts"]):
         raise _fail(
@@ -265,6 +269,23 @@ def plan_chains(dataset: Any, states: list[dict], own_seed: int) -> tuple[tuple,
         plan = ResumePlan(policy, dict(enumerate(new_shares)), elastic=True)
         chains.append(ChainSpec(own_seed, None, [], plan))
     return tuple(int(e) for e in states[0]["epoch"]), chains
+
+
+def _check_no_repeat(ctx: IterContext) -> None:
+    from datapipe._context import walk
+    from datapipe.distribute.shard_point import _Cut
+
+    def above_a_cut(node: Any) -> bool:
+        return any(isinstance(n, _Cut) or above_a_cut(n) for n in node._inputs)
+
+    for node in walk(ctx.root):
+        if node.repeats_input and above_a_cut(node):
+            raise _fail(
+                f"'{node._name}' sits above a shard point: each worker repeats its own share, "
+                "so the workers of a run are at different repetitions and the rest cannot be "
+                "split among another number of workers; resume on the same number of "
+                "workers, or iterate epochs with iter() instead of repeat()"
+            )
 
 
 def _ended(state: dict) -> bool:
