@@ -106,6 +106,8 @@ class Dataset:
       ``elementwise`` random-access ops where ``_passes_below(node)`` allows.
     - ``repeats_input``: reads its input more than once per epoch (``repeat``); elastic
       resume cannot split a pool read below one.
+    - ``aligns_inputs``: pairs its inputs' elements by position (``zip``); a shard point
+      below it passes only ``elementwise`` ops, so the pairs stay the same.
 
     Example:
         >>> import datapipe as dp
@@ -125,6 +127,7 @@ class Dataset:
     keeps_random_access: ClassVar[bool] = False
     selects_indices: ClassVar[bool] = False
     repeats_input: ClassVar[bool] = False
+    aligns_inputs: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -222,7 +222,7 @@ class _Builder:
                 if self._cut_here(node, aligned):
                     memo[key] = self._data_cut(node)
                 else:
-                    below = aligned or node.__class__._name == "zip"
+                    below = aligned or node.aligns_inputs
                     out = replace_inputs(node, [visit(c, below) for c in node._inputs])
                     memo[key] = out._for_worker(self.key)
             return memo[key]

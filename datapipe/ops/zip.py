@@ -70,6 +70,7 @@ class ZipDataset(Dataset):
     _name = "zip"
     commutes_with_shard = True
     keeps_random_access = True
+    aligns_inputs = True
 
     def __init__(self, *datasets: Any):
         structure: Any = datasets[0] if len(datasets) == 1 else tuple(datasets)

@@ -296,3 +296,19 @@ def test_file_shares_keep_the_sources_order(tmp_path):
     # source's order; one worker of one reads everything in the source's order.
     assert per_worker(ds, 2, policy=FILE) == [["c1", "c2", "a1", "a2"], ["d1", "d2", "b1", "b2"]]
     assert per_worker(ds, 1, policy=FILE) == [[f"{n}{i}" for n in "cadb" for i in (1, 2)]]
+
+
+def test_zip_pairs_stay_aligned_below_a_filter():
+    a = dp.range(10).filter(lambda x: x % 2 == 0)  # 0, 2, 4, 6, 8
+    ds = dp.zip(a, dp.range(5))
+    whole = [(0, 0), (2, 1), (4, 2), (6, 3), (8, 4)]
+    parts = per_worker(ds, 2, uneven="allow")
+    assert sorted(parts[0] + parts[1]) == whole  # the unsharded pairs, each once
+    assert names_after_rewrite(ds) == [
+        "range",
+        "filter",
+        "auto_shard",
+        "range",
+        "auto_shard",
+        "zip",
+    ]
