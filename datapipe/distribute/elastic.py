@@ -77,7 +77,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -171,10 +171,8 @@ def _current_split(share: Share, taken: int) -> tuple[Split | None, int]:
 
 def adopted_prefix(share: Share, taken: int) -> Share:
     """The first ``taken`` elements of ``share``, marked accounted."""
-    out = []
-    for seg in share.prefix(taken).segments:
-        out.append(Split(**{**seg.__dict__, "accounted": True}) if isinstance(seg, Split) else seg)
-    return Share(out)
+    segments = share.prefix(taken).segments
+    return Share([replace(s, accounted=True) if isinstance(s, Split) else s for s in segments])
 
 
 # ---- planning ----------------------------------------------------------------------------
@@ -182,7 +180,7 @@ def _fail(msg: str) -> ValueError:
     return ValueError(f"load_state_dict: {msg}")
 
 
-def check_states(states: list, count_hint: int | None = None) -> list[dict]:
+def check_states(states: list) -> list[dict]:
     """``states`` sorted by the worker that saved each (all of one layout and epoch).
 
     Raises:
@@ -349,7 +347,7 @@ def _with_seek(share: Share, states: list[dict], c: int) -> Share:
     if not points:
         return share
     seek = max(points, key=lambda p: p[0])
-    return Share([Split(**{**split.__dict__, "seek": seek}), *share.segments[1:]])
+    return Share([replace(split, seek=seek), *share.segments[1:]])
 
 
 def _adopt(state: dict, policy: str | None, new: list[Share] | None) -> ChainSpec:
