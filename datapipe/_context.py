@@ -75,8 +75,9 @@ class IterContext:
         policy: the auto-shard policy applied (``"FILE"`` / ``"DATA"``), or None.
         resume: the shard points' shares of a checkpoint being restored
             (``datapipe.distribute.elastic.ResumePlan``), or None.
-        cut_nodes: the shard points (``datapipe.distribute.shard_point``) of ``root``, in
-            cut-id order; ``cuts`` their live iterators by cut id (the latest built);
+        cut_nodes: the shard points (``datapipe.distribute.shard_point``) as the
+            auto-shard rewrite made them, in cut-id order (a later rewrite may copy them:
+            match by ``cut_id``); ``cuts`` their live iterators by cut id (the latest built);
             ``cuts_by_access`` the ids of those an op above reads through random access.
         tuner / recorder: the AUTOTUNE tuner and the statistics recorder, created on use.
         dry_run: the rewrites run for ``cardinality()``, not for an iteration (no logging,

@@ -224,7 +224,7 @@ class _Builder:
                 else:
                     below = aligned or node.aligns_inputs
                     out = replace_inputs(node, [visit(c, below) for c in node._inputs])
-                    memo[key] = out._for_worker(self.key)
+                    memo[key] = self._for_worker(out)
             return memo[key]
 
         return visit(root, False)
@@ -305,7 +305,7 @@ class _Builder:
                 else:
                     below = expanded or node.expands
                     out = replace_inputs(node, [visit(c, below) for c in node._inputs])
-                    memo[key] = out._for_worker(self.key)
+                    memo[key] = self._for_worker(out)
             return memo[key]
 
         out = visit(root, False)
@@ -369,6 +369,10 @@ class _Builder:
         return cut
 
     # -- common --
+    def _for_worker(self, node: Dataset) -> Dataset:
+        """``node`` (above a shard point) as this worker runs it (a cache of its own)."""
+        return node if self.ctx.dry_run else node._for_worker(self.key)
+
     def _even(self, known: bool) -> str:
         return self.uneven if known else "allow"
 
