@@ -140,7 +140,8 @@ class ShareAccess:
             segs = []
             for k, seg in enumerate(self.share.segments):
                 if isinstance(seg, Split) and seg.order is None:
-                    perm = ctx.rng(node, epoch, k).permutation(len(seg))
+                    # (segment 0 draws as the source would: one worker of one, same order)
+                    perm = ctx.rng(node, epoch, *([k] if k else [])).permutation(len(seg))
                     seg = Split(seg.offset, seg.step, seg.count, seg.base, tuple(perm.tolist()))
                 segs.append(seg)
             self._orders = (epoch, Share(segs))

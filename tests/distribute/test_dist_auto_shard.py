@@ -312,3 +312,13 @@ def test_zip_pairs_stay_aligned_below_a_filter():
         "auto_shard",
         "zip",
     ]
+
+
+def test_one_worker_of_one_reads_a_shuffling_file_list_in_its_own_order(tmp_path):
+    for i in range(6):
+        (tmp_path / f"{i}.txt").write_text("x")
+    ds = dp.list_files(str(tmp_path / "*.txt")).with_options(dp.Options(seed=3))
+    plain = [str(p) for p in ds]
+    assert plain != sorted(plain)  # shuffled
+    assert per_worker(ds, 1, policy=FILE) == [plain]  # the same files, the same order
+    assert sorted(sum(per_worker(ds, 2, policy=FILE), [])) == sorted(plain)
