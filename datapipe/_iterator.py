@@ -85,18 +85,24 @@ class Iterator:
     """The iterator ``iter(dataset)`` returns: a per-element view over the op chain.
 
     Methods beyond the iterator protocol:
-        get_state() / state_dict(): snapshot of the position (elements consumed so far).
+        get_state() / state_dict(): snapshot of the position (elements consumed so far);
+            the layout is described in ``datapipe._checkpoint``.
         set_state(state) / load_state_dict(state): resume exactly from a snapshot taken on
             an iterator of the same dataset (``ValueError`` for a state that doesn't fit it,
-            or that another worker setup saved).
+            or that another worker layout saved). ``set_state([state_0, ..., state_n-1])``,
+            the states of all workers of a run, resumes on any number of workers: the rest
+            of the epoch is delivered exactly once across them (elastic resume, see
+            ``datapipe.distribute.elastic``).
         close(): stop every thread the pipeline started; also on ``with`` exit, on garbage
             collection, and when the consumer's loop is broken out of and the iterator dropped.
     """
 
-    def __init__(self, root: OpIterator, epoch: tuple, dataset: Any):
+    def __init__(self, root: OpIterator, epoch: tuple, dataset: Any, ctx: Any = None):
         from datapipe.parallel.plan import read_ahead_allowed
 
-        self._root = root
+        self._root = root  # what __next__ pulls (after an elastic resume: drains first)
+        self._primary = root  # this worker's own chain
+        self._ctx = ctx  # its datapipe._context.IterContext
         self._epoch = epoch
         self._dataset = dataset
         self._buf: list = []
@@ -163,43 +169,14 @@ class Iterator:
     def get_state(self) -> dict:
         # The root is past the elements still in our buffer; they travel in the state
         # (at most MAX_OUTER_CHUNK - 1), so a snapshot costs nothing until it is asked for.
-        return {
-            "epoch": list(self._epoch),
-            # Without Options(seed) every iter() draws a fresh global seed; the state keeps
-            # it, or a resumed global_shuffle/random_map would draw another permutation.
-            "seed": getattr(self._root, "global_seed", None),
-            "worker": list(getattr(self._root, "worker_context", (0, 1))),
-            "root": self._root.get_state(),
-            "pending": list(self._buf[self._pos :]),
-        }
+        from datapipe._checkpoint import iterator_state
 
-    def set_state(self, state: dict) -> None:
-        saved, mine = state.get("worker", [0, 1]), getattr(self._root, "worker_context", (0, 1))
-        if [int(v) for v in saved] != list(mine):
-            raise ValueError(
-                f"load_state_dict: the state was saved by worker {saved[0]} of {saved[1]} but "
-                f"this iterator is worker {mine[0]} of {mine[1]} (ranks x DataLoader workers); "
-                "a checkpoint resumes only with the worker context that saved it"
-            )
-        seed = state.get("seed")
-        if tuple(state["epoch"]) != self._epoch or (
-            seed is not None and seed != getattr(self._root, "global_seed", None)
-        ):
-            # The epoch and the global seed fix the seeds; rebuild the chain for the saved ones.
-            self._root.close()
-            self._epoch = tuple(int(e) for e in state["epoch"])
-            self._root = self._dataset._build_root(self._epoch, seed)
-            self._finalizer.detach()
-            self._finalizer = weakref.finalize(self, self._root.close)
-        try:
-            self._root.set_state(state["root"])
-        except (KeyError, TypeError, IndexError) as e:
-            raise ValueError(
-                "load_state_dict: the state does not fit this pipeline (it was saved by an "
-                f"iterator of another dataset: {type(e).__name__}: {e}); restore a state into "
-                "an iterator of the same dataset, built the same way"
-            ) from e
-        self._buf, self._pos = list(state["pending"]), 0
+        return iterator_state(self)
+
+    def set_state(self, state: dict | list) -> None:
+        from datapipe._checkpoint import restore_iterator
+
+        restore_iterator(self, state)
 
     state_dict = get_state
     load_state_dict = set_state

@@ -17,8 +17,10 @@ class AutoShardPolicy(enum.Enum):
     """How ``iter()`` shards a pipeline across workers (``tf.data.experimental.AutoShardPolicy``).
 
     OFF: no sharding. FILE: each worker reads only its own files (or Parquet row groups).
-    DATA: every worker reads everything and keeps every ``num_workers``-th element.
-    AUTO: FILE when the file source has at least as many files as workers, else DATA.
+    DATA: each worker gets every ``num_workers``-th element (of the input, computed only for
+    its own elements where the ops allow; of the output of ``interleave``/``flat_map``).
+    AUTO: FILE when every source has at least as many files as workers, else DATA.
+    See ``datapipe.distribute.auto_shard``.
     """
 
     OFF = "OFF"

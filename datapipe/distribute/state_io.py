@@ -7,7 +7,8 @@ JSON document in which each array is a tagged reference into a dict of numpy arr
 ``save_state`` writes both into one ``.npz`` file (the JSON as a text array). Loading uses
 ``numpy.load(allow_pickle=False)`` and ``json.loads``: no code runs, unlike pickle.
 
-Tags (objects with the key ``"__dp__"``): ``ndarray``, ``np_scalar``, ``torch``, ``tuple``,
+Tags (objects with the key ``"__dp__"``): ``ndarray``, ``np_scalar``, ``objects`` (an object
+array of ``str``/``bytes``/numbers, e.g. a batch of text lines), ``torch``, ``tuple``,
 ``namedtuple`` (restored as a ``collections.namedtuple`` of the same name and fields: the
 user's class itself is not imported), ``dict`` (non-string keys), ``bytes``, ``float``
 (NaN and infinities).
@@ -45,7 +46,7 @@ def _encode(x: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
     if isinstance(x, (np.ndarray, np.generic)):
         arr = np.asarray(x)
         if arr.dtype.hasobject:
-            raise TypeError(f"save_state: {path} is an object array, which cannot be saved safely")
+            return _encode_objects(arr, arrays, path)
         key = f"a{len(arrays)}"
         arrays[key] = arr
         return {TAG: "ndarray" if isinstance(x, np.ndarray) else "np_scalar", "ref": key}
@@ -85,6 +86,20 @@ def _encode(x: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
     )
 
 
+def _encode_objects(arr: np.ndarray, arrays: dict[str, np.ndarray], path: str) -> dict:
+    """An object array of plain values (text lines, paths: ``str``/``bytes``/numbers) as a
+    list; anything else in it has no safe encoding."""
+    items = []
+    for i, v in enumerate(arr.reshape(-1).tolist()):
+        if not (v is None or isinstance(v, (bool, int, float, str, bytes))):
+            raise TypeError(
+                f"save_state: {path} is an object array holding {type(v).__name__} (at flat "
+                f"index {i}), which cannot be saved safely (str, bytes and numbers can)"
+            )
+        items.append(_encode(v, arrays, f"{path}.flat[{i}]"))
+    return {TAG: "objects", "shape": list(arr.shape), "items": items}
+
+
 def encode_state(state: Any) -> tuple[Any, dict[str, np.ndarray]]:
     """``(json_document, arrays)`` for ``state`` (see the module docstring).
 
@@ -111,6 +126,10 @@ def _decode(x: Any, arrays: Any) -> Any:
         torch = _torch()
         t = torch.from_numpy(np.array(arrays[x["ref"]]))
         return t.view(torch.bfloat16) if x["dtype"] == "bfloat16" else t
+    if tag == "objects":
+        out = np.empty(len(x["items"]), dtype=object)
+        out[:] = [_decode(v, arrays) for v in x["items"]]
+        return out.reshape([int(d) for d in x["shape"]])
     if tag == "float":
         return float(x["value"])
     if tag == "bytes":

@@ -13,7 +13,6 @@ from datapipe.dataset import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
     Dataset,
-    passes_random_access,
 )
 from datapipe.ops.map import validate_parallelism
 
@@ -43,6 +42,8 @@ class BatchDataset(Dataset):
     """
 
     _name = "batch"
+    commutes_with_shard = True
+    keeps_random_access = True
 
     def __init__(
         self,
@@ -69,9 +70,6 @@ class BatchDataset(Dataset):
         return batched_cardinality(
             self._inputs[0].cardinality(), self._batch_size, self._drop_remainder
         )
-
-    def _random_access_breaker(self) -> str | None:
-        return passes_random_access(self)
 
     def _make_random_access(self, ctx):
         return _BatchAccess(

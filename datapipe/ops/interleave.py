@@ -53,6 +53,7 @@ class InterleaveDataset(Dataset):
     """
 
     _name = "interleave"
+    expands = True
 
     def __init__(
         self,

@@ -60,6 +60,8 @@ class MapDataset(RandomAccessUnaryDataset):
     """
 
     _name = "map"
+    elementwise = True
+    commutes_with_shard = True
 
     def __init__(
         self,

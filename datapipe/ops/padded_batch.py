@@ -13,7 +13,6 @@ from datapipe._batching import BatchShapeError, stack_leaf
 from datapipe._spec import TensorSpec, is_torch
 from datapipe.dataset import (
     Dataset,
-    passes_random_access,
 )
 from datapipe.ops.batch import BatchIterator, batched_cardinality
 
@@ -172,6 +171,8 @@ class PaddedBatchDataset(Dataset):
     """
 
     _name = "padded_batch"
+    commutes_with_shard = True
+    keeps_random_access = True
 
     def __init__(
         self,
@@ -238,9 +239,6 @@ class PaddedBatchDataset(Dataset):
             )
         parts = [c.pad(list(col), start, self._name) for c, col in zip(self._components, columns)]
         return nest.pack_as(first, parts)
-
-    def _random_access_breaker(self) -> str | None:
-        return passes_random_access(self)
 
     def _make_random_access(self, ctx):
         return _PaddedBatchAccess(self, self._inputs[0]._make_random_access(ctx))

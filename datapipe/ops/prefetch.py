@@ -14,6 +14,8 @@ class PrefetchDataset(RandomAccessUnaryDataset):
     """
 
     _name = "prefetch"
+    elementwise = True
+    commutes_with_shard = True
 
     def __init__(self, input_ds: Dataset, buffer_size: int = AUTOTUNE):
         super().__init__(input_ds)

@@ -95,7 +95,9 @@ class RandomMapDataset(RandomAccessUnaryDataset):
     """
 
     _name = "random_map"
-    _uses_randomness = True
+    elementwise = True
+    commutes_with_shard = True
+    uses_randomness = True
 
     def __init__(
         self,

@@ -19,6 +19,9 @@ class RepeatDataset(UnaryDataset):
     """
 
     _name = "repeat"
+    commutes_with_shard = True
+    keeps_random_access = True
+    repeats_input = True
 
     def __init__(self, input_ds: Dataset, count: int | None = None):
         super().__init__(input_ds)

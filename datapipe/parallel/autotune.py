@@ -491,14 +491,14 @@ def _work(wall: float, cpu: float) -> float:
 
 def get_tuner(ctx: Any) -> Autotuner:
     """The pipeline's tuner, created on first use from ``ctx.options.autotune``."""
-    tuner = getattr(ctx, "_datapipe_autotuner", None)
+    tuner = ctx.tuner
     if tuner is None:
         opts = ctx.options.autotune
         enabled = True if opts.enabled is None else bool(opts.enabled)
         cpu = opts.cpu_budget if opts.cpu_budget else cpu_count()
         ram = opts.ram_budget if opts.ram_budget else available_memory() // 2
         tuner = Autotuner(enabled, cpu, ram)
-        ctx._datapipe_autotuner = tuner
+        ctx.tuner = tuner
     return tuner
 
 

@@ -82,9 +82,6 @@ class GeneratorDataset(Dataset):
     def cardinality(self) -> int:
         return UNKNOWN_CARDINALITY
 
-    def _random_access_breaker(self) -> str | None:
-        return self._name
-
     def _make_iterator(self, ctx, epoch):
         return GeneratorIterator(self._generator, self._args, self._signature)
 
