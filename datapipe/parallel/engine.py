@@ -163,9 +163,15 @@ class Engine(SharedStage):
             except TypeError:  # the function cannot be sent to a process
                 self.process_factory = None
                 return False
-        self.sizer.target_s = PROCESS_CHUNK_S if kind == PROCESS else TARGET_CHUNK_S
         if kind == PROCESS:
-            self.processes.ensure(value)
+            try:
+                self.processes.ensure(value)
+            except Exception:  # noqa: BLE001 - no process can start here: keep the executor
+                if self.executor == PROCESS:
+                    raise
+                self.process_factory = None
+                return False
+        self.sizer.target_s = PROCESS_CHUNK_S if kind == PROCESS else TARGET_CHUNK_S
         with self.cond:
             self.executor = kind
             self.cond.notify_all()

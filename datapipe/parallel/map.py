@@ -35,7 +35,7 @@ from datapipe._iterator import OpIterator
 from datapipe.parallel import autotune
 from datapipe.parallel.engine import INLINE, PROCESS, THREAD, Engine, Lane
 from datapipe.parallel.plan import Plan, make_plan
-from datapipe.parallel.pool import close_deadline
+from datapipe.parallel.pool import PROCESS_CHUNK_S, close_deadline
 
 
 class ParallelMapIterator(OpIterator):
@@ -70,10 +70,9 @@ class ParallelMapIterator(OpIterator):
         key = pool_key if pool_key is not None else id(self)
         if plan.executor in ("process", "auto") and plan.allow_process:
             eng.process_factory = _process_factory(ctx, key, op_name, func, eng)
-        if kind == PROCESS:
-            eng.set_executor(PROCESS, plan.value)
-            if eng.processes is None:  # not sendable: raise the error the factory gives
-                _process_factory(ctx, key, op_name, func, eng)()
+        if kind == PROCESS:  # started with the first chunk; a function that cannot be
+            eng.processes = eng.process_factory()  # pickled raises TypeError here
+            eng.sizer.target_s = PROCESS_CHUNK_S
         stage.executor = kind
         if plan.executor == "auto":  # AUTOTUNE chooses: inline first, then measures
             stage.choose_executor, stage.phase = True, "inline"

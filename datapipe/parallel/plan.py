@@ -97,6 +97,17 @@ def make_plan(
     auto = num_parallel_calls == AUTOTUNE and tuner.enabled
     det = ctx.deterministic if deterministic is None else bool(deterministic)
     kind = executor or ("auto" if auto else "thread")
+    if kind == "process" and _in_daemon():
+        import warnings
+
+        warnings.warn(
+            "executor='process' inside a daemonic process (e.g. a torch DataLoader worker, "
+            "which may not start processes): running on threads instead; use process "
+            "workers instead of DataLoader workers to use more cores",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        kind = "thread"
     if kind == "process":
         cap = min(cap, autotune.max_processes(tuner))
     start = autotune.initial_parallelism(ctx, tuner) if auto else int(num_parallel_calls)
@@ -136,10 +147,17 @@ def decide(node: Any, ctx: Any) -> Plan | None:
     if not maps and executor == "process":
         executor = "thread"  # batch, interleave: threads (their work is not a function)
     plan = make_plan(ctx, calls, getattr(node, "_deterministic", None), executor, ok)
-    plan.allow_process = maps and executor != "thread"
+    # A daemonic process (a DataLoader worker) may not start processes of its own.
+    plan.allow_process = maps and executor != "thread" and not _in_daemon()
     if not maps and plan.executor == "auto" and getattr(node, "_name", "") == "interleave":
         plan.executor = "thread"  # its lanes are filled by threads only
     return plan
+
+
+def _in_daemon() -> bool:
+    import multiprocessing
+
+    return bool(multiprocessing.current_process().daemon)
 
 
 def replayable(ds: Any, ctx: Any) -> bool:

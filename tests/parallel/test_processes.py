@@ -469,3 +469,13 @@ def test_processes_of_closed_interleave_inputs_stop_at_once(clean):
     assert got == list(range(60))
     assert max(seen) <= 4  # two open inputs with two processes each, never more
     it.close()
+
+
+def test_inside_dataloader_workers_it_runs_on_threads(clean):
+    # A DataLoader worker is a daemonic process, which may not start processes: the stage
+    # warns there and runs on threads (same elements), instead of failing.
+    from torch.utils.data import DataLoader
+
+    ds = dp.range(40).map(lambda x: int(x) * 2, 2, executor="process")
+    loader = DataLoader(ds.as_torch_dataset(), batch_size=None, num_workers=2)
+    assert sorted(int(x) for x in loader) == [2 * i for i in range(40)]
