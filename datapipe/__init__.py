@@ -38,6 +38,7 @@ choose_from_datasets = Dataset.choose_from_datasets
 
 # parallel execution (datapipe/parallel): the count of elements ignore_errors dropped
 from datapipe.ops.ignore_errors import ignored_count  # noqa: E402
+from datapipe.parallel.pool import WorkerDiedError  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -57,6 +58,7 @@ __all__ = [
     "StatsOptions",
     "TensorSpec",
     "ThreadingOptions",
+    "WorkerDiedError",
     "choose_from_datasets",
     "from_generator",
     "ignored_count",

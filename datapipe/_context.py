@@ -1,13 +1,20 @@
-"""What ``iter(dataset)`` knows while it builds the iterator chain.
+"""What ``iter(dataset)`` knows while it rewrites the graph and builds the iterator chain.
 
-Holds the merged ``Options``, the global seed, and the position of each random op in the
-graph, so per-op seeds derive from (global seed, op position, epoch) as DESIGN.md's
-"Randomness is explicit" asks: same seed, same stream, however many threads run.
+``IterContext`` is typed (Grain's ``IteratorContext`` is the model): the merged ``Options``,
+the global seed, the worker context (which of how many workers reads this chain), the
+checkpoint being resumed, the shard points built, the tuner and the statistics recorder.
+Every iterator of one chain shares it; nothing is stashed on iterators or nodes.
+
+Per-op seeds derive from (global seed, op position, epoch), as DESIGN.md's "Randomness is
+explicit" asks. Positions are counted on the graph the user built, *before* the rewrites,
+and a rewritten copy of a node (``origin(copy) is node``) draws its original's seeds: the
+same stream whatever the rewrites did and however many threads run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,60 +46,105 @@ def walk(root: Dataset) -> list[Dataset]:
     return order
 
 
-def merged_options(root: Dataset) -> Options:
+def merged_options(root: Dataset, nodes: list[Dataset] | None = None) -> Options:
+    """The options of every ``with_options`` in the graph, merged (later ones win)."""
     opts = Options()
-    for node in walk(root):
-        own = getattr(node, "_options", None)
+    for node in walk(root) if nodes is None else nodes:
+        own = node._options
         if own is not None:
             opts = opts.merge(own)
     return opts
 
 
+def origin(node: Dataset) -> Dataset:
+    """The node of the user's graph that ``node`` (maybe a rewritten copy) stands for."""
+    return node.__dict__.get("_origin") or node
+
+
+@dataclass
 class IterContext:
-    """Per-``iter()`` build context.
+    """Per-``iter()`` context shared by the rewrites and every iterator of the chain.
 
     Attributes:
         options: the merged options of the whole graph.
-        seed: the global seed (``options.seed``, or fresh entropy for this ``iter()``).
+        seed: the global seed (``options.seed``, a checkpoint's, or fresh entropy).
+        deterministic: ``options.deterministic`` with its default (True) applied.
+        root: the graph being built (after the rewrites).
+        worker: the ``WorkerContext`` the graph was sharded for, or None when no worker
+            context is set (a plain single process: no shard point is inserted).
+        policy: the auto-shard policy applied (``"FILE"`` / ``"DATA"``), or None.
+        resume: the shard points' shares of a checkpoint being restored
+            (``datapipe.distribute.elastic.ResumePlan``), or None.
+        cut_nodes: the shard points (``datapipe.distribute.shard_point``) as the
+            auto-shard rewrite made them, in cut-id order (a later rewrite may copy them:
+            match by ``cut_id``); ``cuts`` their live iterators by cut id (the latest built);
+            ``cuts_by_access`` the ids of those an op above reads through random access.
+        tuner / recorder: the AUTOTUNE tuner and the statistics recorder, created on use.
+        dry_run: the rewrites run for ``cardinality()``, not for an iteration (no logging,
+            no per-worker state).
+        graph: the user's graph, before the rewrites; ``index_ops``: whether it has ops
+            that keep some input indices (``shard``, ``skip``).
     """
 
-    def __init__(self, root: Dataset, options: Options | None = None, seed: int | None = None):
-        self.root = root
-        self.options = options if options is not None else merged_options(root)
-        # An explicit ``seed`` is the one a checkpoint saved (Iterator.set_state).
-        seed = self.options.seed if seed is None else seed
-        self.seed = int(seed) if seed is not None else int(np.random.SeedSequence().entropy % 2**63)
-        self._positions: dict[int, int] = {}
-        self._keep_alive: list = []
-        for node in walk(root):
-            if getattr(node, "_uses_randomness", False):
-                self._positions[id(node)] = len(self._positions)
-        self.deterministic = (
-            True if self.options.deterministic is None else self.options.deterministic
-        )
+    options: Options
+    seed: int
+    deterministic: bool = True
+    root: Any = None
+    worker: Any = None
+    policy: str | None = None
+    resume: Any = None
+    cut_nodes: Sequence = ()
+    cuts: dict = field(default_factory=dict)
+    cuts_by_access: set = field(default_factory=set)
+    tuner: Any = None
+    recorder: Any = None
+    dry_run: bool = False
+    positions: dict[int, int] = field(default_factory=dict)
+    graph: Any = None
+    index_ops: bool = False
 
-    def alias(self, clone: Dataset, original: Dataset) -> None:
-        """Let a rewritten copy of a node draw the same seeds as the node it stands for."""
-        if id(original) in self._positions:
-            self._positions[id(clone)] = self._positions[id(original)]
-        self._keep_alive.append(clone)  # ids must not be reused while this context lives
+    @classmethod
+    def for_graph(
+        cls, root: Dataset, seed: int | None = None, options: Options | None = None
+    ) -> IterContext:
+        """The context of ``root`` (the user's graph); ``seed`` (a checkpoint's global seed)
+        overrides ``Options.seed``."""
+        nodes = walk(root)
+        opts = merged_options(root, nodes) if options is None else options
+        if seed is None:
+            seed = opts.seed
+        seed = int(seed) if seed is not None else int(np.random.SeedSequence().entropy % 2**63)
+        positions: dict[int, int] = {}
+        index_ops = False
+        for node in nodes:
+            if node.uses_randomness:
+                positions[id(origin(node))] = len(positions)
+            index_ops = index_ops or node.selects_indices
+        det = True if opts.deterministic is None else bool(opts.deterministic)
+        return cls(opts, seed, det, root, positions=positions, graph=root, index_ops=index_ops)
 
+    # ---- randomness ----------------------------------------------------------------------
     def seed_sequence(self, node: Dataset, epoch: tuple, *extra: int) -> np.random.SeedSequence:
         """Seeds for ``node`` in ``epoch``: from its own ``seed`` argument when given (then
         independent of the global seed), else from (global seed, node position)."""
-        op_seed = getattr(node, "_seed", None)
+        op_seed = node.op_seed
         if op_seed is not None:
             base = [int(op_seed) % 2**63]
         else:
-            base = [self.seed, self._positions.get(id(node), 0)]
+            base = [self.seed, self.positions.get(id(origin(node)), 0)]
         return np.random.SeedSequence([*base, *[int(e) for e in epoch], *extra])
 
     def rng(self, node: Dataset, epoch: tuple, *extra: int) -> np.random.Generator:
         return np.random.Generator(np.random.PCG64(self.seed_sequence(node, epoch, *extra)))
 
+    # ---- building --------------------------------------------------------------------------
     def make(self, node: Dataset, epoch: tuple) -> OpIterator:
         """Build ``node``'s iterator for ``epoch``, passing it through the hooks."""
         it = node._make_iterator(self, epoch)
         for hook in ITERATOR_HOOKS:
             it = hook(node, it, self)
         return it
+
+    def register_cut(self, cut_id: int, it: OpIterator) -> None:
+        """Record the live iterator of shard point ``cut_id`` (checkpoints read it)."""
+        self.cuts[cut_id] = it

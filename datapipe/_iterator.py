@@ -9,6 +9,7 @@ elements it has not been asked for and an op's state is always exact at a chunk 
 
 from __future__ import annotations
 
+import time
 import weakref
 from typing import Any
 
@@ -19,6 +20,11 @@ MAX_OUTER_CHUNK = 64
 # ... and stop growing past this many bytes of (array) elements, so buffering large batches
 # costs little memory (W3 in benchmarks/README.md).
 MAX_OUTER_CHUNK_BYTES = 1 << 20
+# ... and so that the elements computed ahead of the consumer by one chunk cost at most this
+# much (measured): an element that costs more than this is never computed before it is asked
+# for. A chunk of cheap elements still pays: W1's batches cost ~35 µs each, so ~29 of them
+# share one call down the chain.
+MAX_AHEAD_S = 0.001
 
 
 class OpIterator:
@@ -131,21 +137,33 @@ class Iterator:
     """The iterator ``iter(dataset)`` returns: a per-element view over the op chain.
 
     Methods beyond the iterator protocol:
-        get_state() / state_dict(): snapshot of the position (elements consumed so far).
+        get_state() / state_dict(): snapshot of the position (elements consumed so far);
+            the layout is described in ``datapipe._checkpoint``.
         set_state(state) / load_state_dict(state): resume exactly from a snapshot taken on
             an iterator of the same dataset (``ValueError`` for a state that doesn't fit it,
-            or that another worker setup saved).
+            or that another worker layout saved). ``set_state([state_0, ..., state_n-1])``,
+            the states of all workers of a run, resumes on any number of workers: the rest
+            of the epoch is delivered exactly once across them (elastic resume, see
+            ``datapipe.distribute.elastic``).
         close(): stop every thread the pipeline started; also on ``with`` exit, on garbage
             collection, and when the consumer's loop is broken out of and the iterator dropped.
     """
 
-    def __init__(self, root: OpIterator, epoch: tuple, dataset: Any):
-        self._root = root
+    def __init__(self, root: OpIterator, epoch: tuple, dataset: Any, ctx: Any = None):
+        from datapipe.parallel.plan import read_ahead_allowed
+
+        self._root = root  # what __next__ pulls (after an elastic resume: drains first)
+        self._primary = root  # this worker's own chain
+        self._ctx = ctx  # its datapipe._context.IterContext
         self._epoch = epoch
         self._dataset = dataset
         self._buf: list = []
         self._pos = 0
         self._chunk = 1
+        # Without a buffer the user asked for, a source such as a generator fed by the
+        # training loop must never be asked for an element before the consumer needs it.
+        self._read_ahead = read_ahead_allowed(dataset)
+        self._cost: float | None = None  # seconds per element of a root call (moving avg)
         self._finalizer = weakref.finalize(self, root.close)
 
     @property
@@ -169,7 +187,9 @@ class Iterator:
             # Let go of the consumed chunk first: two chunks of large batches alive at once
             # would double this buffer's share of the peak memory.
             self._buf = []
+            t0 = time.perf_counter()
             self._buf = self._root.next_chunk(self._chunk)
+            dt = time.perf_counter() - t0
         except BaseException as e:
             # Ops locate their own errors (op, element index, file); here we only make sure
             # an interrupt stops every thread the pipeline started.
@@ -180,55 +200,35 @@ class Iterator:
         if not self._buf:
             self._pos = 0
             raise StopIteration
-        if getattr(self._buf[0], "nbytes", 0) * len(self._buf) > MAX_OUTER_CHUNK_BYTES:
-            self._chunk = max(1, self._chunk // 2)  # large elements: a small buffer suffices
-        else:
-            self._chunk = min(self._chunk * 2, MAX_OUTER_CHUNK)
+        self._chunk = self._next_size(dt)
         self._pos = 1
         return self._buf[0]
+
+    def _next_size(self, dt: float) -> int:
+        """The next root call's chunk: doubling from 1 while the elements it computes ahead
+        of the consumer cost under ``MAX_AHEAD_S`` together and hold under
+        ``MAX_OUTER_CHUNK_BYTES``; 1 when read-ahead is not allowed."""
+        if not self._read_ahead:
+            return 1
+        n = len(self._buf)
+        per = dt / n
+        self._cost = per if self._cost is None else 0.5 * (self._cost + per)
+        if getattr(self._buf[0], "nbytes", 0) * n > MAX_OUTER_CHUNK_BYTES:
+            return max(1, self._chunk // 2)  # large elements: a small buffer suffices
+        ahead = 1 + int(MAX_AHEAD_S / self._cost) if self._cost > 0 else MAX_OUTER_CHUNK
+        return max(1, min(self._chunk * 2, MAX_OUTER_CHUNK, ahead))
 
     def get_state(self) -> dict:
         # The root is past the elements still in our buffer; they travel in the state
         # (at most MAX_OUTER_CHUNK - 1), so a snapshot costs nothing until it is asked for.
-        return {
-            "epoch": list(self._epoch),
-            # Without Options(seed) every iter() draws a fresh global seed; the state keeps
-            # it, or a resumed global_shuffle/random_map would draw another permutation.
-            "seed": getattr(self._root, "global_seed", None),
-            "worker": list(getattr(self._root, "worker_context", (0, 1))),
-            "root": self._root.get_state(),
-            "pending": list(self._buf[self._pos :]),
-        }
+        from datapipe._checkpoint import iterator_state
 
-    def set_state(self, state: dict) -> None:
-        check_state_dict(state, ("epoch", "root", "pending"), "load_state_dict")
-        _check_outer_state(state)
-        saved, mine = state.get("worker", [0, 1]), getattr(self._root, "worker_context", (0, 1))
-        if [int(v) for v in saved] != list(mine):
-            raise ValueError(
-                f"load_state_dict: the state was saved by worker {saved[0]} of {saved[1]} but "
-                f"this iterator is worker {mine[0]} of {mine[1]} (ranks x DataLoader workers); "
-                "a checkpoint resumes only with the worker context that saved it"
-            )
-        seed = state.get("seed")
-        if tuple(state["epoch"]) != self._epoch or (
-            seed is not None and seed != getattr(self._root, "global_seed", None)
-        ):
-            # The epoch and the global seed fix the seeds; rebuild the chain for the saved ones.
-            self._root.close()
-            self._epoch = tuple(int(e) for e in state["epoch"])
-            self._root = self._dataset._build_root(self._epoch, seed)
-            self._finalizer.detach()
-            self._finalizer = weakref.finalize(self, self._root.close)
-        try:
-            self._root.set_state(state["root"])
-        except (KeyError, TypeError, IndexError, AttributeError) as e:
-            raise ValueError(
-                "load_state_dict: the state does not fit this pipeline (it was saved by an "
-                f"iterator of another dataset: {type(e).__name__}: {e}); restore a state into "
-                "an iterator of the same dataset, built the same way"
-            ) from e
-        self._buf, self._pos = list(state["pending"]), 0
+        return iterator_state(self)
+
+    def set_state(self, state: dict | list) -> None:
+        from datapipe._checkpoint import restore_iterator
+
+        restore_iterator(self, state)
 
     state_dict = get_state
     load_state_dict = set_state

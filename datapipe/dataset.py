@@ -1,19 +1,29 @@
 """``Dataset``: an immutable description of an input pipeline (tf.data's model).
 
 Each transformation returns a new node that holds its inputs and arguments; nothing runs
-until ``iter(ds)``, which applies graph rewrites (auto-sharding) and builds one iterator
-per node. The methods here are thin: each builds the node of one op module under
-``datapipe/ops`` or ``datapipe/sources``.
+until ``iter(ds)``, which applies the graph rewrites of ``REWRITES`` in order (auto-sharding,
+then pushing ``shard``/``skip`` below element-wise ops) and builds one iterator per node.
+The methods here are thin: each builds the node of one op module under ``datapipe/ops`` or
+``datapipe/sources``.
+
+Facts about an op that the rewrites need are *traits*: class attributes of its node class
+(``elementwise``, ``commutes_with_shard``, ``expands``, ``uses_randomness``,
+``keeps_random_access``, ``selects_indices``), documented on ``Dataset``; an op whose trait
+depends on its arguments sets it on the instance in ``__init__``.
 """
 
 from __future__ import annotations
 
 import builtins
+import functools
 import itertools
 import os
+import threading
 import types
 from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Iterator as PyIterator
+from contextlib import contextmanager
+from typing import Any, ClassVar
 
 from datapipe._context import IterContext, merged_options
 from datapipe._iterator import Iterator, OpIterator
@@ -27,8 +37,50 @@ AUTOTUNE = -1
 # Elements tried by element_spec inference before the first one's error is raised.
 _SPEC_ATTEMPTS = 16
 
-# Graph rewrites applied at iter() time, in order: fn(root, options) -> root.
-REWRITES: list[Callable[[Dataset, Options], Dataset]] = []
+# The graph rewrites applied at iter() time, in order: fn(root, ctx) -> root. A rewrite
+# returns ``root`` itself when it changes nothing, copies the nodes it changes (with
+# ``datapipe._rewrites.replace_inputs``, so copies keep their original's seeds) and never
+# mutates the user's graph. ``datapipe._rewrites`` installs the push-down of index ops;
+# ``datapipe.distribute`` puts auto-sharding first.
+REWRITES: list[Callable[[Dataset, IterContext], Dataset]] = []
+
+_RAW = threading.local()
+
+
+@contextmanager
+def raw_cardinality() -> PyIterator[None]:
+    """Within this block (on this thread) ``cardinality()`` is the graph's own count, not
+    the worker's view of it (the rewrites and the ops' own cardinality rules use it)."""
+    _RAW.depth = getattr(_RAW, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _RAW.depth -= 1
+
+
+def _worker_view(own: Callable[[Dataset], int]) -> Callable[[Dataset], int]:
+    """``cardinality`` as the public sees it: under an active worker context, the count of
+    the graph this worker iterates (auto-sharded, evened out); else the op's own rule."""
+
+    @functools.wraps(own)
+    def cardinality(self: Dataset) -> int:
+        if getattr(_RAW, "depth", 0) or "_origin" in self.__dict__:
+            return own(self)  # inside another count, or a node of an already-built graph
+        with raw_cardinality():
+            view = _rewritten(self)
+            return own(self) if view is self else view.cardinality()
+
+    cardinality.worker_view = True  # type: ignore[attr-defined]
+    return cardinality
+
+
+def _rewritten(root: Dataset) -> Dataset:
+    """``root`` after the rewrites (what ``iter()`` would run), without side effects."""
+    ctx = IterContext.for_graph(root, seed=0)
+    ctx.dry_run = True
+    for rewrite in REWRITES:
+        root = rewrite(root, ctx)
+    return root
 
 
 class Dataset:
@@ -36,7 +88,28 @@ class Dataset:
 
     Subclasses (one per op) set ``_inputs`` and implement ``element_spec``,
     ``cardinality()`` and ``_make_iterator(ctx, epoch)``; those that keep random access
-    implement ``_make_random_access(ctx)``.
+    implement ``_make_random_access(ctx)``. A subclass's ``cardinality()`` is its own rule;
+    the public method wraps it so that, under an active worker context, it is the count of
+    this worker's share (what ``iter()`` yields here).
+
+    Traits (class attributes the graph rewrites read; False unless an op says otherwise):
+
+    - ``elementwise``: one output element per input element, in order, computed from that
+      element alone (``map``, ``random_map``, ``prefetch``, ``to_torch``, ``with_options``);
+      index ops (``shard``, ``skip``, auto-sharding's shard points) move below such ops.
+    - ``commutes_with_shard``: giving each worker a share of the input instead of the
+      output keeps the union over workers (``map``, ``filter``, ``batch``, ``shuffle``,
+      ``zip``, ...); DATA auto-sharding sinks its shard point below such ops.
+    - ``expands``: one input element may become several output elements (``interleave``,
+      ``flat_map``, ``unbatch``); a shard point below one cannot even out element counts.
+    - ``uses_randomness``: draws random numbers (seeded through ``IterContext``).
+    - ``keeps_random_access``: has random access when every input has.
+    - ``selects_indices``: keeps some input indices (``shard``, ``skip``); moved below
+      ``elementwise`` random-access ops where ``_passes_below(node)`` allows.
+    - ``repeats_input``: reads its input more than once per epoch (``repeat``); elastic
+      resume cannot split a pool read below one.
+    - ``aligns_inputs``: pairs its inputs' elements by position (``zip``); a shard point
+      below it passes only ``elementwise`` ops, so the pairs stay the same.
 
     Every method checks its arguments when it builds the node, not when the pipeline first
     runs: a wrong type raises ``TypeError`` (``take("a")``, ``batch(2.0)``, a flag that is
@@ -52,8 +125,22 @@ class Dataset:
 
     _name = "dataset"
     _inputs: tuple[Dataset, ...] = ()
-    _uses_randomness = False
     _options: Options | None = None
+
+    elementwise: ClassVar[bool] = False
+    commutes_with_shard: ClassVar[bool] = False
+    expands: ClassVar[bool] = False
+    uses_randomness: ClassVar[bool] = False
+    keeps_random_access: ClassVar[bool] = False
+    selects_indices: ClassVar[bool] = False
+    repeats_input: ClassVar[bool] = False
+    aligns_inputs: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("cardinality")
+        if own is not None and not getattr(own, "worker_view", False):
+            cls.cardinality = _worker_view(own)  # type: ignore[method-assign]
 
     def __init__(self, *inputs: Dataset):
         for x in inputs:
@@ -69,8 +156,17 @@ class Dataset:
         raise NotImplementedError
 
     def cardinality(self) -> int:
-        """Number of elements, or ``INFINITE_CARDINALITY`` (-1) / ``UNKNOWN_CARDINALITY`` (-2)."""
+        """Number of elements, or ``INFINITE_CARDINALITY`` (-1) / ``UNKNOWN_CARDINALITY`` (-2).
+
+        Under an active worker context (see ``datapipe.distribute``) this is the number of
+        elements ``iter()`` yields on this worker: its auto-sharded share, evened out by
+        ``Options.distribute.uneven``. ``len(ds)`` is the same number."""
         return UNKNOWN_CARDINALITY
+
+    @property
+    def op_seed(self) -> int | None:
+        """The op's own ``seed`` argument (None: derived from the global seed)."""
+        return self.__dict__.get("_seed")
 
     def __len__(self) -> int:
         n = self.cardinality()
@@ -92,8 +188,24 @@ class Dataset:
 
     # ---- random access -----------------------------------------------------------------
     def _random_access_breaker(self) -> str | None:
-        """Name of the op that makes this chain lose random access, or None when it has it."""
-        return self._name
+        """Name of the op that makes this chain lose random access, or None when it has it
+        (``keeps_random_access`` ops have it when every input has)."""
+        if not self.keeps_random_access:
+            return self._name
+        for d in self._inputs:
+            breaker = d._random_access_breaker()
+            if breaker is not None:
+                return breaker
+        return None
+
+    def _passes_below(self, node: Dataset) -> bool:
+        """For ``selects_indices`` ops: may this op move below the element-wise ``node``?"""
+        return True
+
+    def _for_worker(self, key: tuple) -> Dataset:
+        """This node as worker ``key`` runs it above a shard point (per-op protocol: a
+        ``cache`` returns a copy with a store of that worker's own)."""
+        return self
 
     def _make_random_access(self, ctx: IterContext) -> RandomAccess:
         raise NotImplementedError
@@ -105,23 +217,28 @@ class Dataset:
     def _make_iterator(self, ctx: IterContext, epoch: tuple) -> OpIterator:
         raise NotImplementedError
 
-    def _build_root(self, epoch: tuple, seed: int | None = None) -> OpIterator:
-        """Apply the graph rewrites and build the iterator chain for ``epoch``; ``seed``
-        (the global seed of a checkpoint) overrides ``Options.seed``. The chain's global
-        seed is left on the returned iterator as ``global_seed`` for checkpoints."""
-        options = merged_options(self)
-        root = self
-        for rewrite in REWRITES:
-            root = rewrite(root, options)
-        ctx = IterContext(root, options, seed)
-        it = ctx.make(root, epoch)
-        it.global_seed = ctx.seed
-        # (index, count) of an auto-sharded graph: a checkpoint resumes only in its worker.
-        it.worker_context = getattr(root, "worker_context", (0, 1))
-        return it
+    def _build_chain(
+        self, epoch: tuple, seed: int | None = None, resume: Any = None
+    ) -> tuple[IterContext, OpIterator]:
+        """Apply ``REWRITES`` and build the iterator chain for ``epoch``. ``seed`` (the
+        global seed of a checkpoint) overrides ``Options.seed``; ``resume`` (a checkpoint's
+        shard point shares, ``datapipe.distribute.elastic.ResumePlan``) is read by the
+        auto-shard rewrite and the shard points built while it is active."""
+        ctx = IterContext.for_graph(self, seed)
+        ctx.resume = resume
+        _RAW.depth = getattr(_RAW, "depth", 0) + 1  # raw_cardinality(), inlined: per iter()
+        try:
+            root = self
+            for rewrite in REWRITES:
+                root = rewrite(root, ctx)
+            ctx.root = root
+            return ctx, ctx.make(root, epoch)
+        finally:
+            _RAW.depth -= 1
 
     def _build_iterator(self, epoch: tuple) -> Iterator:
-        return Iterator(self._build_root(epoch), epoch, self)
+        ctx, root = self._build_chain(epoch)
+        return Iterator(root, epoch, self, ctx)
 
     def __iter__(self) -> Iterator:
         # Each iter() is a new epoch, so reshuffle_each_iteration reshuffles on a re-iteration
@@ -231,10 +348,11 @@ class Dataset:
         num_parallel_calls: int | None = None,
         deterministic: bool | None = None,
         name: str | None = None,
+        executor: str | None = None,
     ) -> Dataset:
         from datapipe.ops.map import MapDataset
 
-        return MapDataset(self, map_func, num_parallel_calls, deterministic, name)
+        return MapDataset(self, map_func, num_parallel_calls, deterministic, name, executor)
 
     def random_map(
         self,
@@ -242,10 +360,11 @@ class Dataset:
         seed: int | None = None,
         num_parallel_calls: int | None = None,
         deterministic: bool | None = None,
+        executor: str | None = None,
     ) -> Dataset:
         from datapipe.ops.random_map import RandomMapDataset
 
-        return RandomMapDataset(self, map_func, seed, num_parallel_calls, deterministic)
+        return RandomMapDataset(self, map_func, seed, num_parallel_calls, deterministic, executor)
 
     def filter(self, predicate: Callable) -> Dataset:
         from datapipe.ops.filter import FilterDataset
@@ -442,19 +561,7 @@ class Dataset:
         return f"<{type(self).__name__} {self._name} element_spec={self.element_spec!r}>"
 
 
-def passes_random_access(node: Dataset) -> str | None:
-    """Helper for unary ops that keep random access when their input has it."""
-    return node._inputs[0]._random_access_breaker()
-
-
-def all_inputs_random_access(node: Dataset) -> str | None:
-    """Helper for ops with several inputs (``zip``, ``concatenate``, ...) that keep random
-    access when every input has it: the first input's breaker, or None."""
-    for d in node._inputs:
-        breaker = d._random_access_breaker()
-        if breaker is not None:
-            return breaker
-    return None
+Dataset.cardinality = _worker_view(Dataset.cardinality)  # type: ignore[method-assign]
 
 
 class UnaryDataset(Dataset):
@@ -474,11 +581,13 @@ class RandomAccessUnaryDataset(UnaryDataset):
     """A ``UnaryDataset`` that also keeps its input's random access: it has random access
     when the input has, and by default reads the input's elements unchanged."""
 
-    def _random_access_breaker(self) -> str | None:
-        return passes_random_access(self)
+    keeps_random_access = True
 
     def _make_random_access(self, ctx: IterContext) -> RandomAccess:
         return self._inputs[0]._make_random_access(ctx)
 
+
+# The push-down of index ops is the last rewrite (auto-sharding inserts itself first).
+from datapipe import _rewrites  # noqa: E402,F401
 
 _ = builtins  # `range` is shadowed in datapipe's namespace; builtins stays available here

@@ -21,8 +21,10 @@ class AutoShardPolicy(enum.Enum):
     """How ``iter()`` shards a pipeline across workers (``tf.data.experimental.AutoShardPolicy``).
 
     OFF: no sharding. FILE: each worker reads only its own files (or Parquet row groups).
-    DATA: every worker reads everything and keeps every ``num_workers``-th element.
-    AUTO: FILE when the file source has at least as many files as workers, else DATA.
+    DATA: each worker gets every ``num_workers``-th element (of the input, computed only for
+    its own elements where the ops allow; of the output of ``interleave``/``flat_map``).
+    AUTO: FILE when every source has at least as many files as workers, else DATA.
+    See ``datapipe.distribute.auto_shard``.
     """
 
     OFF = "OFF"
@@ -65,12 +67,24 @@ class _Merge:
 
 @dataclass
 class ThreadingOptions(_Merge):
-    """``private_threadpool_size``: most threads one parallel op may use (default: the CPU
-    budget). ``max_intra_op_parallelism``: threads a single user function may use inside
-    itself (torch's intra-op threads in workers; default 1 while parallel ops run)."""
+    """Where parallel ops run (tf.data's ``threading`` options, plus worker processes).
+
+    ``private_threadpool_size``: most threads one parallel op may use (default 64).
+    ``max_intra_op_parallelism``: threads a single user function may use inside itself
+    (torch's intra-op threads in worker processes; default 1).
+    ``executor``: where a parallel ``map`` / ``random_map`` that names no ``executor`` runs:
+    ``"thread"`` (worker threads: work that releases the GIL — numpy, Pillow, torch, I/O),
+    ``"process"`` (worker processes: pure-Python work that holds the GIL), or None (default:
+    threads for a fixed ``num_parallel_calls``; with ``AUTOTUNE`` the tuner measures and
+    picks inline, threads or processes per stage).
+    ``process_start_method``: how worker processes start: ``"fork"``, ``"spawn"`` or
+    ``"forkserver"`` (``multiprocessing``'s names; default: ``multiprocessing``'s default).
+    """
 
     private_threadpool_size: int | None = None
     max_intra_op_parallelism: int | None = None
+    executor: str | None = None
+    process_start_method: str | None = None
 
 
 @dataclass

@@ -4,11 +4,13 @@ Each rank builds the same datapipe pipeline; ``iter()`` shards it automatically 
 comes from the process group torchrun set up), so no ``DistributedSampler`` and no sharding
 code. Every ``--checkpoint-every`` steps each rank saves the model, the optimizer and its
 pipeline position (``state_dict()`` of the torch dataset) to ``<checkpoint>/rank<r>.pt``;
-``--resume`` continues from there mid-epoch, each element consumed exactly once.
+``--resume`` continues from there mid-epoch, each element consumed exactly once -- on the
+same number of ranks, or on another one (elastic resume: every new rank loads the data
+states of all old ranks).
 
     torchrun --nproc_per_node=2 examples/train_ddp.py --epochs 8
     torchrun --nproc_per_node=2 examples/train_ddp.py --checkpoint ckpt --crash-at-step 30
-    torchrun --nproc_per_node=2 examples/train_ddp.py --checkpoint ckpt --resume
+    torchrun --nproc_per_node=3 examples/train_ddp.py --checkpoint ckpt --resume
 
 Rank 0 prints one line per epoch and then ``final test accuracy: 0.9xxx``.
 """
@@ -24,7 +26,8 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
-from _digits_model import count_correct, make_model, make_parser, to_features, train_step
+import torch.nn.functional as F
+from _digits_model import count_correct, make_model, make_parser, to_features
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
@@ -36,9 +39,11 @@ from datapipe.distribute import TorchIterableDataset
 def make_pipelines(batch_size: int, seed: int) -> tuple[dp.Dataset, dp.Dataset]:
     train, test = load_digits()
     # The same graph on every rank; iter() gives each rank its own share (auto-sharding),
-    # and uneven="drop" (the default) gives every rank the same number of batches.
+    # and uneven="drop" (the default) gives every rank the same number of batches. The
+    # seeded global_shuffle is one permutation of the indices split among the ranks: a
+    # checkpoint is a few integers and resumes on any number of ranks, element by element.
     train = (
-        train.shuffle(len(train))
+        train.global_shuffle()
         .map(to_features, num_parallel_calls=2)
         .batch(batch_size)
         .with_options(dp.Options(seed=seed))
@@ -47,6 +52,23 @@ def make_pipelines(batch_size: int, seed: int) -> tuple[dp.Dataset, dp.Dataset]:
     allow = dp.Options(distribute=dp.DistributeOptions(uneven="allow"))
     test = test.map(to_features).batch(128).with_options(allow).to_torch()
     return train, test
+
+
+def lockstep_step(model, optimizer, batch, world: int) -> tuple[float, int] | None:
+    """One DDP step that every rank takes, with a batch or without one (a rank that resumed
+    an epoch on another number of ranks may hold a batch more or less than the others):
+    the gradient is of the loss summed over the step's samples on all ranks, divided by
+    their number. Returns this rank's ``(loss sum, samples)``; None once no rank has any."""
+    x, y = batch if batch is not None else (torch.zeros(0, 1, 8, 8), torch.zeros(0).long())
+    n = torch.tensor([float(len(y))])
+    dist.all_reduce(n)
+    if n.item() == 0:
+        return None
+    optimizer.zero_grad()
+    loss_sum = F.cross_entropy(model(x), y, reduction="sum")
+    (loss_sum * world / n.item()).backward()  # DDP averages the gradients over the ranks
+    optimizer.step()
+    return loss_sum.item(), len(y)
 
 
 def evaluate(model: torch.nn.Module, test: dp.Dataset) -> float:
@@ -74,7 +96,9 @@ def parse_args(argv: list[str] | None):
     parser.add_argument("--checkpoint", default="", help="directory for per-rank checkpoints")
     parser.add_argument("--checkpoint-every", type=int, default=10, help="steps")
     parser.add_argument(
-        "--resume", action="store_true", help="continue from --checkpoint mid-epoch"
+        "--resume",
+        action="store_true",
+        help="continue from --checkpoint mid-epoch (on any number of ranks)",
     )
     parser.add_argument("--crash-at-step", type=int, default=-1, help="simulate a failure")
     args = parser.parse_args(argv)
@@ -93,60 +117,88 @@ class Trainer:
     optimizer: torch.optim.Optimizer
     tds: TorchIterableDataset
     loader: DataLoader
-    ckpt_path: str  # "" for no checkpoints
+    ckpt_dir: str  # "" for no checkpoints
     rank: int
+    world: int
     epoch: int = 0
     step: int = 0
+    totals: torch.Tensor = None  # this rank's (loss sum, samples) in the current epoch
+
+    def __post_init__(self) -> None:
+        self.totals = torch.zeros(2, dtype=torch.float64)
+
+    def path(self, rank: int) -> str:
+        return os.path.join(self.ckpt_dir, f"rank{rank}.pt")
 
     def save(self) -> None:
         payload = dict(
             epoch=self.epoch,
             step=self.step,
+            world=self.world,
+            totals=self.totals.clone(),
             model=self.model.module.state_dict(),
             optimizer=self.optimizer.state_dict(),
             data=self.tds.state_dict(),
         )
-        tmp = self.ckpt_path + ".tmp"
+        tmp = self.path(self.rank) + ".tmp"
         torch.save(payload, tmp)
-        os.replace(tmp, self.ckpt_path)  # a crash mid-save keeps the previous checkpoint
+        os.replace(tmp, self.path(self.rank))  # a crash mid-save keeps the previous checkpoint
 
     def resume(self) -> None:
-        ckpt = torch.load(self.ckpt_path, weights_only=True)  # loading runs no code
-        self.model.module.load_state_dict(ckpt["model"])
-        self.optimizer.load_state_dict(ckpt["optimizer"])
-        self.tds.load_state_dict(ckpt["data"])  # the next iter() continues that epoch
-        self.epoch, self.step = ckpt["epoch"], ckpt["step"]
+        # The run that saved may have had another number of ranks: rank 0's file says how
+        # many, and every rank reads all their files (loading runs no code).
+        old_world = int(torch.load(self.path(0), weights_only=True)["world"])
+        old = [torch.load(self.path(r), weights_only=True) for r in range(old_world)]
+        if len({(c["epoch"], c["step"]) for c in old}) != 1:
+            raise SystemExit(f"{self.ckpt_dir}: the ranks' checkpoints are of different steps")
+        self.model.module.load_state_dict(old[0]["model"])  # the same on every rank (DDP)
+        self.optimizer.load_state_dict(old[0]["optimizer"])
+        if old_world == self.world:
+            self.tds.load_state_dict(old[self.rank]["data"])
+            self.totals = old[self.rank]["totals"]
+        else:  # elastic: the rest of the epoch, exactly once across this run's ranks
+            self.tds.load_state_dict([c["data"] for c in old])
+            if self.rank == 0:  # the epoch's loss so far, counted once
+                self.totals = sum(c["totals"] for c in old)
+        self.epoch, self.step = old[0]["epoch"], old[0]["step"]
         if self.rank == 0:
-            print(f"resumed at epoch {self.epoch + 1}, step {self.step}", flush=True)
+            print(
+                f"resumed at epoch {self.epoch + 1}, step {self.step}"
+                + ("" if old_world == self.world else f" (saved by {old_world} ranks)"),
+                flush=True,
+            )
 
     def run_epoch(self, checkpoint_every: int, crash_at_step: int) -> torch.Tensor:
         """Trains one epoch; returns (sum of losses, elements) over all ranks."""
         # A new shuffle order per epoch; a state loaded for this epoch is kept and resumed.
         self.tds.set_epoch(self.epoch)
-        totals = torch.zeros(2, dtype=torch.float64)
-        for x, y in self.loader:
-            # DDP all-reduces gradients in backward: ranks must agree on batch counts.
-            loss = train_step(self.model, self.optimizer, x, y)
-            totals += torch.tensor([loss * len(y), len(y)])
+        batches = iter(self.loader)
+        while True:
+            # Every rank steps together (DDP all-reduces gradients in backward), so every
+            # checkpoint holds all ranks at the same step.
+            done = lockstep_step(self.model, self.optimizer, next(batches, None), self.world)
+            if done is None:
+                break
+            self.totals += torch.tensor(done, dtype=torch.float64)
             self.step += 1
-            if self.ckpt_path and self.step % checkpoint_every == 0:
+            if self.ckpt_dir and self.step % checkpoint_every == 0:
                 self.save()
             if self.step == crash_at_step:
                 print(f"rank {self.rank}: simulated crash at step {self.step}", flush=True)
                 os._exit(1)
+        totals, self.totals = self.totals, torch.zeros(2, dtype=torch.float64)
         dist.all_reduce(totals)
         return totals
 
 
-def make_trainer(args, train: dp.Dataset, rank: int) -> Trainer:
+def make_trainer(args, train: dp.Dataset, rank: int, world: int) -> Trainer:
     tds = train.as_torch_dataset()
     loader = DataLoader(tds, batch_size=None, num_workers=args.loader_workers)
     model = DistributedDataParallel(make_model())
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    ckpt_path = os.path.join(args.checkpoint, f"rank{rank}.pt") if args.checkpoint else ""
-    if ckpt_path:
+    if args.checkpoint:
         os.makedirs(args.checkpoint, exist_ok=True)
-    return Trainer(model, optimizer, tds, loader, ckpt_path, rank)
+    return Trainer(model, optimizer, tds, loader, args.checkpoint, rank, world)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)  # the same initial weights on every rank
     train, test = make_pipelines(args.batch_size, args.seed)
-    trainer = make_trainer(args, train, rank)
+    trainer = make_trainer(args, train, rank, world)
     if args.resume:
         trainer.resume()
 

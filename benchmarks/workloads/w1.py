@@ -29,13 +29,14 @@ def _sum_batches(batches) -> tuple[int, float]:
     return count, float(total)
 
 
-def run_datapipe(data: np.ndarray, autotune: bool = False):
+def run_datapipe(data: np.ndarray, autotune: bool = False, prefetch: bool = False):
     import datapipe as dp
 
     def run():
         ds = dp.from_tensor_slices(data)
         ds = ds.map(f, num_parallel_calls=dp.AUTOTUNE) if autotune else ds.map(f)
-        return _sum_batches(ds.batch(BATCH))
+        ds = ds.batch(BATCH)
+        return _sum_batches(ds.prefetch(dp.AUTOTUNE) if prefetch else ds)
 
     return run
 
@@ -109,6 +110,7 @@ def run(quick: bool, repeats: int, with_tf: bool = True) -> list[Result]:
     systems = [
         ("datapipe map (sequential)", run_datapipe(data)),
         ("datapipe map(AUTOTUNE)", run_datapipe(data, True)),
+        ("datapipe map(AUTOTUNE) .prefetch(AUTOTUNE)", run_datapipe(data, True, True)),
         ("bare Python generator", run_generator(data)),
         ("torch DataLoader num_workers=0", run_torch(data, 0)),
         ("torch DataLoader num_workers=2", run_torch(data, 2)),

@@ -1,13 +1,16 @@
-"""W4 AUTOTUNE quality: AUTOTUNE's throughput against the best fixed ``num_parallel_calls``
-from a sweep, for three map functions:
+"""W4 AUTOTUNE quality: AUTOTUNE's throughput against the best fixed setting from a sweep
+-- inline (``num_parallel_calls=None``), threads and worker processes -- for five map
+functions:
 
+* cheap: ``x * 2 + 1`` (W1's function, ~0.2 µs);
 * numpy (releases the GIL): ``np.sort`` of 200,000 float64 values;
 * I/O latency: ``time.sleep(0.002)`` (a 2 ms remote read);
-* JPEG decode: W2's Pillow read + decode + resize 224 + flip.
+* GIL-bound Python: W6's ``f`` (~210 µs of pure Python);
+* JPEG decode: W2's ``load`` (Pillow read + decode, torch bilinear resize 224, flip).
 
 Each setting runs for the same wall time from a fresh iterator (AUTOTUNE's time to find
-its setting counts against it), ``dp.range(...).map(f, n).batch(32)``; the figure is
-elements per second.
+its setting counts against it), ``dp.range(...).map(f, n[, executor]).batch(32)``; the
+figure is elements per second.
 """
 
 from __future__ import annotations
@@ -20,14 +23,18 @@ import numpy as np
 
 from .common import Result
 
-SWEEP = (1, 2, 3, 4, 6, 8, 16, 32, 64)
+THREADS = (1, 2, 3, 4, 8)
+SWEEP_IO = (1, 2, 4, 8, 16, 32, 64)
 
 
 def _functions():
-    from . import w2
+    from . import w2, w6
 
     big = np.random.default_rng(0).random(200_000)
     files = sorted(glob.glob(os.path.join(w2.make_photos(), "*.jpg")))
+
+    def cheap(i):
+        return i * 2 + 1
 
     def numpy_sort(i):
         return np.sort(big)[int(i) % 1000]
@@ -39,50 +46,67 @@ def _functions():
     def jpeg(i):
         return w2.load(files[int(i) % len(files)])[0, 0]
 
+    # (function, thread counts, process counts) of the sweep; inline always
     return {
-        "numpy sort (GIL released)": (numpy_sort, (1, 2, 3, 4, 8)),
-        "2 ms I/O latency": (io_latency, SWEEP),
-        "JPEG decode+resize": (jpeg, (1, 2, 3, 4, 8)),
+        "cheap x*2+1": (cheap, (2,), (2,)),
+        "numpy sort (GIL released)": (numpy_sort, THREADS, (2,)),
+        "2 ms I/O latency": (io_latency, SWEEP_IO, ()),
+        "GIL-bound Python": (w6.f, (2, 4), (1, 2)),
+        "JPEG decode+resize": (jpeg, THREADS, (2,)),
     }
 
 
-def _rate(fn, calls, seconds: float) -> tuple[float, list]:
+def _rate(fn, calls, seconds: float, executor=None) -> tuple[float, list]:
     import datapipe as dp
 
-    it = iter(dp.range(10**9).map(fn, num_parallel_calls=calls).batch(32))
+    it = iter(dp.range(10**9).map(fn, num_parallel_calls=calls, executor=executor).batch(32))
     n, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < seconds:
         n += len(next(it))
     dt = time.perf_counter() - t0
-    history = list(it._root.inputs[0].stage.history) if calls == -1 else []
+    path = []
+    if calls == -1:
+        stage = it._root.inputs[0].stage
+        path = [(k, o, v) for _, k, o, v in stage.events]
     it.close()
-    return n / dt, history
+    return n / dt, path
 
 
 def run(quick: bool, repeats: int) -> list[tuple[str, dict, float, list]]:
+    import torch
+
     import datapipe as dp
 
-    seconds = 1.5 if quick else 6.0
+    seconds = 1.5 if quick else 5.0
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     out = []
-    for name, (fn, sweep) in _functions().items():
-        fixed = {p: _rate(fn, p, seconds)[0] for p in sweep}
-        autos = [_rate(fn, dp.AUTOTUNE, seconds) for _ in range(max(1, repeats))]
-        autos.sort(key=lambda r: r[0])
-        rate, history = autos[len(autos) // 2]
-        out.append((name, fixed, rate, history))
+    try:
+        for name, (fn, sweep, procs) in _functions().items():
+            fixed = {"inline": _rate(fn, None, seconds)[0]}
+            fixed.update({f"t{p}": _rate(fn, p, seconds)[0] for p in sweep})
+            fixed.update({f"p{p}": _rate(fn, p, seconds, "process")[0] for p in procs})
+            autos = [_rate(fn, dp.AUTOTUNE, seconds) for _ in range(max(1, repeats))]
+            autos.sort(key=lambda r: r[0])
+            rate, path = autos[len(autos) // 2]
+            out.append((name, fixed, rate, path))
+    finally:
+        torch.set_num_threads(threads)
     return out
 
 
 def report(rows) -> tuple[str, list[Result]]:
     lines = [
-        f"{'function':<28} {'best fixed':>16} {'AUTOTUNE':>10} {'ratio':>7}  sweep / AUTOTUNE path"
+        f"{'function':<28} {'best fixed':>18} {'AUTOTUNE':>10} {'ratio':>7}  sweep "
+        "(t: threads, p: processes) / AUTOTUNE's path"
     ]
-    for name, fixed, auto, history in rows:
-        best_p = max(fixed, key=fixed.get)
-        ratio = auto / fixed[best_p]
-        sweep = " ".join(f"{p}:{r:,.0f}" for p, r in fixed.items())
+    for name, fixed, auto, path in rows:
+        best = max(fixed, key=fixed.get)
+        ratio = auto / fixed[best]
+        sweep = " ".join(f"{k}:{r:,.0f}" for k, r in fixed.items())
+        steps = ", ".join(f"{k} {o}->{v}" for k, o, v in path) or "stayed inline"
         lines.append(
-            f"{name:<28} {fixed[best_p]:>10,.0f} (p={best_p:<2}) {auto:>10,.0f} {ratio:>6.0%}"
-            f"  [{sweep}] auto {history}"
+            f"{name:<28} {fixed[best]:>10,.0f} ({best:<5}) {auto:>10,.0f} {ratio:>6.0%}"
+            f"  [{sweep}] [{steps}]"
         )
     return "\n".join(lines), []

@@ -42,7 +42,13 @@ class TorchIterableDataset(IterableDataset):
     holds only ints, bools and a ``uint8`` tensor (an ``.npz`` archive of JSON plus numpy
     arrays), so ``torch.load(..., weights_only=True)`` reads it. It describes the iterator
     of *this* process; with ``num_workers > 0`` the iterators live in the loader workers,
-    where ``torchdata.stateful_dataloader.StatefulDataLoader`` calls these methods.
+    where ``torchdata.stateful_dataloader.StatefulDataLoader`` calls these methods (see
+    the README's "Distributed training").
+
+    Elastic resume: ``load_state_dict([sd_0, ..., sd_n-1])`` with the ``state_dict()`` of
+    every rank of a run resumes that epoch on this run's ranks, however many there are;
+    the rest of the epoch is delivered exactly once across them
+    (``datapipe.distribute.elastic``).
 
     Raises:
         WorkerContextError: (at ``iter()``) malformed or contradictory worker settings.
@@ -64,7 +70,7 @@ class TorchIterableDataset(IterableDataset):
         self._done = False
         self._final_state: Any = None  # the iterator's state when its generator closed
         self._pending: dict | None = None  # loaded state, applied by the next iter()
-        self._process: tuple[int, int] | None = None  # (rank, world) seen by the parent
+        self._process: tuple | None = None  # (rank, world, source) seen by the parent
 
     # ---- epochs ------------------------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:
@@ -88,11 +94,15 @@ class TorchIterableDataset(IterableDataset):
 
     def __iter__(self) -> PyIterator:
         epoch, state = self._start()
-        p_index, p_count = self._process or resolve_process(self.dataset.options)[:2]
+        p_index, p_count, source = self._process or resolve_process(self.dataset.options)
         # The process part is fixed here (the rank the parent saw, when this is a copy
-        # sent to a loader worker); the rewrite multiplies it by the loader workers.
-        place = Options(distribute=DistributeOptions(num_workers=p_count, worker_index=p_index))
-        it = self.dataset.with_options(place)._build_iterator((epoch,))
+        # sent to a loader worker); the rewrite multiplies it by the loader workers. A
+        # plain process (no context at all) is left alone: nothing to shard or record.
+        ds = self.dataset
+        if source != "default" or p_count > 1:
+            place = DistributeOptions(num_workers=p_count, worker_index=p_index)
+            ds = ds.with_options(Options(distribute=place))
+        it = ds._build_iterator((epoch,))
         if state is not None:
             it.load_state_dict(state)
         self._iterator, self._epoch, self._done, self._final_state = it, epoch, False, None
@@ -107,7 +117,8 @@ class TorchIterableDataset(IterableDataset):
             self._done = True
         finally:
             if it is self._iterator:
-                self._final_state = None if self._done else it.state_dict()
+                # Kept when done too: an elastic resume needs what every worker consumed.
+                self._final_state = it.state_dict()
             it.close()
 
     # ---- checkpoints -------------------------------------------------------------------
@@ -116,25 +127,27 @@ class TorchIterableDataset(IterableDataset):
         after the elements yielded so far in this process (see the class docstring)."""
         if self._pending is not None:
             p = self._pending
-            state = p["iterator"]
-            return {"epoch": p["epoch"], "done": p["done"], "iterator": _pack(state)}
+            return {"epoch": p["epoch"], "done": p["done"], "iterator": _pack(p["iterator"])}
         if self._iterator is None:
             return {"epoch": self._epoch_base + self._local_iters, "done": False, "iterator": None}
-        if self._done:
-            return {"epoch": self._epoch, "done": True, "iterator": None}
         state = self._final_state
         if state is None:
             state = self._iterator.state_dict()
-        return {"epoch": self._epoch, "done": False, "iterator": _pack(state)}
+        return {"epoch": self._epoch, "done": self._done, "iterator": _pack(state)}
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+    def load_state_dict(self, state_dict: dict[str, Any] | list[dict[str, Any]]) -> None:
         """Resume from ``state_dict()``'s output: the next ``iter()`` continues that epoch
-        where it stopped (or starts the following epoch if it had ended).
+        where it stopped (or starts the following epoch if it had ended). A list of the
+        ``state_dict()`` of every rank of a run resumes on this run's ranks (elastic).
 
         Raises:
-            ValueError: the dict lacks ``epoch``/``done``/``iterator`` or the archive is bad.
+            ValueError: a dict lacks ``epoch``/``done``/``iterator``, an archive is bad, or
+                the list mixes epochs.
         """
-        check_state_dict(state_dict, ("epoch", "done", "iterator"), _WHERE)
+        if isinstance(state_dict, (list, tuple)):
+            self._pending = _load_all(list(state_dict))
+            return
+        _check_keys(state_dict)
         packed = state_dict["iterator"]
         self._pending = {
             "epoch": int(state_dict["epoch"]),
@@ -148,16 +161,50 @@ class TorchIterableDataset(IterableDataset):
         d = dict(self.__dict__)
         d["_iterator"], d["_final_state"] = None, None
         if d["_process"] is None and get_worker_info() is None:
-            d["_process"] = resolve_process(self.dataset.options)[:2]
+            d["_process"] = resolve_process(self.dataset.options)
         return d
 
 
 _WHERE = "TorchIterableDataset.load_state_dict"
 
 
+def _check_keys(state_dict: Any) -> None:
+    check_state_dict(state_dict, ("epoch", "done", "iterator"), _WHERE)
+
+
+def _load_all(state_dicts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The pending resume of a list of every rank's ``state_dict()``."""
+    for sd in state_dicts:
+        _check_keys(sd)
+    epochs = {int(sd["epoch"]) for sd in state_dicts}
+    if len(epochs) != 1:
+        raise ValueError(
+            f"TorchIterableDataset.load_state_dict: the states are of epochs {sorted(epochs)}; "
+            "pass the state_dict() of every rank of one checkpoint"
+        )
+    epoch = epochs.pop()
+    if all(sd["done"] for sd in state_dicts):  # that epoch had ended everywhere
+        return {"epoch": epoch, "done": True, "iterator": None}
+    if any(sd["iterator"] is None for sd in state_dicts):
+        raise ValueError(
+            "TorchIterableDataset.load_state_dict: a state has no iterator position (saved "
+            "before its first iter(), or by an older version); resume on the same ranks"
+        )
+    return {
+        "epoch": epoch,
+        "done": False,
+        "iterator": [_unpack(sd["iterator"]) for sd in state_dicts],
+    }
+
+
 def _pack(state: Any) -> Any:
     if state is None:
         return None
+    if isinstance(state, list):  # an elastic resume not yet started: every rank's state
+        raise ValueError(
+            "TorchIterableDataset.state_dict: a list of states was loaded and no iter() has "
+            "run since; iterate once, or save the list you loaded"
+        )
     return torch.frombuffer(bytearray(state_to_bytes(state)), dtype=torch.uint8)
 
 

@@ -340,6 +340,11 @@ class ColumnarIterator(OpIterator):
             cols = pieces[0] if len(pieces) == 1 else [np.concatenate(p) for p in zip(*pieces)]
             out.append(dict(zip(self.names, cols)))
 
+    def units_started(self) -> int:
+        """Units begun so far (the unit protocol of auto-sharding's shard points)."""
+        begun = self.row > 0 or self.cols is not None
+        return min(self.unit + (1 if begun else 0), len(self.ds._files))
+
     def get_state(self) -> dict:
         return {
             "unit": self.unit,

@@ -47,6 +47,7 @@ class FileCacheDataset(UnaryDataset):
     """
 
     _name = "cache"
+    commutes_with_shard = True
 
     def __init__(self, input_ds: Dataset, filename: str | os.PathLike):
         super().__init__(input_ds)
@@ -54,6 +55,14 @@ class FileCacheDataset(UnaryDataset):
         parent = os.path.dirname(self._filename)
         if not os.path.isdir(parent):
             raise FileNotFoundError(f"cache: the directory {parent!r} of the cache does not exist")
+
+    def _for_worker(self, key: tuple) -> Dataset:
+        # Above a shard point the file records one worker's share: one file per worker.
+        from datapipe._rewrites import copy_node
+
+        out = copy_node(self)
+        out._filename = f"{self._filename}.{'-'.join(str(k).lower() for k in key)}"
+        return out
 
     def _make_iterator(self, ctx, epoch):
         if is_complete(self._filename):

@@ -50,6 +50,7 @@ class FileListDataset(FileSource):
     """
 
     _name = "list_files"
+    keeps_random_access = True
 
     def __init__(
         self,
@@ -66,8 +67,28 @@ class FileListDataset(FileSource):
                 f"{self._name}: got {len(self._labels)} labels for {len(self._files)} files"
             )
         self._shuffle = check_bool("list_files", "shuffle", shuffle)
-        self._uses_randomness = self._shuffle
+        self.uses_randomness = self._shuffle  # the trait depends on the argument
         self._seed = check_seed("list_files", seed)
+
+    @property
+    def shuffles(self) -> bool:
+        """Whether the paths are read in a new random order each epoch."""
+        return self._shuffle
+
+    def in_order(self, units: Sequence[str]) -> FileListDataset:
+        """A copy that reads ``units`` in the given order and never shuffles: the pool an
+        auto-shard point splits (it orders each worker's share itself)."""
+        out = self.with_files(units)
+        out._shuffle = False
+        out.uses_randomness = False
+        return out
+
+    def with_seed(self, seed: int) -> FileListDataset:
+        """A copy that shuffles with ``seed`` (auto-sharding gives every worker one order
+        when the pipeline gave none)."""
+        out = self.with_files(self._files)
+        out._seed = int(seed)
+        return out
 
     def _restrict(self, units: tuple) -> None:
         if self._labels is not None:
@@ -83,9 +104,6 @@ class FileListDataset(FileSource):
 
     def cardinality(self) -> int:
         return len(self._files)
-
-    def _random_access_breaker(self) -> str | None:
-        return None
 
     def _make_random_access(self, ctx):
         return _FileListAccess(self, ctx)

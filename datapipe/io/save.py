@@ -415,6 +415,11 @@ class LoadedIterator(OpIterator):
         self.count += len(out)
         return out
 
+    def units_started(self) -> int:
+        """Record batches begun so far (the unit protocol of auto-sharding's shard points)."""
+        begun = self.row > 0 or self.elements is not None
+        return min(self.unit + (1 if begun else 0), len(self.ds._files))
+
     def get_state(self) -> dict:
         return {"count": self.count}
 

@@ -230,6 +230,11 @@ class TextLineIterator(OpIterator):
             else:
                 self.cursor = (self.cursor + 1) % len(self.slots)
 
+    def units_started(self) -> int:
+        """Files opened so far (the unit protocol of auto-sharding's shard points: the
+        state resumes in a list of files that starts with these)."""
+        return self.next_file
+
     def get_state(self) -> dict:
         slots = [None if s is None else [s.file_index, s.offset, s.lines_read] for s in self.slots]
         return {

@@ -15,7 +15,6 @@ from datapipe.dataset import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
     Dataset,
-    passes_random_access,
 )
 from datapipe.ops.map import validate_parallelism
 
@@ -45,6 +44,8 @@ class BatchDataset(Dataset):
     """
 
     _name = "batch"
+    commutes_with_shard = True
+    keeps_random_access = True
 
     def __init__(
         self,
@@ -70,27 +71,20 @@ class BatchDataset(Dataset):
             self._inputs[0].cardinality(), self._batch_size, self._drop_remainder
         )
 
-    def _random_access_breaker(self) -> str | None:
-        return passes_random_access(self)
-
     def _make_random_access(self, ctx):
         return _BatchAccess(
             self._inputs[0]._make_random_access(ctx), self._batch_size, self._drop_remainder
         )
 
     def _make_iterator(self, ctx, epoch):
+        from datapipe.parallel.plan import decide
+
         inner = ctx.make(self._inputs[0], epoch)
-        if self._num_parallel_calls not in (None, 1):
+        plan = decide(self, ctx)
+        if plan is not None:
             from datapipe.parallel.batch import parallel_batch_iterator
 
-            return parallel_batch_iterator(
-                inner,
-                self._batch_size,
-                self._drop_remainder,
-                self._num_parallel_calls,
-                self._deterministic,
-                ctx,
-            )
+            return parallel_batch_iterator(inner, self._batch_size, self._drop_remainder, plan, ctx)
         return BatchIterator(inner, self._batch_size, self._drop_remainder)
 
 

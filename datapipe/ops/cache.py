@@ -60,10 +60,22 @@ class CacheDataset(RandomAccessUnaryDataset):
     """
 
     _name = "cache"
+    commutes_with_shard = True
 
     def __init__(self, input_ds: Dataset):
         super().__init__(input_ds)
         self._store = _CacheStore()
+
+    def _for_worker(self, key: tuple) -> Dataset:
+        # Above a shard point the cache records one worker's share: a store per worker
+        # context, kept on the user's node so that the worker's next iter() reads it back.
+        from datapipe._context import origin
+        from datapipe._rewrites import copy_node
+
+        out = copy_node(self)
+        stores = origin(self).__dict__.setdefault("_worker_stores", {})
+        out._store = stores.setdefault(key, _CacheStore())
+        return out
 
     def _make_random_access(self, ctx):
         return _CacheAccess(self._store, self._inputs[0]._make_random_access(ctx))

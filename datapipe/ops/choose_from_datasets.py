@@ -104,9 +104,6 @@ class ChooseFromDatasets(Dataset):
         choice = self._inputs[-1].cardinality()
         return directed_cardinality([d.cardinality() for d in inputs], choice)
 
-    def _random_access_breaker(self) -> str | None:
-        return self._name
-
     def _make_iterator(self, ctx, epoch):
         inners = [ctx.make(d, epoch) for d in self._inputs[: self._num]]
         selector = _ChoiceSelector(ctx.make(self._inputs[-1], epoch), self._num, self._name)

@@ -12,7 +12,6 @@ from datapipe.dataset import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
     Dataset,
-    all_inputs_random_access,
 )
 from datapipe.ops.repeat import ChainIterator
 
@@ -56,6 +55,8 @@ class ConcatenateDataset(Dataset):
     """
 
     _name = "concatenate"
+    commutes_with_shard = True
+    keeps_random_access = True
 
     def __init__(self, input_ds: Dataset, dataset: Dataset):
         super().__init__(input_ds, dataset)
@@ -72,9 +73,6 @@ class ConcatenateDataset(Dataset):
         if UNKNOWN_CARDINALITY in (a, b):
             return UNKNOWN_CARDINALITY
         return a + b
-
-    def _random_access_breaker(self) -> str | None:
-        return all_inputs_random_access(self)
 
     def _make_random_access(self, ctx):
         return _ConcatAccess([d._make_random_access(ctx) for d in self._inputs])

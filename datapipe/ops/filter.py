@@ -54,6 +54,7 @@ class FilterDataset(UnaryDataset):
     """
 
     _name = "filter"
+    commutes_with_shard = True
 
     def __init__(self, input_ds: Dataset, predicate: Callable):
         super().__init__(input_ds)

@@ -56,6 +56,7 @@ class FlatMapDataset(Dataset):
     """
 
     _name = "flat_map"
+    expands = True
 
     def __init__(self, input_ds: Dataset, map_func: Callable):
         super().__init__(input_ds)

@@ -93,7 +93,8 @@ class GlobalShuffleDataset(RandomAccessUnaryDataset):
     """
 
     _name = "global_shuffle"
-    _uses_randomness = True
+    commutes_with_shard = True
+    uses_randomness = True
 
     def __init__(
         self, input_ds: Dataset, seed: int | None = None, reshuffle_each_iteration: bool = True

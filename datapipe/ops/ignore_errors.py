@@ -58,6 +58,7 @@ class IgnoreErrorsDataset(Dataset):
     """
 
     _name = "ignore_errors"
+    commutes_with_shard = True
 
     def __init__(self, input_ds: Dataset, log_warning: bool = False):
         super().__init__(input_ds)

@@ -3,10 +3,6 @@
 
 from __future__ import annotations
 
-import threading
-import time
-import weakref
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -17,15 +13,7 @@ from datapipe.errors import annotate
 from datapipe.ops.flat_map import _sub_dataset, sub_dataset_spec
 from datapipe.ops.map import validate_parallelism
 from datapipe.parallel import autotune
-from datapipe.parallel.pool import (
-    POLL_S,
-    Chunk,
-    ChunkSizer,
-    Failed,
-    WorkerGroup,
-    close_deadline,
-    take_ready,
-)
+from datapipe.parallel.pool import close_deadline
 
 
 class InterleaveDataset(Dataset):
@@ -66,6 +54,7 @@ class InterleaveDataset(Dataset):
     """
 
     _name = "interleave"
+    expands = True
 
     def __init__(
         self,
@@ -99,35 +88,33 @@ class InterleaveDataset(Dataset):
         return UNKNOWN_CARDINALITY
 
     def _make_iterator(self, ctx, epoch):
+        from datapipe.parallel.plan import decide
+
         inner = ctx.make(self._inputs[0], epoch)
         it = InterleaveIterator(inner, self._func, self._cycle, self._block, ctx, epoch)
-        if self._num_parallel_calls not in (None, 1):
-            det = ctx.deterministic if self._deterministic is None else self._deterministic
-            it.parallel = _SlotFiller(self._num_parallel_calls, bool(det), ctx)
+        plan = decide(self, ctx)
+        if plan is not None:
+            from datapipe.parallel.interleave import SlotEngine
+
+            it.parallel = SlotEngine(plan, ctx)
         return it
 
 
 class _Slot:
     """One open dataset of the cycle. Sequentially it is read directly; in parallel mode
-    workers fill ``chunks`` ahead (each chunk records the dataset's state before it)."""
+    it is a lane of the slot engine, whose workers fill it ahead."""
 
     def __init__(self, element: Any, index: int, it: OpIterator):
         self.element, self.index, self.it = element, index, it
-        self.chunks: deque[Chunk] = deque()
-        self.buffered = 0
-        self.ended = False
-        self.busy = False
-        self.busy_state: Any = None  # the dataset's state before the chunk being filled
+        self.lane: Any = None
 
-    def state(self) -> dict:
-        if self.chunks:
-            head = self.chunks[0]
-            inner, skip = head.state_before, head.consumed
-        elif self.busy:
-            inner, skip = self.busy_state, 0
+    def state(self, parallel: Any) -> dict:
+        out = {"element": self.element, "index": self.index}
+        if parallel is not None:
+            out["lane"] = parallel.slot_state(self)
         else:
-            inner, skip = self.it.get_state(), 0
-        return {"element": self.element, "index": self.index, "state": inner, "skip": skip}
+            out["state"], out["skip"] = self.it.get_state(), 0
+        return out
 
 
 class InterleaveIterator(OpIterator):
@@ -142,7 +129,7 @@ class InterleaveIterator(OpIterator):
         self.block_index = 0
         self.count = 0  # input elements taken
         self.input_done = False
-        self.parallel: _SlotFiller | None = None
+        self.parallel: Any = None  # parallel.interleave.SlotEngine
         self.stopping = False  # close() began (maybe on another thread than the consumer's)
 
     # ---- the cycle (tf.data's InterleaveDatasetOp::Iterator::GetNextInternal) ----------
@@ -152,7 +139,10 @@ class InterleaveIterator(OpIterator):
 
     def _open(self, x: Any, index: int) -> _Slot:
         sub_ds = _sub_dataset(self.func, x, self.op_name, index)
-        return _Slot(x, index, self.ctx.make(sub_ds, (*self.epoch, index)))
+        slot = _Slot(x, index, self.ctx.make(sub_ds, (*self.epoch, index)))
+        if self.parallel is not None:
+            slot.lane = self.parallel.lane_for(slot.it, sub_ds, index)
+        return slot
 
     def _num_open(self) -> int:
         return sum(s is not None for s in self.slots)
@@ -214,11 +204,7 @@ class InterleaveIterator(OpIterator):
             slot.it.close()
 
     def get_state(self) -> dict:
-        if self.parallel is not None:
-            with self.parallel.cond:
-                slots = [None if s is None else s.state() for s in self.slots]
-        else:
-            slots = [None if s is None else s.state() for s in self.slots]
+        slots = [None if s is None else s.state(self.parallel) for s in self.slots]
         return {
             "input": self.inner.get_state(),
             "count": self.count,
@@ -240,8 +226,15 @@ class InterleaveIterator(OpIterator):
             if s is None:
                 continue
             slot = self._open(s["element"], int(s["index"]))
-            slot.it.set_state(s["state"])
-            _skip(slot.it, int(s["skip"]))
+            if slot.lane is not None:
+                from datapipe.parallel.replay import restore
+
+                restore(slot.lane, s["lane"])
+            else:
+                from datapipe.parallel.replay import skip_elements
+
+                slot.it.set_state(s["state"])
+                skip_elements(slot.it, int(s["skip"]))
             self.slots[i] = slot
             if self.parallel is not None:
                 self.parallel.added(slot)
@@ -256,184 +249,3 @@ class InterleaveIterator(OpIterator):
             for i in range(self.cycle):
                 self._close_slot(i)
             super().close()
-
-
-def _skip(it: OpIterator, k: int) -> None:
-    while k > 0:
-        try:
-            got = it.next_chunk(k)
-        except Exception:  # noqa: BLE001 - delivered to the consumer before the checkpoint
-            k -= 1
-            continue
-        if not got:
-            return
-        k -= len(got)
-
-
-class _SlotFiller:
-    """Worker threads that fill the open slots' buffers (parallel interleave)."""
-
-    def __init__(self, num_parallel_calls: int, deterministic: bool, ctx: Any):
-        self.deterministic = deterministic
-        self.tuner = autotune.get_tuner(ctx)
-        auto = num_parallel_calls == AUTOTUNE
-        cap = autotune.max_threads(ctx)
-        start = (
-            autotune.initial_parallelism(ctx, self.tuner)
-            if auto
-            else min(int(num_parallel_calls), cap)
-        )
-        self.stage = self.tuner.add_stage(
-            autotune.Stage("interleave", "parallelism", start, auto and self.tuner.enabled, cap)
-        )
-        self.shared = _FillShared(self.stage, self.tuner)
-        self.cond = self.shared.cond
-        self.stage.apply = _resizer(self.shared)
-        self.started = False
-
-    def start(self, owner: InterleaveIterator) -> None:
-        if not self.started:
-            self.started = True
-            if self.stage not in self.tuner.stages:
-                self.tuner.add_stage(self.stage)
-            self.shared.block = owner.block
-            self.shared.group.resize(self.stage.value)
-            self.shared.finalizer = weakref.finalize(owner, _FillShared.stop, self.shared)
-
-    def added(self, slot: _Slot) -> None:
-        with self.cond:
-            self.shared.slots.append(slot)
-            self.cond.notify_all()
-
-    def removed(self, slot: _Slot) -> None:
-        with self.cond:
-            while slot.busy:  # a worker is reading it: let it finish before closing
-                self.cond.wait(POLL_S)
-            if slot in self.shared.slots:
-                self.shared.slots.remove(slot)
-            for c in slot.chunks:
-                self.tuner.ram.release(c.reserved)
-            slot.chunks.clear()
-
-    def read(self, slot: _Slot, k: int, must_wait: bool) -> list | BaseException | None:
-        sh = self.shared
-        cond = sh.cond  # not self.cond: a stop() on another thread replaces it
-        with cond:
-            while not sh.closed:
-                if slot.chunks:
-                    return _take(sh, slot, k)
-                if slot.ended:
-                    return []
-                if not self.deterministic and not must_wait:
-                    return None
-                t0 = time.perf_counter()
-                cond.wait(POLL_S)
-                self.stage.consumer_wait_s += time.perf_counter() - t0
-                cond.release()
-                try:
-                    self.tuner.maybe_step()
-                finally:
-                    cond.acquire()
-        return []
-
-    def stop(self, final: bool = False) -> None:
-        """Stop the workers; unless ``final`` (close), a fresh set may start later."""
-        self.shared.stop()
-        if final:
-            return
-        self.shared = _FillShared(self.stage, self.tuner, self.shared.block)
-        self.cond = self.shared.cond
-        self.stage.apply = _resizer(self.shared)
-        self.started = False
-
-
-def _take(sh: _FillShared, slot: _Slot, k: int) -> list | BaseException:
-    chunk = slot.chunks[0]
-    out, err, pos = take_ready(chunk.items, chunk.consumed, k)
-    taken = pos - chunk.consumed
-    chunk.consumed = pos
-    slot.buffered -= taken
-    if pos >= len(chunk.items):
-        slot.chunks.popleft()
-        sh.tuner.ram.release(chunk.reserved)
-    sh.cond.notify_all()
-    return err if err is not None else out
-
-
-class _FillShared:
-    def __init__(self, stage: Any, tuner: Any, block: int = 1):
-        self.stage, self.tuner, self.block = stage, tuner, block
-        self.cond = threading.Condition(threading.Lock())
-        self.slots: list[_Slot] = []
-        self.closed = False
-        self.sizer = ChunkSizer()
-        self.group = WorkerGroup("interleave", _fill_worker, self)
-        self.finalizer: Any = None
-
-    def stop(self) -> None:
-        with self.cond:
-            self.closed = True
-            self.cond.notify_all()
-        self.group.stop(1.0)
-        self.tuner.remove_stage(self.stage)
-
-
-def _resizer(shared: _FillShared) -> Callable[[int], None]:
-    ref = weakref.ref(shared)  # the tuner must not keep a closed pipeline alive
-
-    def apply(n: int) -> None:
-        sh = ref()
-        if sh is not None and not sh.closed and sh.group.threads:
-            sh.group.resize(n)
-
-    return apply
-
-
-def _pick(sh: _FillShared) -> _Slot | None:
-    """Under ``cond``: the open slot (in cycle order of opening) that most needs elements."""
-    want = max(2 * sh.block, sh.sizer.size)
-    if sh.tuner.ram.free() <= 0:
-        want = 1  # over the RAM budget: only slots with nothing buffered may take more
-    best = None
-    for s in sh.slots:
-        if not s.busy and not s.ended and s.buffered < want:
-            if best is None or s.buffered < best.buffered:
-                best = s
-    return best
-
-
-def _fill_worker(sh: _FillShared, wid: int) -> None:
-    while True:
-        with sh.cond:
-            slot = None
-            while not sh.closed and wid < sh.group.size:
-                slot = _pick(sh)
-                if slot is not None:
-                    break
-                sh.cond.wait(POLL_S)
-            if sh.closed or wid >= sh.group.size:
-                return
-            slot.busy, slot.busy_state = True, slot.it.get_state()
-            n = sh.sizer.next_size(limit=max(2 * sh.block, 1))
-        chunk = Chunk(0, 0, slot.busy_state)
-        t0, c0 = time.perf_counter(), time.thread_time()
-        try:
-            items = slot.it.next_chunk(n)
-        except BaseException as e:  # noqa: BLE001 - raised to the consumer in place
-            items = [Failed(annotate("interleave", slot.index, e))]
-        dt = time.perf_counter() - t0
-        with sh.cond:
-            slot.busy = False
-            if items:
-                chunk.items, chunk.done, chunk.size = items, True, len(items)
-                chunk.reserved = autotune.chunk_nbytes(items)
-                sh.tuner.ram.try_reserve(chunk.reserved, force=True)
-                slot.chunks.append(chunk)
-                slot.buffered += len(items)
-                sh.sizer.observe(len(items), dt)
-                sh.stage.produced += len(items)
-                sh.stage.busy_s += dt
-                sh.stage.cpu_s += time.thread_time() - c0
-            else:
-                slot.ended = True
-            sh.cond.notify_all()

@@ -45,6 +45,12 @@ class MapDataset(RandomAccessUnaryDataset):
         num_parallel_calls: None (sequential), a positive int, or ``AUTOTUNE``.
         deterministic: keep input order with parallel calls (default: ``Options.deterministic``).
         name: optional name for errors and statistics.
+        executor: where parallel calls run: ``"thread"`` (worker threads; for functions
+            that release the GIL: numpy, Pillow, torch, I/O), ``"process"`` (worker
+            processes, elements through shared memory; for pure-Python functions that
+            hold the GIL; the function is sent with cloudpickle, so lambdas and closures
+            work), or None (``Options.threading.executor``; by default threads, and with
+            ``AUTOTUNE`` the tuner measures and picks inline, threads or processes).
 
     Raises (at iteration):
         PipelineError: ``map_func`` raised; names the op and the element's index. Elements
@@ -55,6 +61,8 @@ class MapDataset(RandomAccessUnaryDataset):
     """
 
     _name = "map"
+    elementwise = True
+    commutes_with_shard = True
 
     def __init__(
         self,
@@ -63,13 +71,17 @@ class MapDataset(RandomAccessUnaryDataset):
         num_parallel_calls: int | None = None,
         deterministic: bool | None = None,
         name: str | None = None,
+        executor: str | None = None,
     ):
+        from datapipe.parallel.plan import validate_executor
+
         super().__init__(input_ds)
         if not callable(map_func):
             raise TypeError(f"map: map_func must be callable, got {type(map_func).__name__}")
         self._func = map_func
         self._num_parallel_calls = validate_parallelism("map", num_parallel_calls)
         self._deterministic = check_optional_bool("map", "deterministic", deterministic)
+        self._executor = validate_executor("map", executor)
         if name:
             self._name = name
         self._spec_cache: Any = None
@@ -82,13 +94,17 @@ class MapDataset(RandomAccessUnaryDataset):
         return MapAccess(self._inputs[0]._make_random_access(ctx), self._func, self._name)
 
     def _make_iterator(self, ctx, epoch):
+        from datapipe.parallel.plan import decide
+
         inner = ctx.make(self._inputs[0], epoch)
-        if self._num_parallel_calls not in (None, 1):
+        plan = decide(self, ctx)
+        if plan is not None:
             from datapipe.parallel.map import ParallelMapIterator
 
             return ParallelMapIterator(
-                inner, self._func, self._name, self._num_parallel_calls, self._deterministic, ctx
-            )
+                inner, self._func, self._name, plan.value, plan.deterministic, ctx,
+                plan=plan, pool_key=id(self),
+            )  # fmt: skip
         return MapIterator(inner, self._func, self._name)
 
 

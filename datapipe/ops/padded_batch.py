@@ -14,7 +14,6 @@ from datapipe._spec import TensorSpec, is_torch
 from datapipe._validate import check_bool, check_int
 from datapipe.dataset import (
     Dataset,
-    passes_random_access,
 )
 from datapipe.ops.batch import BatchIterator, batched_cardinality
 
@@ -173,6 +172,8 @@ class PaddedBatchDataset(Dataset):
     """
 
     _name = "padded_batch"
+    commutes_with_shard = True
+    keeps_random_access = True
 
     def __init__(
         self,
@@ -237,9 +238,6 @@ class PaddedBatchDataset(Dataset):
             )
         parts = [c.pad(list(col), start, self._name) for c, col in zip(self._components, columns)]
         return nest.pack_as(first, parts)
-
-    def _random_access_breaker(self) -> str | None:
-        return passes_random_access(self)
 
     def _make_random_access(self, ctx):
         return _PaddedBatchAccess(self, self._inputs[0]._make_random_access(ctx))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datapipe._iterator import OpIterator
 from datapipe._validate import check_int
 from datapipe.dataset import AUTOTUNE, Dataset, RandomAccessUnaryDataset
 
@@ -16,6 +15,8 @@ class PrefetchDataset(RandomAccessUnaryDataset):
     """
 
     _name = "prefetch"
+    elementwise = True
+    commutes_with_shard = True
 
     def __init__(self, input_ds: Dataset, buffer_size: int = AUTOTUNE):
         super().__init__(input_ds)
@@ -24,31 +25,12 @@ class PrefetchDataset(RandomAccessUnaryDataset):
         )
 
     def _make_iterator(self, ctx, epoch):
+        from datapipe.parallel.plan import decide
+
         inner = ctx.make(self._inputs[0], epoch)
-        if self._buffer_size == 0:
+        plan = decide(self, ctx)
+        if plan is None:
             return inner
-        try:
-            from datapipe.parallel.prefetch import PrefetchIterator
-        except ImportError:  # the threaded prefetcher lives in datapipe.parallel
-            return PassThroughIterator(inner)
-        return PrefetchIterator(inner, self._buffer_size, ctx)
+        from datapipe.parallel.prefetch import PrefetchIterator
 
-
-class PassThroughIterator(OpIterator):
-    op_name = "prefetch"
-
-    def __init__(self, inner: OpIterator):
-        super().__init__([inner])
-        self.inner = inner
-
-    def next_chunk(self, n: int) -> list:
-        return self.inner.next_chunk(n)
-
-    def index_base(self) -> tuple[int, int] | None:
-        return self.inner.index_base()
-
-    def get_state(self) -> dict:
-        return self.inner.get_state()
-
-    def set_state(self, state: dict) -> None:
-        self.inner.set_state(state)
+        return PrefetchIterator(inner, plan, ctx)

@@ -73,6 +73,8 @@ class RandomMapDataset(RandomAccessUnaryDataset):
             identical for every value: each element's generator depends on its index, not
             on which thread or in which order it runs.
         deterministic: keep input order with parallel calls (default: ``Options``).
+        executor: ``"thread"``, ``"process"`` or None, as for ``map``; the values drawn
+            are the same for every executor.
 
     The index is the element's position in random_map's input: the count of elements
     consumed (part of the iterator state) when streaming, the requested index under random
@@ -94,7 +96,9 @@ class RandomMapDataset(RandomAccessUnaryDataset):
     """
 
     _name = "random_map"
-    _uses_randomness = True
+    elementwise = True
+    commutes_with_shard = True
+    uses_randomness = True
 
     def __init__(
         self,
@@ -103,7 +107,10 @@ class RandomMapDataset(RandomAccessUnaryDataset):
         seed: int | None = None,
         num_parallel_calls: int | None = None,
         deterministic: bool | None = None,
+        executor: str | None = None,
     ):
+        from datapipe.parallel.plan import validate_executor
+
         super().__init__(input_ds)
         if not callable(map_func):
             raise TypeError(f"random_map: map_func must be callable, got {type(map_func).__name__}")
@@ -113,6 +120,7 @@ class RandomMapDataset(RandomAccessUnaryDataset):
         check_seed("random_map", seed)
         check_optional_bool("random_map", "deterministic", deterministic)
         self._deterministic = deterministic
+        self._executor = validate_executor("random_map", executor)
         self._spec_cache: Any = None
 
     @property
@@ -126,21 +134,19 @@ class RandomMapDataset(RandomAccessUnaryDataset):
         return _RandomMapAccess(self, ctx, self._inputs[0]._make_random_access(ctx))
 
     def _make_iterator(self, ctx, epoch):
+        from datapipe.parallel.plan import decide
+
         inner = ctx.make(self._inputs[0], epoch)
         fn = RandomCall(self._func, self._key(ctx, epoch), inner.index_base())
-        if self._num_parallel_calls not in (None, 1):
+        plan = decide(self, ctx)
+        if plan is not None:
             from datapipe.parallel.map import ParallelMapIterator
 
-            # indexed=True: the pool calls fn(index in the input stream, element).
+            # indexed=True: the workers call fn(index in the input stream, element).
             return ParallelMapIterator(
-                inner,
-                fn,
-                self._name,
-                self._num_parallel_calls,
-                self._deterministic,
-                ctx,
-                indexed=True,
-            )
+                inner, fn, self._name, plan.value, plan.deterministic, ctx,
+                indexed=True, plan=plan, pool_key=id(self),
+            )  # fmt: skip
         return MapIterator(IndexedIterator(inner), fn, self._name)
 
 

@@ -20,6 +20,9 @@ class RepeatDataset(UnaryDataset):
     """
 
     _name = "repeat"
+    commutes_with_shard = True
+    keeps_random_access = True
+    repeats_input = True
 
     def __init__(self, input_ds: Dataset, count: int | None = None):
         super().__init__(input_ds)
@@ -113,9 +116,12 @@ class ChainIterator(OpIterator):
             self._open().set_state(state["input"])
 
     def close(self) -> None:
+        from datapipe.parallel.processes import close_parked
+
         if self.inner is not None:
             self.inner.close()
         self.closed = True
+        close_parked(self.ctx)  # processes an ended input left for a next one
 
 
 class RepeatIterator(ChainIterator):
@@ -131,6 +137,14 @@ class RepeatIterator(ChainIterator):
 
     def _build(self) -> OpIterator:
         return self.ctx.make(self.node, (*self.epoch, self.pos))
+
+    def _advance(self) -> None:
+        """An epoch ended: its parallel stages' worker processes wait for the next epoch's
+        stages to take them back (they start once per iterator, not once per epoch)."""
+        from datapipe.parallel.processes import epoch_boundary
+
+        with epoch_boundary(self.ctx):
+            super()._advance()
 
     def next_chunk(self, n: int) -> list:
         while self.count == -1 or self.pos < self.count:

@@ -68,7 +68,8 @@ class SampleFromDatasets(Dataset):
     """
 
     _name = "sample_from_datasets"
-    _uses_randomness = True
+    commutes_with_shard = True
+    uses_randomness = True
 
     def __init__(
         self,
@@ -112,9 +113,6 @@ class SampleFromDatasets(Dataset):
         if UNKNOWN_CARDINALITY in cards:
             return UNKNOWN_CARDINALITY
         return sum(cards)
-
-    def _random_access_breaker(self) -> str | None:
-        return self._name
 
     def _make_iterator(self, ctx, epoch):
         inners = [ctx.make(d, epoch) for d in self._inputs[: self._num]]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from datapipe._iterator import OpIterator
@@ -17,15 +16,24 @@ from datapipe.dataset import (
 
 
 class ShardDataset(RandomAccessUnaryDataset):
-    """The input's elements ``index, index + num_shards, index + 2 * num_shards, ...``.
+    """The input's elements ``index, index + num_shards, index + 2 * num_shards, ...``
+    (``tf.data.Dataset.shard``).
 
     The shards ``0 .. num_shards - 1`` partition the input: every element is in exactly
     one of them. Cardinality (tf.data): ``n // num_shards + (index < n % num_shards)`` for
     a known ``n``; infinite and unknown stay so.
 
     On a random access input only the shard's own elements are ever computed (index
-    arithmetic, and random access is kept); on a streaming input the other shards'
-    elements are pulled and dropped, as tf.data does.
+    arithmetic, and random access is kept; a shard above ``map``/``random_map`` moves below
+    them at ``iter()``); on a streaming input the other shards' elements are pulled and
+    dropped, as tf.data does.
+
+    Auto-sharding: under a worker context (torchrun's ``RANK``/``WORLD_SIZE``, a
+    ``torch.distributed`` process group, ``DataLoader`` workers or
+    ``Options.distribute``) ``iter()`` shards a pipeline by itself (see
+    ``datapipe.distribute``). An explicit ``shard()`` anywhere in a pipeline turns that off
+    for the whole pipeline: this op is then the only sharding, so ``ds.shard(1, 0)`` reads
+    everything on every worker (e.g. rank-0 evaluation of a full test set).
 
     Raises:
         ValueError: ``num_shards < 1`` or ``index`` outside ``[0, num_shards)`` (the
@@ -38,6 +46,8 @@ class ShardDataset(RandomAccessUnaryDataset):
     """
 
     _name = "shard"
+    commutes_with_shard = True
+    selects_indices = True
 
     def __init__(self, input_ds: Dataset, num_shards: int, index: int):
         super().__init__(input_ds)
@@ -61,48 +71,9 @@ class ShardDataset(RandomAccessUnaryDataset):
         return _ShardAccess(self._inputs[0]._make_random_access(ctx), self._num_shards, self._index)
 
     def _make_iterator(self, ctx, epoch):
-        inp = self._inputs[0]
-        if inp._random_access_breaker() is None:
-            # Only this shard's elements are ever built. Directly above a source: read its
-            # indices. Above element-wise ops (map, random_map, ...): move the shard below
-            # them so they still run as iterators (in parallel, with statistics).
-            if inp._inputs:
-                k, i = self._num_shards, self._index
-                pushed = push_below_elementwise(inp, lambda src: ShardDataset(src, k, i), ctx)
-                if pushed is not None:
-                    return ctx.make(pushed, epoch)
-            return self._ra_iterator(ctx, epoch)
-        return ShardIterator(ctx.make(inp, epoch), self._num_shards, self._index)
-
-
-def _elementwise_types() -> tuple:
-    from datapipe.ops.map import MapDataset
-    from datapipe.ops.prefetch import PrefetchDataset
-    from datapipe.ops.random_map import RandomMapDataset
-    from datapipe.ops.to_torch import ToTorchDataset
-    from datapipe.ops.with_options import OptionsDataset
-
-    return (MapDataset, RandomMapDataset, ToTorchDataset, PrefetchDataset, OptionsDataset)
-
-
-def push_below_elementwise(
-    node: Dataset, make_op: Callable[[Dataset], Dataset], ctx: Any
-) -> Dataset | None:
-    """``node``'s chain with an index-selecting op (``make_op(source)``: shard, skip) moved
-    down to just above the source, when every op on the way acts on each element alone (its
-    output for element i depends only on input element i, and random_map keys on the global
-    index via ``index_base``); else None."""
-    if not node._inputs:
-        return make_op(node)
-    if type(node) not in _elementwise_types():
-        return None
-    child = push_below_elementwise(node._inputs[0], make_op, ctx)
-    if child is None:
-        return None
-    clone = copy.copy(node)
-    clone._inputs = (child,)
-    ctx.alias(clone, node)  # same seeds as the node it stands for
-    return clone
+        if self._inputs[0]._random_access_breaker() is None:
+            return self._ra_iterator(ctx, epoch)  # only this shard's elements are built
+        return ShardIterator(ctx.make(self._inputs[0], epoch), self._num_shards, self._index)
 
 
 class _ShardAccess:

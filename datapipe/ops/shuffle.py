@@ -27,7 +27,8 @@ class ShuffleDataset(UnaryDataset):
     """
 
     _name = "shuffle"
-    _uses_randomness = True
+    commutes_with_shard = True
+    uses_randomness = True
 
     def __init__(
         self,

@@ -17,9 +17,11 @@ from datapipe.dataset import (
 
 class SkipDataset(RandomAccessUnaryDataset):
     """All but the first ``count`` elements; ``count=-1`` skips everything. On a random
-    access chain the skipped elements are never computed."""
+    access chain the skipped elements are never computed (a skip above ``map`` /
+    ``random_map`` moves below them at ``iter()``)."""
 
     _name = "skip"
+    selects_indices = True
 
     def __init__(self, input_ds: Dataset, count: int):
         super().__init__(input_ds)
@@ -39,16 +41,8 @@ class SkipDataset(RandomAccessUnaryDataset):
     def _make_iterator(self, ctx, epoch):
         inp = self._inputs[0]
         if inp._random_access_breaker() is None:
-            # Read from the first kept index (as shard does): with the skip moved below
-            # element-wise ops when it can be (they keep running as iterators: parallel,
-            # statistics), else through the input's random access.
-            if inp._inputs:
-                from datapipe.ops.shard import push_below_elementwise
-
-                count = self._count
-                pushed = push_below_elementwise(inp, lambda src: SkipDataset(src, count), ctx)
-                if pushed is not None:
-                    return ctx.make(pushed, epoch)
+            # Read from the first kept index (the push-down rewrite has moved the skip below
+            # element-wise ops, which keep running as iterators).
             return self._ra_iterator(ctx, epoch)
         return SkipIterator(ctx.make(inp, epoch), self._count)
 

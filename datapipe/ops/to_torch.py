@@ -50,6 +50,8 @@ class ToTorchDataset(RandomAccessUnaryDataset):
     """
 
     _name = "to_torch"
+    elementwise = True
+    commutes_with_shard = True
 
     def __init__(self, input_ds: Dataset):
         super().__init__(input_ds)

@@ -42,6 +42,7 @@ class UnbatchDataset(Dataset):
     """
 
     _name = "unbatch"
+    expands = True
 
     def __init__(self, input_ds: Dataset):
         super().__init__(input_ds)

@@ -49,6 +49,7 @@ class WindowDataset(Dataset):
     """
 
     _name = "window"
+    keeps_random_access = True
 
     def __init__(
         self,
@@ -90,9 +91,6 @@ class WindowDataset(Dataset):
         parts = [WindowComponentDataset(list(c), s) for c, s in zip(columns, specs)]
         return nest.pack_as(first, parts)
 
-    def _random_access_breaker(self) -> str | None:
-        return self._inputs[0]._random_access_breaker()
-
     def _make_random_access(self, ctx):
         return _WindowAccess(self, self._inputs[0]._make_random_access(ctx))
 
@@ -105,6 +103,7 @@ class WindowComponentDataset(Dataset):
     Keeps random access."""
 
     _name = "window"
+    keeps_random_access = True
 
     def __init__(self, values: list, spec: Any):
         super().__init__()
@@ -116,9 +115,6 @@ class WindowComponentDataset(Dataset):
 
     def cardinality(self) -> int:
         return len(self._values)
-
-    def _random_access_breaker(self) -> str | None:
-        return None
 
     def _make_random_access(self, ctx):
         return _ListAccess(self._values)

@@ -11,6 +11,8 @@ class OptionsDataset(RandomAccessUnaryDataset):
     (fields set here win over fields set upstream)."""
 
     _name = "with_options"
+    elementwise = True
+    commutes_with_shard = True
 
     def __init__(self, input_ds: Dataset, options: Options):
         super().__init__(input_ds)

@@ -21,7 +21,6 @@ from datapipe.dataset import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
     Dataset,
-    all_inputs_random_access,
 )
 
 
@@ -79,6 +78,9 @@ class ZipDataset(Dataset):
     """
 
     _name = "zip"
+    commutes_with_shard = True
+    keeps_random_access = True
+    aligns_inputs = True
 
     def __init__(self, *datasets: Any):
         structure: Any = datasets[0] if len(datasets) == 1 else tuple(datasets)
@@ -92,9 +94,6 @@ class ZipDataset(Dataset):
 
     def cardinality(self) -> int:
         return zip_cardinality([d.cardinality() for d in self._inputs])
-
-    def _random_access_breaker(self) -> str | None:
-        return all_inputs_random_access(self)
 
     def _make_random_access(self, ctx):
         return _ZipAccess([d._make_random_access(ctx) for d in self._inputs], self._structure)

@@ -1,5 +1,13 @@
-"""Parallel execution: worker pools, parallel map/batch/prefetch/interleave, AUTOTUNE.
+"""Parallel execution: one stage engine, its executors, and AUTOTUNE.
 
-See ``pool.py`` (threads and the chunked hand-off), ``map.py``, ``prefetch.py`` and
-``autotune.py`` (the tuner and where its model comes from).
+* ``engine.py`` — the stage engine every parallel stage is built from: lanes (ordered
+  inputs), a bounded buffer of chunks, worker threads, the consumer's wait.
+* ``map.py``, ``batch.py``, ``prefetch.py``, ``interleave.py`` — the stages, as engine
+  configurations.
+* ``processes.py``, ``shm.py`` — the process executor: worker processes that exchange
+  elements through shared memory.
+* ``replay.py`` — exact checkpoints of a stage (replayed or stored elements).
+* ``plan.py`` — the one place that decides sequential or parallel, and how.
+* ``autotune.py`` — the tuner (parallelism, buffers, the executor) and where its model
+  comes from; ``pool.py`` — threads, chunks and the hand-off primitives.
 """

@@ -43,7 +43,39 @@ the model only *proposes* moves and the measured rate decides them:
 
 ``Options.threading.max_intra_op_parallelism`` (threads a user function uses inside
 itself) multiplies a worker's CPU demand in the budget; torch's own thread count is
-process-wide, so it is not changed from worker threads.
+process-wide, so it is not changed from worker threads (worker processes set it).
+
+Which executor (``num_parallel_calls=AUTOTUNE`` with no executor named)
+-----------------------------------------------------------------------
+No per-element time tells in advance whether a function holds the GIL, so the stage
+measures each candidate in turn, on the live pipeline, and keeps the fastest:
+
+1. **Inline** first: the consumer's thread computes each chunk when it needs it (no
+   thread, no read-ahead; ``engine.Engine._inline``), which measures the function's cost
+   per element: its CPU time when the thread mostly computed (wall time would count the
+   time other processes held the core), its wall time when it mostly waited
+   (``_work``). Below ``INLINE_MAX_COST_S`` (5 µs) in two consecutive windows the stage
+   stays inline: a chunk hand-off costs ~25-90 µs between threads and ~170 µs to a
+   process here, and two threads around a 0.5 µs function ran at 0.90x inline (2 cores,
+   load 3.0) — W1's ``map(x*2+1)`` is such a function. Inline costs the sequential map's
+   price plus ~1.7 µs per call (4.9 vs 3.2 µs per 1-element call, 44 vs 45 µs per
+   256-element call; load ~3).
+2. **Threads** next, at the CPU budget, for two windows. Kept (and hill-climbed as
+   above) when they reach ``THREADS_SCALE_OK`` (80%) of linear scaling over inline:
+   numpy, Pillow, torch and I/O release the GIL and get there.
+3. **Processes** are tried when threads stayed below that, the function costs at least
+   ``PROCESS_MIN_COST_S`` (50 µs: ~170 µs per process round trip plus pickling must be
+   amortised by chunks of ``pool.PROCESS_CHUNK_S`` = 20 ms of work), ``map`` /
+   ``random_map`` can send their function (cloudpickle) and the RAM budget has
+   ``PROCESS_RAM_BYTES`` per process. They are kept if they beat the better of inline and
+   threads by ``PROCESS_MIN_GAIN`` (10%); otherwise the stage goes back to that one. A
+   process stage never has more workers than the CPU budget.
+
+``prefetch(AUTOTUNE)`` measures the same way, inline first: a thread can only hide the
+smaller of its input's cost and the consumer's own work per element, so below
+``PREFETCH_INLINE_MAX_COST_S`` (200 µs, about two hand-offs) for either it stays inline —
+W1's batches (~70-100 µs each) feeding a loop that sums them. The choice is made once per
+stage; a stage that fell back does not try again during the iteration.
 
 The tuner has no thread of its own: stage consumers call ``maybe_step`` whenever they ask
 for data or wake from a wait, and one of them runs a step when a window has passed.
@@ -68,6 +100,21 @@ MIN_WINDOW_ELEMENTS = 16
 PROBE_EVERY_WINDOWS = 64
 DEFAULT_MAX_THREADS = 64  # per stage, when threading.private_threadpool_size is unset
 MAX_AUTOTUNE_BUFFER = 1024
+
+# ---- the executor choice (see "Which executor" in the module docstring) ------------------
+# Below this many seconds of work per element a map runs inline: no hand-off can pay.
+INLINE_MAX_COST_S = 5e-6
+# Below this a prefetch runs inline: the input's cost is of the order of a thread hand-off.
+PREFETCH_INLINE_MAX_COST_S = 200e-6
+# Worker processes are tried only for elements costing at least this (a process round trip
+# plus pickling must be amortised) ...
+PROCESS_MIN_COST_S = 50e-6
+# ... and only when threads reached less than this share of linear scaling in the budget.
+THREADS_SCALE_OK = 0.8
+# Processes are kept only if they beat the better of threads and inline by this factor.
+PROCESS_MIN_GAIN = 1.1
+# RAM set aside per worker process in the budget (its private pages: interpreter, imports).
+PROCESS_RAM_BYTES = 256 << 20
 
 
 def cpu_count() -> int:
@@ -182,9 +229,49 @@ class Stage:
         self.cpu_fraction = 1.0
         self._step_up = 1.5  # growth factor of the next trial up (2 after a near-linear gain)
         self.rate = 0.0
+        # the executor: the one running ("inline", "thread", "process"); whether AUTOTUNE
+        # chooses it (then ``phase`` walks inline -> thread trial -> process trial -> done),
+        # whether processes may be tried, and ``switch(executor, value)`` to change it
+        self.executor = "thread"
+        self.choose_executor = False
+        self.allow_process = False
+        self.switch: Callable[[str, int], bool] | None = None
+        self.phase = "done"
+        self.phase_rates: list[float] = []
+        self.executor_rates: dict[str, float] = {}
+        self.cost_s = 0.0  # busy seconds per element in the last window
+        # inline: seconds the consumer spent between its requests (its own work), and per
+        # element in the last window; a prefetch can hide at most the smaller of the two
+        self.outside_s = 0.0
+        self.outside_cpu_s = 0.0
+        self._outside_mark = (0.0, 0.0)
+        self.outside_cost_s = 0.0
+        self._over = 0  # consecutive windows whose cost was over the inline limit
+        self._thread_max: int | None = None
+        self.inline_cost_s = 0.0
+        self._process_max = max_value
 
     def _counters(self) -> tuple:
         return (time.monotonic(), self.produced, self.busy_s, self.cpu_s, self.consumer_wait_s)
+
+    def set_executor(self, kind: str, value: int) -> bool:
+        """Change the executor (and the knob); False if the engine refused (e.g. a function
+        that cannot be sent to processes)."""
+        if self._thread_max is None:
+            self._thread_max = self.max_value
+        cap = self._thread_max if kind != "process" else min(self._thread_max, self._process_max)
+        value = max(1, min(int(value), cap))
+        if self.switch is None or not self.switch(kind, value):
+            return False
+        self.max_value = cap  # processes: at most one per core of the budget
+        self.events.append((time.perf_counter(), "executor", self.executor, kind))
+        if value != self.value:
+            self.events.append((time.perf_counter(), self.kind, self.value, value))
+            self.history.append(value)
+        self.executor, self.value = kind, value
+        self.phase_rates = []
+        self._settle, self._trial, self._mark = True, None, None
+        return True
 
     def set_value(self, v: int) -> None:
         v = max(1, min(int(v), self.max_value))
@@ -249,6 +336,15 @@ class Autotuner:
         s.rate = rate
         if dbusy > 0:
             s.cpu_fraction = min(1.0, dcpu / dbusy)
+        if dn:
+            s.cost_s = _work(dbusy, dcpu) / dn
+            out = (s.outside_s - s._outside_mark[0], s.outside_cpu_s - s._outside_mark[1])
+            s.outside_cost_s = _work(*out) / dn
+        s._outside_mark = (s.outside_s, s.outside_cpu_s)
+        if s.phase != "done" and self._step_executor(s, rate):
+            return
+        if s.executor == "inline":
+            return
         if s.kind == "buffer":
             self._step_buffer(s, dt, dwait)
             return
@@ -308,12 +404,70 @@ class Autotuner:
             s._trial, s._settle = (p, rate, "down"), True
             s.set_value(max(1, math.floor(p / 1.5)))
 
+    # ---- the executor -------------------------------------------------------------------
+    def _step_executor(self, s: Stage, rate: float) -> bool:
+        """One window of the executor choice; True while it holds the knob (no hill
+        climbing). Phases: ``inline`` (measure the cost per element), ``thread`` (a trial
+        at the CPU budget), ``process`` (a trial, for work that threads do not scale)."""
+        if s.phase == "process" and rate == 0.0:
+            return True  # the worker processes are still starting (spawn takes seconds)
+        s.phase_rates.append(rate)
+        if s.phase == "inline":
+            s.executor_rates["inline"] = max(s.phase_rates)
+            s.inline_cost_s = s.cost_s  # the function's own cost (threads add GIL waits)
+            if s.kind == "buffer":  # a thread can overlap the input with the consumer's
+                cost = min(s.cost_s, s.outside_cost_s)  # work: at most the smaller one
+                limit = PREFETCH_INLINE_MAX_COST_S
+            else:
+                cost, limit = s.cost_s, INLINE_MAX_COST_S
+            s._over = s._over + 1 if cost >= limit else 0
+            if len(s.phase_rates) < 2 or s._over < 2:
+                return True  # cheap: stays inline (re-measured every window)
+            p = s.value if s.kind == "buffer" else min(s.max_value, max(2, self.cpu_budget))
+            if s.set_executor("thread", p):
+                s.phase = "done" if s.kind == "buffer" else "thread"
+            else:
+                s.phase = "done"
+            return True
+        if len(s.phase_rates) < (3 if s.phase == "process" else 2):
+            return True  # a trial is judged on its best window of two (three: processes)
+        best = max(s.phase_rates)
+        s.executor_rates[s.phase] = best
+        if s.phase == "thread":
+            self._after_thread_trial(s, best)
+        else:
+            self._after_process_trial(s, best)
+        return True
+
+    def _after_thread_trial(self, s: Stage, rate: float) -> None:
+        inline = s.executor_rates.get("inline", 0.0)
+        if rate >= THREADS_SCALE_OK * s.value * inline:
+            s.phase = "done"  # threads scale: numpy, Pillow, torch, I/O
+            return
+        room = self.ram.free() >= max(1, self.cpu_budget) * PROCESS_RAM_BYTES
+        if s.allow_process and s.inline_cost_s >= PROCESS_MIN_COST_S and room:
+            s._process_max = max_processes(self)
+            if s.set_executor("process", s._process_max):
+                s.phase = "process"
+                return
+        s.phase = "done"
+        if rate < inline:
+            s.set_executor("inline", s.value)
+
+    def _after_process_trial(self, s: Stage, rate: float) -> None:
+        s.phase = "done"
+        others = [v for k, v in s.executor_rates.items() if k != "process"]
+        if rate >= PROCESS_MIN_GAIN * max(others, default=0.0):
+            return
+        inline, threads = s.executor_rates.get("inline", 0.0), s.executor_rates.get("thread", 0.0)
+        s.set_executor("thread" if threads >= inline else "inline", s.value)
+
     def _fit_cpu(self, s: Stage, target: int) -> int:
         """Largest value <= target whose predicted CPU demand fits the budget."""
         others = sum(
             o.value * o.cpu_fraction * o.intra_op
             for o in self.stages
-            if o is not s and o.kind == "parallelism"
+            if o is not s and o.kind == "parallelism" and o.executor != "inline"
         )
         per_thread = max(s.cpu_fraction, 0.02) * s.intra_op
         room = (self.cpu_budget + 0.25 - others) / per_thread
@@ -327,16 +481,24 @@ class Autotuner:
             s.set_value(min(s.max_value, 2 * s.value))
 
 
+def _work(wall: float, cpu: float) -> float:
+    """Seconds of work in ``wall`` seconds of one thread that used ``cpu`` seconds of CPU:
+    the CPU time when the thread mostly computed (its wall time also counts the time other
+    processes held the core: a loaded machine), the wall time when it mostly waited (I/O,
+    sleeps, torch's intra-op threads)."""
+    return cpu if cpu >= 0.25 * wall else wall
+
+
 def get_tuner(ctx: Any) -> Autotuner:
     """The pipeline's tuner, created on first use from ``ctx.options.autotune``."""
-    tuner = getattr(ctx, "_datapipe_autotuner", None)
+    tuner = ctx.tuner
     if tuner is None:
         opts = ctx.options.autotune
         enabled = True if opts.enabled is None else bool(opts.enabled)
         cpu = opts.cpu_budget if opts.cpu_budget else cpu_count()
         ram = opts.ram_budget if opts.ram_budget else available_memory() // 2
         tuner = Autotuner(enabled, cpu, ram)
-        ctx._datapipe_autotuner = tuner
+        ctx.tuner = tuner
     return tuner
 
 
@@ -350,6 +512,11 @@ def max_threads(ctx: Any) -> int:
     """Most threads one stage may use: ``threading.private_threadpool_size`` or 64."""
     n = ctx.options.threading.private_threadpool_size
     return int(n) if n else DEFAULT_MAX_THREADS
+
+
+def max_processes(tuner: Autotuner) -> int:
+    """Most worker processes one stage may use: the CPU budget (each one is CPU-bound)."""
+    return max(1, tuner.cpu_budget)
 
 
 def intra_op(ctx: Any) -> int:

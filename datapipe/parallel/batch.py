@@ -14,6 +14,7 @@ from typing import Any
 from datapipe._batching import stack
 from datapipe._iterator import OpIterator, pull_exactly
 from datapipe.parallel.map import ParallelMapIterator
+from datapipe.parallel.plan import Plan
 
 
 class GroupIterator(OpIterator):
@@ -46,19 +47,21 @@ class GroupIterator(OpIterator):
         self.inner.set_state(state["input"])
 
 
+class _Stack:
+    """Stacks group ``index`` (picklable, for worker processes)."""
+
+    def __init__(self, batch_size: int):
+        self.batch_size = batch_size
+
+    def __call__(self, index: int, group: list) -> Any:
+        return stack(group, "batch", index * self.batch_size)
+
+
 def parallel_batch_iterator(
-    inner: OpIterator,
-    batch_size: int,
-    drop_remainder: bool,
-    num_parallel_calls: int,
-    deterministic: bool | None,
-    ctx: Any,
+    inner: OpIterator, batch_size: int, drop_remainder: bool, plan: Plan, ctx: Any
 ) -> OpIterator:
     groups = GroupIterator(inner, batch_size, drop_remainder)
-
-    def stack_group(index: int, group: list) -> Any:
-        return stack(group, "batch", index * batch_size)
-
     return ParallelMapIterator(
-        groups, stack_group, "batch", num_parallel_calls, deterministic, ctx, indexed=True
-    )
+        groups, _Stack(batch_size), "batch", plan.value, plan.deterministic, ctx,
+        indexed=True, plan=plan,
+    )  # fmt: skip

@@ -21,11 +21,16 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from datapipe.errors import DatapipeError
+
 # How long a waiting thread sleeps before re-checking the stop flag (seconds).
 POLL_S = 0.05
 # Target wall time of work per chunk: large against the ~88 µs hand-off, small enough that
 # a deterministic consumer is not held up long behind one chunk.
 TARGET_CHUNK_S = 0.004
+# ... and with worker processes, whose round trip (pipe, pickle, shared-memory segment)
+# costs ~0.1-0.3 ms here: larger chunks keep it at ~1% of the work.
+PROCESS_CHUNK_S = 0.02
 MAX_CHUNK = 4096
 
 # The deadline of the close() running on this thread (see ``close_deadline``).
@@ -70,8 +75,8 @@ class WorkerGroup:
                 t = self.threads.get(i)
                 if t is None or not t.is_alive():
                     t = threading.Thread(
-                        target=self.target,
-                        args=(self.shared, i),
+                        target=_run_worker,
+                        args=(self.target, self.shared, i),
                         name=f"datapipe-{self.name}-{i}",
                         daemon=True,
                     )
@@ -80,6 +85,17 @@ class WorkerGroup:
 
     def alive(self) -> int:
         return sum(t.is_alive() for t in self.threads.values())
+
+    def retire(self, wid: int) -> bool:
+        """Called by worker ``wid`` that saw ``wid >= size``: True if it should exit (then
+        it is forgotten, so a later ``resize`` starts a fresh thread in its place); False
+        if the group grew again meanwhile."""
+        with self._lock:
+            if wid < self.size:
+                return False
+            if self.threads.get(wid) is threading.current_thread():
+                del self.threads[wid]
+            return True
 
     def stop(self, timeout: float = 1.0) -> None:
         """Join every thread (the caller has set the stop flag and notified waiters)."""
@@ -92,6 +108,29 @@ class WorkerGroup:
         for t in threads:
             if t is not me:  # a finaliser may run on one of our own threads
                 t.join(max(0.0, deadline - time.monotonic()))
+
+
+class WorkerDiedError(DatapipeError, RuntimeError):
+    """A pipeline's worker thread (or process) died of something other than the user's
+    function: a bug in datapipe, an out-of-memory kill, a signal. The stage cannot go on;
+    it raises this to its consumer at once (and on every later call) instead of leaving
+    the consumer waiting for elements that will never come."""
+
+
+def _run_worker(target: Callable[[Any, int], None], shared: Any, wid: int) -> None:
+    """Run a worker; if it dies (an exception escaped ``target``: not the user function's,
+    which stages deliver in place), tell the stage so its consumer raises at once."""
+    try:
+        target(shared, wid)
+    except BaseException as e:  # noqa: BLE001 - handed to the consumer
+        died = getattr(shared, "worker_died", None)
+        if died is None:
+            raise
+        if isinstance(e, WorkerDiedError):  # a worker process died: its own message
+            died(e, e.__cause__)
+            return
+        name = threading.current_thread().name
+        died(WorkerDiedError(f"{name}: worker thread died: {type(e).__name__}: {e}"), e)
 
 
 class ChunkSizer:
@@ -129,44 +168,46 @@ class Chunk:
     """One unit of hand-off: the results of a run of consecutive input elements.
 
     Attributes:
-        seq: dispatch order (the sequential order of the chunks).
-        start: index of the chunk's first input element in the op's input stream.
+        start: index of the chunk's first input element in the lane's input stream.
         size: number of input elements taken for it.
         skip: how many of them were consumed before a restore (``items`` holds the rest).
-        state_before: the input's state before the chunk was taken (for exact checkpoints).
-        items: results; a failed element is an ``Failed`` in its place.
+        state_before: the input's state before the chunk was taken (replayable lanes).
+        inputs: the elements taken (stored-state lanes and identity lanes; see replay.py).
+        items: results; a failed element is a ``Failed`` in its place.
         done: results are ready.
         consumed: how many items the consumer has taken.
-        nbytes: bytes of the results (for the RAM budget).
-        reserved: bytes reserved against the RAM budget before computing.
+        reserved: bytes reserved against the RAM budget.
+        input_error: the input raised while this chunk was taken (the error until it is
+            delivered as a ``Failed`` item, then True); ``error_text`` its message.
     """
 
     __slots__ = (
-        "seq",
         "start",
         "size",
         "skip",
         "state_before",
+        "inputs",
         "items",
         "done",
         "consumed",
-        "nbytes",
         "reserved",
         "input_error",
-        "end",
+        "error_text",
+        "failed",
     )
 
-    def __init__(self, seq: int, start: int, state_before: Any):
-        self.seq, self.start, self.state_before = seq, start, state_before
+    def __init__(self, start: int, state_before: Any):
+        self.start, self.state_before = start, state_before
         self.size = 0
-        self.skip = 0  # elements of the chunk consumed before a checkpoint restore
+        self.skip = 0
+        self.inputs: Any = ()
         self.items: list = []
         self.done = False
         self.consumed = 0
-        self.nbytes = 0
         self.reserved = 0
-        self.input_error: BaseException | None = None
-        self.end = False  # the input ended while taking this chunk
+        self.input_error: Any = None
+        self.error_text: str | None = None
+        self.failed = False  # some item is a Failed
 
 
 class Failed:
@@ -207,15 +248,22 @@ def consume(
     closed: Callable[[], bool],
     stage: Any,
     tuner: Any,
+    shared: Any = None,
 ) -> Any:
     """The consumer side of a parallel stage: wait on ``cond`` until ``take()`` (called with
     ``cond`` held) returns something other than None; ``[]`` once ``closed()``. Waits count
     as the stage's consumer wait, and the tuner gets a step at least every ``POLL_S`` of
-    waiting (it has no thread of its own). A taken exception is raised here.
+    waiting (it has no thread of its own). A taken exception is raised here, and so is
+    ``shared.fatal`` (a worker died: ``SharedStage.worker_died``) before anything else.
     """
     waited = 0.0
     with cond:
         while True:
+            if shared is not None and shared.fatal is not None:
+                # a fresh error per raise: the stored one must not keep consumer frames
+                got = WorkerDiedError(*shared.fatal.args)
+                got.__cause__ = shared.fatal.__cause__
+                break
             if closed():
                 return []
             got = take()
@@ -246,6 +294,18 @@ class SharedStage:
     """Base of the state a parallel stage's consumer and workers share. Subclasses set
     ``cond``, ``closed``, ``group`` (WorkerGroup), ``chunks``, ``ram``, ``tuner`` and
     ``stage``."""
+
+    fatal: BaseException | None = None  # a worker died: raised to the consumer from now on
+
+    def worker_died(self, error: BaseException, cause: BaseException) -> None:
+        """Called on a worker thread whose loop raised: the stage is broken; wake the
+        consumer, which raises ``error`` (chained to ``cause``) at once."""
+        if cause is not None:
+            error.__cause__ = cause
+        with self.cond:
+            if self.fatal is None:
+                self.fatal = error
+            self.cond.notify_all()
 
     def close(self) -> None:
         """Stop the workers (within the shared close deadline) and give back the RAM

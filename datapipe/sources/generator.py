@@ -56,6 +56,9 @@ class GeneratorDataset(Dataset):
     """
 
     _name = "from_generator"
+    # The generator may wait on the consumer (a queue the training loop fills): without a
+    # buffer the user asked for, no element is requested before it is needed.
+    _no_read_ahead = True
 
     def __init__(self, generator: Callable[..., Any], output_signature: Any, args: tuple = ()):
         super().__init__()
@@ -79,9 +82,6 @@ class GeneratorDataset(Dataset):
 
     def cardinality(self) -> int:
         return UNKNOWN_CARDINALITY
-
-    def _random_access_breaker(self) -> str | None:
-        return self._name
 
     def _make_iterator(self, ctx, epoch):
         return GeneratorIterator(self._generator, self._args, self._signature)

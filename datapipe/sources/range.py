@@ -23,6 +23,7 @@ class RangeDataset(Dataset):
     """
 
     _name = "range"
+    keeps_random_access = True
 
     def __init__(self, *args: int, dtype: Any = "int64"):
         super().__init__()
@@ -41,9 +42,6 @@ class RangeDataset(Dataset):
 
     def cardinality(self) -> int:
         return len(self._range)
-
-    def _random_access_breaker(self) -> str | None:
-        return None
 
     def _make_random_access(self, ctx):
         return _RangeAccess(self._range, self._dtype)

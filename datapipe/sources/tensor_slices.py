@@ -50,6 +50,7 @@ class TensorSlicesDataset(Dataset):
     """
 
     _name = "from_tensor_slices"
+    keeps_random_access = True
 
     def __init__(self, tensors: Any):
         super().__init__()
@@ -76,9 +77,6 @@ class TensorSlicesDataset(Dataset):
 
     def cardinality(self) -> int:
         return self._n
-
-    def _random_access_breaker(self) -> str | None:
-        return None
 
     def _make_random_access(self, ctx):
         return _SlicesAccess(self)

@@ -43,6 +43,7 @@ class TensorsDataset(Dataset):
     """
 
     _name = "from_tensors"
+    keeps_random_access = True
 
     def __init__(self, tensors: Any):
         super().__init__()
@@ -55,9 +56,6 @@ class TensorsDataset(Dataset):
 
     def cardinality(self) -> int:
         return 1
-
-    def _random_access_breaker(self) -> str | None:
-        return None
 
     def _make_random_access(self, ctx):
         return _OneAccess(self._element)

@@ -272,9 +272,9 @@ class StatsRecorder:
 
 
 def recorder_of(ctx: IterContext) -> StatsRecorder:
-    rec = getattr(ctx, "_stats_recorder", None)
+    rec = ctx.recorder
     if rec is None:
-        rec = ctx._stats_recorder = StatsRecorder(ctx)
+        rec = ctx.recorder = StatsRecorder(ctx)
     return rec
 
 

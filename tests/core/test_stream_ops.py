@@ -354,7 +354,7 @@ def test_unique_ints_and_strings() -> None:
 
 def test_unique_state_is_sorted_seen_list_and_resumes() -> None:
     ds = dp.from_tensor_slices([5, 1, 5, 3, 1, 9, 3, 2]).unique()
-    op = IterContext(ds).make(ds, (0,))
+    op = IterContext.for_graph(ds).make(ds, (0,))
     assert [int(x) for x in op.next_chunk(3)] == [5, 1]  # input 5, 1, 5
     assert op.get_state()["seen"] == [[1, 5]]
     assert [int(x) for x in op.next_chunk(3)] == [3, 9]  # input 3, 1, 9

@@ -146,12 +146,20 @@ def test_options_check_value_types():
     assert (merged.seed, merged.deterministic) == (3, False)
 
 
-@pytest.mark.parametrize("bad", [[1, 2, 3], "abc", None, 5])
+@pytest.mark.parametrize("bad", ["abc", None, 5])
 def test_set_state_of_a_wrong_type_is_a_value_error(bad):
     it = iter(_ds().map(lambda x: x + 1).filter(lambda x: x > 0))
     next(it)
     with pytest.raises(ValueError, match="expected the dict that get_state"):
         it.set_state(bad)
+
+
+def test_set_state_of_a_list_of_non_states_is_a_value_error():
+    # A list is the elastic form (every worker's state); its items must be states.
+    it = iter(_ds().map(lambda x: x + 1).filter(lambda x: x > 0))
+    next(it)
+    with pytest.raises(ValueError, match=r"states\[0\] is not an iterator state \(a dict from"):
+        it.set_state([1, 2, 3])
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,13 @@
-"""Run under ``torchrun --nproc_per_node=2``: one rank of the distributed tests.
+"""Run under ``torchrun --nproc_per_node=N``: one rank of the distributed tests.
 
 Each step consumes one batch of an auto-sharded pipeline and all-reduces a tensor (as
 DistributedDataParallel does, so unequal batch counts would hang). ``--checkpoint-at S``
-saves the model-free training checkpoint (consumed ids + pipeline state) after step S;
-``--die-after D`` kills rank 0 with SIGKILL D steps after that checkpoint; ``--resume``
-restarts from the checkpoint. At the end each rank writes what it consumed to JSON.
+saves the model-free training checkpoint (consumed ids + pipeline state + world size)
+after step S; ``--die-after D`` kills rank 0 with SIGKILL D steps after that checkpoint;
+``--resume`` restarts from the checkpoint: on the same number of ranks each rank loads its
+own state; on another, every rank loads all old ranks' states (elastic resume) and steps
+while any rank has a batch (Join-style: a rank that has none all-reduces a zero). At the
+end each rank writes what it consumed to JSON (after an elastic resume: since the resume).
 """
 
 from __future__ import annotations
@@ -50,20 +53,35 @@ def main() -> None:
     consumed: list[int] = []
     step = 0
     if args.resume:
-        ckpt = torch.load(ckpt_path, weights_only=True)
-        consumed, step = list(ckpt["consumed"]), int(ckpt["step"])
-        tds.load_state_dict(ckpt["data"])
+        old_world = int(torch.load(os.path.join(args.out, "ckpt-rank0.pt"))["world"])
+        old = [
+            torch.load(os.path.join(args.out, f"ckpt-rank{r}.pt"), weights_only=True)
+            for r in range(old_world)
+        ]
+        step = int(old[0]["step"])
+        if old_world == world:
+            consumed = list(old[rank]["consumed"])
+            tds.load_state_dict(old[rank]["data"])
+        else:  # elastic: every rank gets every old rank's state
+            tds.load_state_dict([ckpt["data"] for ckpt in old])
     loader = DataLoader(
         tds, batch_size=None, num_workers=args.num_workers, persistent_workers=False
     )
-    for batch in loader:
+    batches = iter(loader)
+    while True:
+        batch = next(batches, None)
+        total = torch.tensor([0.0 if batch is None else 1.0])
+        dist.all_reduce(total)  # hangs if ranks disagree on the number of steps
+        if batch is None:
+            if total.item() == 0:
+                break
+            continue
         consumed.extend(int(v) for v in batch)
         step += 1
-        total = torch.tensor([1.0])
-        dist.all_reduce(total)  # hangs if ranks disagree on the number of batches
         if step == args.checkpoint_at:
             tmp = ckpt_path + ".tmp"
-            torch.save({"step": step, "consumed": consumed, "data": tds.state_dict()}, tmp)
+            payload = {"step": step, "world": world, "consumed": consumed}
+            torch.save({**payload, "data": tds.state_dict()}, tmp)
             os.replace(tmp, ckpt_path)
             dist.barrier()
         if args.die_after >= 0 and step == args.checkpoint_at + args.die_after and rank == 0:

@@ -68,6 +68,20 @@ def worker_options(count: int, index: int, policy=None, uneven=None, seed=None) 
     )
 
 
+def rewritten(ds: dp.Dataset, count: int = 2, index: int = 0, **kw) -> dp.Dataset:
+    """The graph worker ``index`` of ``count`` runs (after every iter()-time rewrite)."""
+    from datapipe.dataset import _rewritten
+
+    return _rewritten(ds.with_options(worker_options(count, index, **kw)))
+
+
+def op_names(ds: dp.Dataset, count: int = 2, index: int = 0, **kw) -> list[str]:
+    """Op names of that graph, inputs first (``auto_shard``: a shard point)."""
+    from datapipe._context import walk
+
+    return [n._name for n in walk(rewritten(ds, count, index, **kw)) if n._name != "with_options"]
+
+
 def per_worker(ds: dp.Dataset, count: int, **kw) -> list[list]:
     """Each worker's elements (as Python values, batches as lists)."""
     out = []

@@ -6,30 +6,28 @@ import logging
 
 import numpy as np
 import pytest
-from _dist_helpers import FakeFiles, per_worker, worker_options
+from _dist_helpers import FakeFiles, op_names, per_worker, rewritten, worker_options
 
 import datapipe as dp
 from datapipe._context import walk
-from datapipe.distribute.auto_shard import AutoShardError, auto_shard, replace_inputs
+from datapipe.distribute.auto_shard import AutoShardError, replace_inputs
 
 DATA, FILE, AUTO = dp.AutoShardPolicy.DATA, dp.AutoShardPolicy.FILE, dp.AutoShardPolicy.AUTO
 
 
-def names_after_rewrite(ds, count=2, index=0, **kw):
-    root = auto_shard(ds, worker_options(count, index, **kw))
-    return [n._name for n in walk(root)]
+names_after_rewrite = op_names
 
 
 # ---- where the shard goes ---------------------------------------------------------------
 def test_shard_sinks_below_map_and_batch():
     ds = dp.range(12).map(lambda x: x * 2).batch(2)
-    assert names_after_rewrite(ds) == ["range", "shard", "map", "batch"]
+    assert names_after_rewrite(ds) == ["range", "auto_shard", "map", "batch"]
     assert per_worker(ds, 3) == [[[0, 6], [12, 18]], [[2, 8], [14, 20]], [[4, 10], [16, 22]]]
 
 
 def test_shard_stays_above_take_so_take_counts_all_workers():
     ds = dp.range(10).take(7)
-    assert names_after_rewrite(ds) == ["range", "take", "shard", "take"]  # shard, then drop
+    assert names_after_rewrite(ds) == ["range", "take", "auto_shard"]  # evened inside
     assert per_worker(ds, 3, uneven="allow") == [[0, 3, 6], [1, 4], [2, 5]]
     assert per_worker(ds, 3) == [[0, 3], [1, 4], [2, 5]]
 
@@ -49,7 +47,7 @@ def test_unseeded_shuffle_below_take_raises_naming_both_ops():
 
 def test_unseeded_shuffle_shards_below_and_stays_disjoint():
     ds = dp.range(20).shuffle(8).map(lambda x: x + 100)
-    assert names_after_rewrite(ds) == ["range", "shard", "shuffle", "map"]
+    assert names_after_rewrite(ds) == ["range", "auto_shard", "shuffle", "map"]
     parts = per_worker(ds, 4)
     assert sorted(sum(parts, [])) == list(range(100, 120))
     assert [sorted(p) for p in parts] == [list(range(100 + i, 120, 4)) for i in range(4)]
@@ -60,7 +58,9 @@ def test_seeded_random_map_keeps_global_indices():
         return int(x) * 1000 + int(rng.integers(0, 1000))
 
     ds = dp.range(12).random_map(jitter, seed=11).batch(2)
-    assert names_after_rewrite(ds) == ["range", "random_map", "shard", "batch"]
+    # The shard point goes above the seeded random_map (global indices), then moves below
+    # it so that it runs as an iterator: its draws still use the source's indices.
+    assert names_after_rewrite(ds) == ["range", "auto_shard", "random_map", "batch"]
     whole = [int(v) for b in dp.range(12).random_map(jitter, seed=11) for v in np.atleast_1d(b)]
     for k in (2, 3, 4):
         parts = per_worker(dp.range(12).random_map(jitter, seed=11), k)
@@ -70,7 +70,7 @@ def test_seeded_random_map_keeps_global_indices():
 def test_seeded_global_shuffle_is_one_permutation_split():
     whole = [int(x) for x in dp.range(15).global_shuffle(seed=4)]
     ds = dp.range(15).global_shuffle(seed=4).map(lambda x: x)
-    assert names_after_rewrite(ds, 3) == ["range", "global_shuffle", "shard", "map"]
+    assert names_after_rewrite(ds, 3) == ["range", "global_shuffle", "auto_shard", "map"]
     assert per_worker(ds, 3) == [whole[i::3] for i in range(3)]
 
 
@@ -81,7 +81,7 @@ def test_global_seed_counts_as_a_seed():
 
 def test_unseeded_global_shuffle_shards_below_it():
     ds = dp.range(16).global_shuffle()
-    assert names_after_rewrite(ds, 4) == ["range", "shard", "global_shuffle"]
+    assert names_after_rewrite(ds, 4) == ["range", "auto_shard", "global_shuffle"]
     parts = per_worker(ds, 4)
     assert [sorted(p) for p in parts] == [list(range(i, 16, 4)) for i in range(4)]
 
@@ -96,10 +96,10 @@ def test_zip_shards_each_input_and_keeps_pairs_aligned():
 def test_rewrite_leaves_the_original_graph_untouched():
     ds = dp.range(6).map(lambda x: x + 1)
     before = [n for n in walk(ds)]
-    rewritten = auto_shard(ds, worker_options(2, 1))
-    assert [n for n in walk(ds)] == before and rewritten is not ds
+    worker1 = rewritten(ds, 2, 1)
+    assert [n for n in walk(ds)] == before and worker1 is not ds
     assert [int(x) for x in ds] == [1, 2, 3, 4, 5, 6]
-    assert [int(x) for x in rewritten] == [2, 4, 6]
+    assert [int(x) for x in worker1] == [2, 4, 6]
 
 
 def test_replace_inputs_updates_structures_holding_inputs():
@@ -113,10 +113,17 @@ def test_replace_inputs_updates_structures_holding_inputs():
     ]
 
 
-def test_one_worker_or_off_is_unchanged():
+def test_off_or_no_worker_context_is_unchanged():
     ds = dp.range(5)
-    assert auto_shard(ds, worker_options(1, 0)) is ds
-    assert auto_shard(ds, worker_options(3, 1, policy=dp.AutoShardPolicy.OFF)) is ds
+    from datapipe.dataset import _rewritten
+
+    assert _rewritten(ds) is ds  # no worker context at all
+    off = ds.with_options(worker_options(3, 1, policy=dp.AutoShardPolicy.OFF))
+    assert _rewritten(off) is off
+    # One worker of one: a shard point over the whole pool (so a checkpoint can resume on
+    # more workers), reading everything.
+    assert names_after_rewrite(ds, 1, 0) == ["range", "auto_shard"]
+    assert [int(x) for x in ds.with_options(worker_options(1, 0))] == [0, 1, 2, 3, 4]
 
 
 def test_spec_inference_is_not_sharded():
@@ -185,8 +192,10 @@ def test_file_policy_reads_own_files():
     src = files([2, 2, 2, 2, 2])
     parts = per_worker(src.map(lambda x: x), 2, policy=FILE, uneven="allow")
     assert parts == [[0, 1, 4, 5, 8, 9], [2, 3, 6, 7]]
-    root = auto_shard(src, worker_options(2, 1, policy=FILE))
-    assert root.files == ("f1", "f3") and src.files == ("f0", "f1", "f2", "f3", "f4")
+    root = rewritten(src, 2, 1, policy=FILE)._inputs[0]  # below with_options: the point
+    assert root._name == "auto_shard" and root.kind == "units"
+    assert root.restricted(root.share).files == ("f1", "f3")
+    assert src.files == ("f0", "f1", "f2", "f3", "f4")
 
 
 def test_file_policy_evens_known_cardinalities():
@@ -210,16 +219,32 @@ def test_file_policy_without_file_source():
         iter(dp.range(4).with_options(worker_options(2, 0, policy=FILE)))
 
 
-def test_auto_chooses_and_logs_once(caplog):
-    with caplog.at_level(logging.INFO, logger="datapipe.distribute"):
-        assert per_worker(files([1, 1, 1, 1]), 2, policy=AUTO) == [[0, 2], [1, 3]]
-        assert per_worker(files([4]), 2, policy=AUTO) == [[0, 2], [1, 3]]
-        per_worker(files([4]), 2, policy=AUTO)
-    msgs = [r.getMessage() for r in caplog.records]
-    assert msgs.count("auto-shard: AUTO chose FILE (2 workers)") == 1
-    fallback = "auto-shard: AUTO chose DATA (2 workers; 'fake_files' has 1 files for 2 workers)"
-    assert msgs.count(fallback) == 1
-    assert names_after_rewrite(files([4]).map(lambda x: x)) == ["fake_files", "shard", "map"]
+def test_auto_chooses_file_or_falls_back_to_data():
+    assert per_worker(files([1, 1, 1, 1]), 2, policy=AUTO) == [[0, 2], [1, 3]]
+    assert per_worker(files([4]), 2, policy=AUTO) == [[0, 2], [1, 3]]
+    assert names_after_rewrite(files([4]).map(lambda x: x)) == ["fake_files", "auto_shard", "map"]
+
+
+def test_first_auto_sharded_iteration_logs_one_record(caplog):
+    ds = files([4]).map(lambda x: x + 1)
+    opts = worker_options(2, 1, policy=AUTO)
+    with caplog.at_level(logging.INFO, logger="datapipe"):
+        for _ in range(3):  # three epochs of one pipeline: one record
+            assert [int(x) for x in ds.with_options(opts)] == [2, 4]
+    records = [r for r in caplog.records if r.getMessage().startswith("auto-shard: rank")]
+    assert len(records) == 1 and records[0].name == "datapipe.distribute"
+    assert records[0].levelno == logging.INFO
+    assert records[0].getMessage() == (
+        "auto-shard: rank 1 of world size 2 (worker 1 of 2, from options): policy DATA "
+        "(AUTO fell back to DATA: 'fake_files' has 1 files for 2 workers); this worker reads "
+        "2 of 4 elements of 'fake_files', every 2nd from 1"
+    )
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="datapipe"):
+        [int(x) for x in files([1, 1, 1, 1]).with_options(worker_options(2, 0, policy=AUTO))]
+    (msg,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("auto-shard")]
+    assert "policy FILE (AUTO: every source reads files, >= 2 each)" in msg
+    assert msg.endswith("this worker reads 2 of 4 files of 'fake_files' (f0, f2)")
 
 
 def test_auto_uses_data_when_other_sources_are_mixed_in():
@@ -258,3 +283,42 @@ def test_file_policy_on_real_text_files(tmp_path):
     assert per_worker(lines, 4, policy=AUTO) == [
         [f"{i}-{j}" for j in range(i + 1)] for i in range(4)
     ]
+
+
+def test_file_shares_keep_the_sources_order(tmp_path):
+    paths = []
+    for name in ("c", "a", "d", "b"):  # listed in this order, not sorted
+        p = tmp_path / f"{name}.txt"
+        p.write_text(f"{name}1\n{name}2\n")
+        paths.append(str(p))
+    ds = dp.TextLineDataset(paths)
+    # The split is by sorted name (a, c to worker 0; b, d to worker 1), read in the
+    # source's order; one worker of one reads everything in the source's order.
+    assert per_worker(ds, 2, policy=FILE) == [["c1", "c2", "a1", "a2"], ["d1", "d2", "b1", "b2"]]
+    assert per_worker(ds, 1, policy=FILE) == [[f"{n}{i}" for n in "cadb" for i in (1, 2)]]
+
+
+def test_zip_pairs_stay_aligned_below_a_filter():
+    a = dp.range(10).filter(lambda x: x % 2 == 0)  # 0, 2, 4, 6, 8
+    ds = dp.zip(a, dp.range(5))
+    whole = [(0, 0), (2, 1), (4, 2), (6, 3), (8, 4)]
+    parts = per_worker(ds, 2, uneven="allow")
+    assert sorted(parts[0] + parts[1]) == whole  # the unsharded pairs, each once
+    assert names_after_rewrite(ds) == [
+        "range",
+        "filter",
+        "auto_shard",
+        "range",
+        "auto_shard",
+        "zip",
+    ]
+
+
+def test_one_worker_of_one_reads_a_shuffling_file_list_in_its_own_order(tmp_path):
+    for i in range(6):
+        (tmp_path / f"{i}.txt").write_text("x")
+    ds = dp.list_files(str(tmp_path / "*.txt")).with_options(dp.Options(seed=3))
+    plain = [str(p) for p in ds]
+    assert plain != sorted(plain)  # shuffled
+    assert per_worker(ds, 1, policy=FILE) == [plain]  # the same files, the same order
+    assert sorted(sum(per_worker(ds, 2, policy=FILE), [])) == sorted(plain)

@@ -84,6 +84,16 @@ def test_unsupported_values_name_their_path():
         encode_state({"a": np.array([1, object()], dtype=object)})
 
 
+def test_object_arrays_of_text_round_trip(tmp_path):
+    # A batch of text lines (object array of str) in a shuffle buffer or pending chunk.
+    batch = np.array([["a", "bé"], [b"\x00", None]], dtype=object)
+    save_state({"pending": [batch, np.array([], dtype=object)]}, tmp_path / "s")
+    back = load_state(tmp_path / "s")["pending"]
+    assert back[0].dtype == object and back[0].shape == (2, 2)
+    assert back[0].tolist() == [["a", "bé"], [b"\x00", None]]
+    assert back[1].shape == (0,) and back[1].dtype == object
+
+
 def test_pickled_payload_is_refused(tmp_path):
     import io
 

@@ -76,7 +76,7 @@ def test_spawned_workers_use_the_rank_the_parent_saw(clean_env):
     clean_env.setenv("RANK", "0")
     clean_env.setenv("WORLD_SIZE", "3")
     state = tds.__getstate__()  # what a spawned worker receives
-    assert state["_process"] == (0, 3)
+    assert state["_process"] == (0, 3, "env:torchrun")
     clean_env.delenv("RANK")
     clean_env.delenv("WORLD_SIZE")
     copy = TorchIterableDataset.__new__(TorchIterableDataset)
@@ -120,7 +120,8 @@ def test_state_after_the_epoch_ended_starts_the_next_epoch():
     tds = dp.range(6).shuffle(6, seed=3).as_torch_dataset()
     first = [int(x) for x in tds]
     sd = tds.state_dict()
-    assert sd == {"epoch": 0, "done": True, "iterator": None}
+    assert sd["epoch"] == 0 and sd["done"] is True
+    assert sd["iterator"].dtype == torch.uint8  # the final position (elastic resume reads it)
     second = [int(x) for x in tds]
     tds2 = dp.range(6).shuffle(6, seed=3).as_torch_dataset()
     tds2.load_state_dict(sd)

@@ -15,10 +15,10 @@ EXAMPLE = ROOT / "examples" / "train_ddp.py"
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
+def run(*args: str, nproc: int = 2) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
     env.update(OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    cmd = [str(TORCHRUN), "--standalone", "--nproc_per_node=2", str(EXAMPLE), *args]
+    cmd = [str(TORCHRUN), "--standalone", f"--nproc_per_node={nproc}", str(EXAMPLE), *args]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
 
 
@@ -40,10 +40,10 @@ def _aborted_in_teardown(proc: subprocess.CompletedProcess) -> bool:
     )
 
 
-def run_ok(*args: str) -> subprocess.CompletedProcess:
-    proc = run(*args)
+def run_ok(*args: str, nproc: int = 2) -> subprocess.CompletedProcess:
+    proc = run(*args, nproc=nproc)
     if _aborted_in_teardown(proc):
-        proc = run(*args)  # one retry, for the teardown abort only
+        proc = run(*args, nproc=nproc)  # one retry, for the teardown abort only
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
@@ -71,3 +71,21 @@ def test_crash_and_resume_reproduces_the_uninterrupted_run(tmp_path):
     assert epoch_lines(resumed.stdout)[1:] == epoch_lines(straight.stdout)[2:]
     final = re.compile(r"final test accuracy: [0-9.]+")
     assert final.search(resumed.stdout).group(0) == final.search(straight.stdout).group(0)
+
+
+@pytest.mark.slow  # two torchrun jobs, ~30 s
+def test_crash_on_two_ranks_and_resume_on_three(tmp_path):
+    ckpt = str(tmp_path / "ckpt")
+    crashed = run("--epochs", "3", "--checkpoint", ckpt, "--crash-at-step", "35")
+    assert crashed.returncode != 0 and "simulated crash at step 35" in crashed.stdout
+    resumed = run_ok("--epochs", "3", "--checkpoint", ckpt, "--resume", nproc=3)
+    assert "resumed at epoch 2, step 30 (saved by 2 ranks)" in resumed.stdout
+    lines = epoch_lines(resumed.stdout)
+    assert [ln.split(":")[0] for ln in lines] == ["epoch 2/3", "epoch 3/3"]
+    # Epoch 2: 7 steps x 2 ranks x 32 images before the checkpoint, the rest of the epoch
+    # on 3 ranks after it -- each image once; uneven="drop" skips at most 2 of the rest.
+    images = int(re.search(r"(\d+) images on 3 ranks", lines[0]).group(1))
+    assert 1437 - 2 <= images <= 1437
+    assert lines[1].endswith("1437 images on 3 ranks")  # 479 per rank
+    accuracy = float(re.search(r"final test accuracy: ([0-9.]+)", resumed.stdout).group(1))
+    assert accuracy > 0.8

@@ -133,7 +133,9 @@ def _spin(x):
 
 
 def _run_auto(fn, n, cpu_budget):
+    # Threads only: how the tuner moves a thread count (the executor choice is tested below)
     opts = dp.Options(autotune=dp.AutotuneOptions(cpu_budget=cpu_budget))
+    opts.threading.executor = "thread"
     ds = dp.range(n).map(fn, num_parallel_calls=dp.AUTOTUNE).with_options(opts)
     it = iter(ds)
     got = [int(x) for x in it]
@@ -195,3 +197,122 @@ def test_ram_budget_bounds_buffered_bytes():
     # The same pipeline with the default budget buffers far more: the budget was binding.
     untuned = _slow_consume(dp.range(n).map(_big, num_parallel_calls=4).prefetch(64), n)
     assert untuned.ram.peak > 3 * budget
+
+
+# ---- the executor choice (simulated workloads, deterministic) ---------------------------
+
+
+class FakeExecutors:
+    """A stage whose output rate under each executor is ``rates[executor](p)`` and whose
+    elements each cost ``cost`` seconds of work, on a fake clock."""
+
+    def __init__(self, monkeypatch, cost, rates, kind="parallelism", cpu_budget=2, value=2,
+                 cpu_fraction=1.0):  # fmt: skip
+        self.now, self.cpu_fraction = 0.0, cpu_fraction
+        monkeypatch.setattr(autotune.time, "monotonic", lambda: self.now)
+        self.tuner = autotune.Autotuner(True, cpu_budget, 1 << 40)
+        cap = 1024 if kind == "buffer" else 64
+        self.stage = self.tuner.add_stage(autotune.Stage("map", kind, value, True, cap))
+        s = self.stage
+        s.executor, s.choose_executor, s.phase, s.allow_process = "inline", True, "inline", True
+        s.switch = lambda executor, v: True
+        self.cost, self.rates = cost, rates
+
+    def run(self, windows: int) -> None:
+        s = self.stage
+        for _ in range(windows):
+            dt = autotune.WINDOW_S
+            self.now += dt
+            n = int(self.rates[s.executor](s.value) * dt)
+            s.produced += n
+            if s.executor == "inline":
+                busy = n * self.cost
+            else:  # workers busy all the time (the stage is the bottleneck)
+                busy = (1 if s.kind == "buffer" else s.value) * dt
+            s.busy_s += busy
+            s.cpu_s += busy * self.cpu_fraction
+            self.tuner.maybe_step()
+
+    def path(self) -> list:
+        return [(old, new) for _, knob, old, new in self.stage.events if knob == "executor"]
+
+
+def test_cheap_map_stays_inline(monkeypatch):
+    # W1's x*2+1: ~0.2 µs of work per element; no hand-off could pay for itself.
+    w = FakeExecutors(monkeypatch, 2e-7, {"inline": lambda p: 4e6, "thread": lambda p: 2.5e6})
+    w.run(300)
+    assert w.stage.executor == "inline" and w.path() == []
+
+
+def test_gil_bound_map_goes_to_processes(monkeypatch):
+    # ~210 µs of pure Python: threads give nothing (the GIL), two processes nearly 2x.
+    rates = {"inline": lambda p: 4700, "thread": lambda p: 4300, "process": lambda p: 4600 * p}
+    w = FakeExecutors(monkeypatch, 2.1e-4, rates)
+    w.run(300)
+    assert w.path() == [("inline", "thread"), ("thread", "process")]
+    assert w.stage.executor == "process" and w.stage.value == 2
+    assert w.stage.max_value == 2  # one process per core of the budget, never more
+
+
+def test_gil_releasing_map_keeps_threads(monkeypatch):
+    # numpy releasing the GIL: two threads nearly double the rate; processes not tried.
+    rates = {"inline": lambda p: 1000, "thread": lambda p: 950 * min(p, 2)}
+    w = FakeExecutors(monkeypatch, 1e-3, rates)
+    w.run(300)
+    assert w.path() == [("inline", "thread")] and w.stage.executor == "thread"
+
+
+def test_io_wait_map_grows_threads_past_the_cores(monkeypatch):
+    rates = {"inline": lambda p: 480, "thread": lambda p: 490 * min(p, 40)}
+    w = FakeExecutors(monkeypatch, 2e-3, rates, cpu_fraction=0.02)  # threads mostly sleep
+    w.run(400)
+    assert w.stage.executor == "thread" and w.stage.value >= 16
+
+
+def test_processes_that_do_not_pay_are_given_up(monkeypatch):
+    # Large elements: the copies to and from the processes eat the gain.
+    rates = {"inline": lambda p: 1000, "thread": lambda p: 1050, "process": lambda p: 1080}
+    w = FakeExecutors(monkeypatch, 1e-3, rates)
+    w.run(300)
+    assert w.path() == [("inline", "thread"), ("thread", "process"), ("process", "thread")]
+    assert w.stage.executor == "thread"
+
+
+def test_threads_slower_than_inline_go_back_inline(monkeypatch):
+    # 20 µs of pure Python: too cheap for processes, and threads only add contention.
+    rates = {"inline": lambda p: 40_000, "thread": lambda p: 30_000}
+    w = FakeExecutors(monkeypatch, 2e-5, rates)
+    w.run(300)
+    assert w.path() == [("inline", "thread"), ("thread", "inline")]
+
+
+def test_prefetch_starts_a_thread_only_when_it_can_hide_work(monkeypatch):
+    # A prefetch thread overlaps its input's work with the consumer's: it can hide at most
+    # the smaller of the two, and a hand-off costs ~0.1 ms.
+    def fake(input_cost, consumer_cost):
+        rate = 1 / (input_cost + consumer_cost)
+        rates = {"inline": lambda p: rate, "thread": lambda p: rate}
+        w = FakeExecutors(monkeypatch, input_cost, rates, kind="buffer", value=4)
+        for _ in range(40):
+            w.stage.outside_s += consumer_cost * rate * autotune.WINDOW_S
+            w.run(1)
+        return w
+
+    assert fake(4e-5, 1e-1).stage.executor == "inline"  # cheap input (W1's batches)
+    assert fake(2e-3, 5e-6).stage.executor == "inline"  # costly input, nothing to overlap
+    costly = fake(2e-3, 2e-2)  # a slow input and a training step: prefetch
+    assert costly.path() == [("inline", "thread")] and costly.stage.value == 4
+
+
+def test_real_cheap_map_and_prefetch_run_inline(threads):
+    # W1's shape with AUTOTUNE everywhere: no thread is ever started.
+    ds = dp.range(300_000).map(lambda x: x * 2 + 1, num_parallel_calls=dp.AUTOTUNE).batch(256)
+    it = iter(ds.prefetch(dp.AUTOTUNE))
+    total = 0
+    for b in it:
+        total += int(b.sum())
+        assert threads.names() == []
+    assert total == sum(2 * i + 1 for i in range(300_000))
+    stages = {s.name: s for s in it._root.tuner.stages}
+    assert stages["map"].executor == "inline" and stages["prefetch"].executor == "inline"
+    it.close()

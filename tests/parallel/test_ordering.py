@@ -84,7 +84,7 @@ def test_indexed_mode_passes_input_index():
     from datapipe.parallel.map import ParallelMapIterator
 
     ds = dp.range(100, 120)
-    ctx = IterContext(ds)
+    ctx = IterContext.for_graph(ds)
     it = ParallelMapIterator(
         ctx.make(ds, (0,)), lambda i, x: (i, int(x)), "random_map", 3, True, ctx, indexed=True
     )

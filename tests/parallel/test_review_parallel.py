@@ -59,35 +59,48 @@ def test_pipeline_error_stops_threads_without_gc(name, threads):
 
 
 @pytest.mark.timeout(30)
-def test_nondeterministic_log_never_records_a_delivery_it_cannot_replay(monkeypatch):
-    # deterministic=False: get_state's snapshot logs the chunks taken and the deliveries
-    # made after it, each capped. A delivery from a chunk past the chunk log's cap cannot be
-    # forced after a restore (that chunk is re-formed with other bounds: the consumer hung).
+def test_nondeterministic_snapshot_is_fixed_when_taken():
+    # deterministic=False: 0.1's snapshots kept a log of the deliveries made after them,
+    # growing while alive, and a restore forced that order (a delivery it could not match
+    # hung the consumer: issue 10). Now a snapshot is fixed when get_state returns it.
+    import json
     import threading
 
-    import datapipe.parallel.map as pmap
-
-    monkeypatch.setattr(pmap, "LOG_LIMIT", 1)
     release = threading.Event()
 
     def f(x):
-        if int(x) == 0:  # the first chunk ([0], logged) finishes after the second ([1])
+        if int(x) == 0:  # the first chunk ([0]) finishes after the second ([1])
             release.wait(5)
         return int(x)
 
     ds = dp.range(40).map(f, num_parallel_calls=2, deterministic=False)
     it = iter(ds)
     state = it.get_state()
-    first = int(next(it))  # from the chunk past the log's cap
+    frozen = json.dumps(state)
+    first = int(next(it))
     release.set()
     rest = [int(x) for x in it]
     assert first == 1 and sorted([first, *rest]) == list(range(40))
-    root = state["root"]
-    logged_end = root["index"] + sum(z for z, _ in root["then_chunks"])
-    assert all(at + k <= logged_end for at, k in root["then_take"]), root
+    assert json.dumps(state) == frozen
     it2 = iter(ds)
     it2.set_state(state)
     assert sorted(int(x) for x in it2) == list(range(40))
+
+
+@pytest.mark.timeout(30)
+def test_stage_above_a_nondeterministic_one_stores_its_elements():
+    # Replaying the input of a stage above a deterministic=False stage would not give the
+    # same elements again, so its snapshot stores the ones it holds (tf.data's way).
+    opts = dp.Options(deterministic=False)
+    ds = dp.range(100).map(_jitter, num_parallel_calls=2).prefetch(8).with_options(opts)
+    it = iter(ds)
+    head = [int(next(it)) for _ in range(30)]
+    state = it.get_state()
+    assert "stored" in state["root"] and "replay" in state["root"]["input"]
+    it.close()
+    it2 = iter(ds)
+    it2.set_state(state)
+    assert sorted(head + [int(x) for x in it2]) == list(range(100))
 
 
 def _jitter(x):

@@ -21,7 +21,11 @@ def _slow(x):
 def _pipelines():
     return {
         "map": dp.range(10_000).map(_slow, num_parallel_calls=3),
-        "map_auto": dp.range(10_000).map(_slow, num_parallel_calls=dp.AUTOTUNE),
+        # AUTOTUNE picking among threads only (with the executor free it runs the first
+        # elements inline, so no thread may run yet after five of them)
+        "map_auto": dp.range(10_000)
+        .map(_slow, num_parallel_calls=dp.AUTOTUNE)
+        .with_options(dp.Options(threading=dp.ThreadingOptions(executor="thread"))),
         "batch": dp.range(10_000).map(_slow).batch(4, num_parallel_calls=2),
         "prefetch": dp.range(10_000).map(_slow).prefetch(8),
         "interleave": dp.range(100).interleave(

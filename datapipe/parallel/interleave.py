@@ -1,0 +1,116 @@
+"""Parallel ``interleave``: the open input datasets are lanes of one engine (``"slots"``
+policy): ``num_parallel_calls`` worker threads keep each open dataset's buffer filled (the
+emptiest first) while the consumer walks the cycle (``ops/interleave.py``) and takes from
+the lane of the slot it visits.
+
+``deterministic=True`` waits at each slot for its next element (exactly the sequential
+order); ``False`` lets the cycle move past a slot whose next element is not ready yet
+(no element is lost or duplicated: each lane keeps its own order).
+
+A slot's state is its input element and its lane's snapshot (``replay.py``): the
+dataset's state before the oldest buffered chunk and how much of it was consumed, or, for
+a dataset whose own order is not reproducible, the buffered elements.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from typing import Any
+
+from datapipe.parallel import autotune
+from datapipe.parallel.engine import THREAD, Engine, Lane
+from datapipe.parallel.plan import Plan
+from datapipe.parallel.pool import POLL_S, WorkerDiedError
+
+
+class SlotEngine:
+    """The workers behind a parallel interleave's open slots (one lane per slot)."""
+
+    def __init__(self, plan: Plan, ctx: Any):
+        self.deterministic = plan.deterministic
+        self.ctx = ctx
+        self.tuner = autotune.get_tuner(ctx)
+        self.stage = self.tuner.add_stage(
+            autotune.Stage("interleave", "parallelism", plan.value, plan.autotuned, plan.max_value)
+        )
+        self._new_engine(1)
+
+    def _new_engine(self, block: int) -> None:
+        self.eng = Engine("interleave", "slots", self.tuner, self.stage, THREAD)
+        self.eng.block = block
+        ref = weakref.ref(self.eng)  # the tuner must not keep a closed pipeline alive
+        self.stage.apply = lambda n: (e := ref()) is not None and e.resize(n)
+
+    @property
+    def cond(self) -> Any:
+        return self.eng.cond
+
+    def start(self, owner: Any) -> None:
+        eng = self.eng
+        if not eng.started:
+            if self.stage not in self.tuner.stages:
+                self.tuner.add_stage(self.stage)
+            eng.block = owner.block
+            eng.start()
+            weakref.finalize(owner, Engine.close, eng)
+
+    def lane_for(self, it: Any, sub_ds: Any, index: int) -> Lane:
+        """The lane of the dataset opened for input element ``index``; its failures are
+        named by that index (tf.data's interleave names the input element)."""
+        from datapipe.parallel.replay import replayable
+
+        ok = replayable(sub_ds, self.ctx)
+        return Lane(it, "interleave", None, replayable=ok, error_index=lambda _: index)
+
+    def added(self, slot: Any) -> None:
+        with self.eng.cond:
+            self.eng.lanes.append(slot.lane)
+            self.eng.cond.notify_all()
+
+    def removed(self, slot: Any) -> None:
+        """Detach the slot's lane; a worker reading its dataset finishes first (the input
+        lock), and none reads it afterwards, so the dataset may be closed then."""
+        eng, lane = self.eng, slot.lane
+        with lane.input_lock, eng.cond:
+            lane.detached = True
+            if lane in eng.lanes:
+                eng.lanes.remove(lane)
+            for c in lane.chunks:
+                eng.ram.release(c.reserved)
+                c.reserved = 0
+            lane.chunks.clear()
+
+    def read(self, slot: Any, k: int, must_wait: bool) -> list | BaseException | None:
+        """Up to ``k`` elements of ``slot``; ``[]`` at its end; None when nothing is ready
+        and the cycle may move on (``deterministic=False`` and not ``must_wait``)."""
+        eng, lane = self.eng, slot.lane
+        with eng.cond:
+            while not eng.closed:
+                if eng.fatal is not None:  # a worker died: raise now, never wait
+                    err = WorkerDiedError(*eng.fatal.args)
+                    err.__cause__ = eng.fatal.__cause__
+                    return err
+                got = eng.take(lane, k)
+                if got is not None:
+                    return got
+                if not self.deterministic and not must_wait:
+                    return None
+                t0 = time.perf_counter()
+                eng.cond.wait(POLL_S)
+                self.stage.consumer_wait_s += time.perf_counter() - t0
+                eng.cond.release()
+                try:
+                    self.tuner.maybe_step()
+                finally:
+                    eng.cond.acquire()
+        return []
+
+    def slot_state(self, slot: Any) -> dict:
+        return self.eng.snapshot(slot.lane)
+
+    def stop(self, final: bool = False) -> None:
+        """Stop the workers; unless ``final`` (close), a fresh set may start later."""
+        self.eng.close()
+        if not final:
+            self._new_engine(self.eng.block)

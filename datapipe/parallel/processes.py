@@ -1,0 +1,475 @@
+"""The process executor: worker processes that run a map's function on chunks.
+
+Each worker thread of a ``map`` / ``random_map`` engine (``engine.py``) owns one worker
+process: the thread reads the chunk's input (the pipeline is sharded and read in the
+parent; workers only run the function), sends the elements, waits for the results and
+hands them to the consumer, so ordering, error positions, checkpoints and the tuner work
+as with threads. What changes is where the function runs: in a process of its own, so
+pure-Python functions that hold the GIL use more than one core.
+
+* **Elements** go through shared memory (``shm.py``): arrays and torch tensors in any
+  nested structure travel as one POSIX shared-memory segment per chunk (in both
+  directions); small values and the structure are pickled. The function goes once per
+  stage and epoch, with cloudpickle, so lambdas and closures work.
+* **Lifetime**: the processes of a stage start on its first chunk and stop when the stage
+  closes — with the pipeline's ``close()``, ``break`` + garbage collection, an exception or
+  KeyboardInterrupt — removing every segment (``/dev/shm/datapipe-<pid>-...``). Across a
+  ``repeat``, an epoch's stage parks them (``epoch_boundary``) and the next epoch's stage
+  of the same op takes them back (``lease``), so they start once per iterator; the
+  ``repeat``'s own close stops what is still parked. Workers ignore SIGINT (the parent
+  handles Ctrl-C) and exit by themselves when the parent dies, even by SIGKILL: their pipe
+  reaches end of file and their parent pid changes (checked every second).
+* **Errors**: an exception in the function reaches the consumer at that element's position
+  as a ``PipelineError`` naming the op and the index, with the worker's traceback (its
+  ``__cause__`` chain, a note, and ``.worker_traceback``). A worker that dies (a signal, the
+  OOM killer, ``os._exit``) raises ``WorkerDiedError`` naming the process, its exit signal
+  and the elements it was computing, within ``POLL_S`` of its death.
+* **Start methods**: ``Options.threading.process_start_method`` (``fork``, ``spawn``,
+  ``forkserver``; default: ``multiprocessing``'s). With fork the children start in
+  milliseconds; with spawn each imports datapipe (and torch) first, ~3 s here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+import weakref
+from collections.abc import Iterator
+from multiprocessing.connection import wait as wait_any
+from typing import Any
+
+from datapipe.errors import annotate
+from datapipe.parallel import shm
+from datapipe.parallel.pool import POLL_S, Failed, WorkerDiedError
+from datapipe.stats import trace
+
+# Pools of finished stages a pipeline keeps for a later epoch's stage (repeat) to reuse.
+MAX_PARKED = 4
+_SERIAL = itertools.count()
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an exception raised in a worker process (its text is the message),
+    set as the ``__cause__`` of the exception re-raised in the parent."""
+
+    def __str__(self) -> str:
+        return self.args[0] if self.args else ""
+
+
+class _Failure:
+    """An element whose function raised in a worker: the exception (None when it cannot
+    be pickled), its type name and message, and the formatted traceback."""
+
+    def __init__(self, e: BaseException):
+        import pickle
+
+        self.tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+        self.type_name, self.message = type(e).__name__, str(e)
+        try:  # a round trip: an exception class whose __init__ takes other arguments
+            pickle.loads(pickle.dumps(e))  # than its args pickles, but cannot be rebuilt
+            self.exc: BaseException | None = e
+        except Exception:  # noqa: BLE001 - rebuilt from its name and message
+            self.exc = None
+
+
+# ---- the worker process ---------------------------------------------------------------
+def _worker_main(conn: Any, prefix: str, intra_op: int) -> None:
+    """A worker process: run functions on chunks until told to stop or the parent dies."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    parent_pid = os.getppid()  # our pipeline's process (or the forkserver)
+    fns: dict[int, Any] = {}
+    threads_set = False
+    try:
+        while True:
+            if not conn.poll(1.0):
+                if os.getppid() != parent_pid:  # orphaned: the parent died
+                    return
+                continue
+            msg = conn.recv()
+            if msg[0] == "stop":
+                return
+            if msg[0] == "fn":
+                fns = {msg[1]: _load_function(conn, msg[1], msg[2])}
+                continue
+            if not threads_set and "torch" in sys.modules:
+                sys.modules["torch"].set_num_threads(max(1, intra_op))
+                threads_set = True
+            _run_task(conn, prefix, fns, msg)
+    except (EOFError, OSError):  # the parent is gone
+        return
+    finally:
+        shm.unlink_prefix(prefix)  # segments nobody will read now
+
+
+def _load_function(conn: Any, key: int, blob: bytes) -> Any:
+    import cloudpickle
+
+    try:
+        return cloudpickle.loads(blob)
+    except BaseException as e:  # noqa: BLE001 - reported to the parent with each task
+        return _Failure(e)
+
+
+def _run_task(conn: Any, prefix: str, fns: dict, msg: tuple) -> None:
+    from datapipe._functions import call
+
+    _, task, key, indexed, first, payload = msg
+    t0, c0 = time.perf_counter(), time.process_time()
+    fn = fns.get(key)
+    elems = shm.loads(*payload)
+    out: list = []
+    for k, x in enumerate(elems):
+        if isinstance(fn, _Failure) or fn is None:
+            out.append(fn if fn is not None else _Failure(RuntimeError("no function")))
+            continue
+        try:
+            out.append(fn(first + k, x) if indexed else call(fn, x))
+        except BaseException as e:  # noqa: BLE001 - delivered at the element's position
+            out.append(_Failure(e))
+    del elems, payload
+    result = _encode(out, f"{prefix}o{task}")
+    t1, cpu = time.perf_counter(), time.process_time() - c0
+    conn.send(("done", task, result, t0, t1, cpu))
+
+
+def _encode(out: list, name: str) -> tuple:
+    try:
+        return shm.dumps(out, name)
+    except Exception:  # noqa: BLE001 - find the results that cannot be sent
+        import pickle
+
+        for i, x in enumerate(out):
+            try:
+                pickle.dumps(x, protocol=5)
+            except Exception as e:  # noqa: BLE001
+                err = TypeError(f"the function's result cannot be sent from the worker: {e}")
+                out[i] = _Failure(err)
+        return shm.dumps(out, name)
+
+
+# ---- the parent's side ----------------------------------------------------------------
+class _Proc:
+    def __init__(self, process: Any, conn: Any, prefix: str):
+        self.process, self.conn, self.prefix = process, conn, prefix
+        self.fn_key: int | None = None
+        self.task = 0
+
+
+class Workers:
+    """The worker processes of one stage of one pipeline.
+
+    ``set_function(fn)`` once per stage (epoch); ``ensure(n)`` starts processes up to ``n``;
+    ``run(wid, lane, elems, first, gen)`` computes a chunk in process ``wid`` (called by the
+    engine's worker thread ``wid`` only); ``release()`` when the stage closes; ``shutdown()``
+    stops them all.
+    """
+
+    def __init__(self, op: str, start_method: str | None, intra_op: int):
+        self.op, self.intra_op = op, intra_op
+        self.mp = multiprocessing.get_context(start_method)
+        self.prefix = f"{shm.SHM_PREFIX}{os.getpid()}-{next(_SERIAL)}-"
+        self.procs: list[_Proc] = []
+        self.fn_key = 0
+        self.fn_blob: bytes | None = None
+        self.engine: Any = None
+        self.registry: Any = None  # weakref to the pipeline's _Registry
+        self._lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, _shutdown, self.procs, self.prefix)
+
+    def set_function(self, fn: Any) -> None:
+        import cloudpickle
+
+        try:
+            blob = cloudpickle.dumps(fn)
+        except Exception as e:
+            raise TypeError(
+                f"{self.op}: the function cannot be sent to worker processes (cloudpickle: "
+                f"{type(e).__name__}: {e}); use executor='thread' or make it picklable"
+            ) from e
+        self.fn_key += 1
+        self.fn_blob = blob
+
+    def ensure(self, n: int) -> None:
+        with self._lock:
+            while len(self.procs) < n:
+                i = len(self.procs)
+                parent, child = self.mp.Pipe()
+                prefix = f"{self.prefix}{i}-"
+                p = self.mp.Process(
+                    target=_worker_main,
+                    args=(child, prefix, self.intra_op),
+                    name=f"datapipe-{self.op}-process-{i}",
+                    daemon=True,
+                )
+                p.start()
+                child.close()
+                self.procs.append(_Proc(p, parent, prefix))
+
+    def pids(self) -> list[int]:
+        return [p.process.pid for p in self.procs]
+
+    def run(self, wid: int, lane: Any, elems: list, first: int, gen: int) -> tuple | None:
+        """(results, any failed) of ``lane.transform`` over ``elems`` computed in process
+        ``wid`` (``Failed`` items in place of failures); None if the stage stopped."""
+        proc = self.procs[wid]
+        proc.task += 1
+        task = proc.task
+        if proc.fn_key != self.fn_key:
+            proc.conn.send(("fn", self.fn_key, self.fn_blob))
+            proc.fn_key = self.fn_key
+        try:
+            payload = shm.dumps(elems, f"{proc.prefix}i{task}")
+        except Exception:  # noqa: BLE001 - some element cannot be pickled: fail those only
+            return self._run_sendable(wid, lane, elems, first, gen)
+        try:
+            proc.conn.send(("run", task, self.fn_key, lane.indexed, first, payload))
+        except OSError:
+            shm.discard(payload[1])
+            proc.process.join(0.5)
+            raise self._died(proc, first, len(elems)) from None
+        msg = self._wait(proc, task, gen, first, len(elems))
+        if msg is None:
+            return None
+        _, _, result, t0, t1, cpu = msg
+        out = shm.loads(*result)
+        eng = self.engine
+        if eng is not None:
+            st = eng.stage
+            st.produced += len(out)
+            st.busy_s += t1 - t0
+            st.cpu_s += cpu
+            eng.sizer.observe(len(out), t1 - t0)
+        if trace.ENABLED:  # a span per chunk on the track of the thread serving this worker
+            args = {"elements": len(out), "pid": proc.process.pid}
+            trace.record_span(f"{self.op} workers", "chunk", t0, t1, args)
+        return _located(out, lane, first, proc)
+
+    def _run_sendable(self, wid: int, lane: Any, elems: list, first: int, gen: int) -> tuple | None:
+        """``run`` for a chunk holding elements that cannot be pickled: each of those fails
+        at its position (naming the op and index); the others are computed."""
+        import pickle
+
+        out: list = []
+        k = 0
+        while k < len(elems):
+            try:
+                pickle.dumps(elems[k], protocol=5)
+            except Exception as e:  # noqa: BLE001 - reported at the element's position
+                err = TypeError(
+                    f"the element cannot be sent to a worker process ({type(e).__name__}: "
+                    f"{e}); use executor='thread'"
+                )
+                stride, offset = lane.base
+                out.append(Failed(annotate(lane.op, offset + stride * (first + k), err)))
+                k += 1
+                continue
+            j = k + 1
+            while j < len(elems) and _picklable(elems[j]):
+                j += 1
+            got = self.run(wid, lane, elems[k:j], first + k, gen)
+            if got is None:
+                return None
+            out += got[0]
+            k = j
+        return out, True
+
+    def _wait(self, proc: _Proc, task: int, gen: int, first: int, n: int) -> tuple | None:
+        eng = self.engine
+        while True:
+            ready = wait_any([proc.conn, proc.process.sentinel], POLL_S)
+            if proc.conn in ready:
+                try:
+                    msg = proc.conn.recv()
+                except (EOFError, OSError):
+                    msg = None
+                if msg is not None:
+                    if msg[1] == task:
+                        return msg
+                    shm.discard(msg[2][1])  # the result of a task abandoned before
+                    continue
+            if proc.conn in ready or proc.process.sentinel in ready:
+                proc.process.join(0.5)
+                raise self._died(proc, first, n)
+            if eng is None or eng.closed or gen != eng.generation:
+                return None  # stopping: the late result is dropped by the next task
+
+    def _died(self, proc: _Proc, first: int, n: int) -> WorkerDiedError:
+        code = proc.process.exitcode
+        if code is not None and code < 0:
+            try:
+                how = f"was killed by signal {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"was killed by signal {-code}"
+        else:
+            how = f"exited (code {code})"
+        return WorkerDiedError(
+            f"{self.op}: worker process {proc.process.name} (pid {proc.process.pid}) {how} "
+            f"while computing elements {first}..{first + n - 1}; the stage cannot go on (a "
+            "signal, a function that crashes the interpreter, or the out-of-memory killer "
+            "ends a worker process)"
+        )
+
+    def release(self) -> None:
+        """The stage using these processes closed: park them for the next epoch's stage
+        (inside ``epoch_boundary``), else stop them."""
+        self.engine = None
+        reg = self.registry() if self.registry is not None else None
+        if reg is None:
+            self.shutdown()
+            return
+        reg.park(self)
+
+    def shutdown(self) -> None:
+        self._finalizer()
+
+
+def _picklable(x: Any) -> bool:
+    import pickle
+
+    try:
+        pickle.dumps(x, protocol=5)
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def _located(out: list, lane: Any, first: int, proc: _Proc) -> tuple[list, bool]:
+    """Replace each worker failure with a ``Failed`` naming the op and the element."""
+    stride, offset, failed = *lane.base, False
+    for k, x in enumerate(out):
+        if type(x) is _Failure:
+            out[k] = Failed(_remote_error(x, lane.op, offset + stride * (first + k), proc))
+            failed = True
+    return out, failed
+
+
+def _remote_error(f: _Failure, op: str, index: int, proc: _Proc) -> BaseException:
+    exc = f.exc if f.exc is not None else RuntimeError(f"{f.type_name}: {f.message}")
+    exc.__cause__ = RemoteTraceback(f"\n'''\n{f.tb}'''")
+    err = annotate(op, index, exc)
+    where = f"in worker process {proc.process.name} (pid {proc.process.pid})"
+    if hasattr(err, "add_note"):
+        err.add_note(f"raised {where}:\n{f.tb}")
+    try:
+        err.worker_traceback = f.tb
+    except AttributeError:
+        pass
+    return err
+
+
+def _shutdown(procs: list[_Proc], prefix: str) -> None:
+    """Stop every process within ~1 s (asked to stop; SIGTERM after 0.5 s, as one busy in
+    a long function does not read the request; SIGKILL after 0.3 s more), and remove every
+    segment of the pool."""
+    for p in procs:
+        try:
+            p.conn.send(("stop",))
+        except (OSError, ValueError):
+            pass
+    deadline = time.monotonic() + 0.5
+    for p in procs:
+        p.process.join(max(0.0, deadline - time.monotonic()))
+    for p in procs:
+        if p.process.is_alive():
+            p.process.terminate()
+    deadline = time.monotonic() + 0.3
+    for p in procs:
+        p.process.join(max(0.0, deadline - time.monotonic()))
+        if p.process.is_alive():
+            p.process.kill()
+            p.process.join(0.2)
+        try:
+            p.conn.close()
+        except OSError:
+            pass
+    procs.clear()
+    shm.unlink_prefix(prefix)
+
+
+# ---- one pipeline's pools ---------------------------------------------------------------
+class _Registry:
+    """The process pools of one pipeline (one iteration context): in use, or parked by a
+    stage that closed at a ``repeat`` epoch boundary, for the next epoch's stage to take
+    back (``lease``)."""
+
+    def __init__(self) -> None:
+        self.pools: dict[Any, Workers] = {}
+        self.parked: list[Any] = []
+        self.lock = threading.Lock()
+        self.parking = 0  # > 0 while a repeat closes an epoch (see ``epoch_boundary``)
+
+    def park(self, w: Workers) -> None:
+        with self.lock:
+            key = next((k for k, v in self.pools.items() if v is w), None)
+            if key is None or not self.parking:
+                if key is not None:
+                    del self.pools[key]
+                drop = [w]
+            else:
+                self.parked.append(key)
+                drop = []
+                while len(self.parked) > MAX_PARKED:
+                    drop.append(self.pools.pop(self.parked.pop(0)))
+        for d in drop:
+            d.shutdown()
+
+    def close_parked(self) -> None:
+        with self.lock:
+            drop = [self.pools.pop(k) for k in self.parked if k in self.pools]
+            self.parked = []
+        for w in drop:
+            w.shutdown()
+
+
+def _registry(ctx: Any) -> _Registry:
+    reg = ctx.__dict__.get("_datapipe_workers")
+    if reg is None:
+        reg = ctx._datapipe_workers = _Registry()
+    return reg
+
+
+def lease(ctx: Any, key: Any, op: str) -> Workers:
+    """The worker processes for stage ``key`` of the pipeline of ``ctx``: the ones the
+    previous epoch's stage parked, or new ones (started on first use)."""
+    from datapipe.parallel import autotune
+
+    reg = _registry(ctx)
+    with reg.lock:
+        w = reg.pools.get(key)
+        if w is not None and key in reg.parked:
+            reg.parked.remove(key)
+            return w
+        if w is not None:  # the same op running twice at once (e.g. zip(ds, ds))
+            key = (key, next(_SERIAL))
+        opts = ctx.options.threading
+        w = Workers(op, opts.process_start_method, autotune.intra_op(ctx))
+        reg.pools[key] = w
+        w.registry = weakref.ref(reg)
+    return w
+
+
+@contextlib.contextmanager
+def epoch_boundary(ctx: Any) -> Iterator[None]:
+    """Stages closed inside this block (``repeat`` ending an epoch) park their worker
+    processes for the next epoch's stage instead of stopping them."""
+    reg = _registry(ctx)
+    reg.parking += 1
+    try:
+        yield
+    finally:
+        reg.parking -= 1
+
+
+def close_parked(ctx: Any) -> None:
+    """Stop the processes parked in the pipeline of ``ctx`` (``repeat``'s close: no epoch
+    will take them back)."""
+    reg = ctx.__dict__.get("_datapipe_workers") if ctx is not None else None
+    if reg is not None:
+        reg.close_parked()

@@ -1,0 +1,344 @@
+"""Elastic resume: checkpointed mid-epoch by N workers, resumed on M != N; each new worker
+calls ``it.set_state(states)`` with all old workers' states, and the rest of the epoch is
+delivered exactly once across the new workers (``datapipe.distribute.elastic``)."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+from _dist_helpers import worker_options
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import datapipe as dp
+from datapipe.distribute import load_state, save_state
+
+FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+DEEP = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def flatten(x) -> list:
+    if isinstance(x, (str, bytes, int, np.integer)):
+        return [x]
+    return np.asarray(x).reshape(-1).tolist()
+
+
+def opts(count, index, **kw):
+    return worker_options(count, index, **kw)
+
+
+def first_run(ds, steps, tmp=None, **kw):
+    """N workers (``len(steps)``) each read ``steps[i]`` elements and checkpoint; their
+    deliveries and states (through save_state/load_state when ``tmp`` is given)."""
+    n, got, states = len(steps), [], []
+    for i, k in enumerate(steps):
+        it = iter(ds.with_options(opts(n, i, **kw)))
+        for _ in range(k):
+            try:
+                got += flatten(next(it))
+            except StopIteration:
+                break
+        state = it.state_dict()
+        it.close()
+        if tmp is not None:
+            path = os.path.join(tmp, f"w{i}.state")
+            save_state(state, path)
+            state = load_state(path)
+        states.append(state)
+    return got, states
+
+
+def resumed(ds, states, m, steps=None, **kw):
+    """M new workers restore all ``states`` and read to the end of the epoch (or
+    ``steps[p]`` elements, then checkpoint again: returns deliveries and new states)."""
+    parts, new_states = [], []
+    for p in range(m):
+        it = iter(ds.with_options(opts(m, p, **kw)))
+        it.set_state(states)
+        if steps is None:
+            parts.append([v for x in it for v in flatten(x)])
+        else:
+            mine = []
+            for _ in range(steps[p]):
+                try:
+                    mine += flatten(next(it))
+                except StopIteration:
+                    break
+            parts.append(mine)
+            new_states.append(it.state_dict())
+        it.close()
+    return parts, new_states
+
+
+def assert_once(delivered: list, universe: list) -> None:
+    counts = Counter(delivered)
+    assert counts == Counter(universe), (
+        f"lost {Counter(universe) - counts}, repeated {counts - Counter(universe)}"
+    )
+
+
+def write_files(d, lines=(5, 7, 3, 6, 4)):
+    paths = []
+    for i, n in enumerate(lines):
+        p = os.path.join(d, f"f{i}.txt")
+        with open(p, "w") as f:
+            f.write("".join(f"{i}-{j}\n" for j in range(n)))
+        paths.append(p)
+    return paths, [f"{i}-{j}" for i, n in enumerate(lines) for j in range(n)]
+
+
+def _lines(d, policy, make):
+    paths, universe = write_files(d)
+    ds = make(os.path.join(d, "*.txt"), paths)
+    return ds, universe, policy
+
+
+PIPELINES = {
+    # random access: element granularity, index state
+    "map_shuffle_batch": lambda d: (
+        dp.range(50).map(lambda x: x * 10).shuffle(6, seed=2).batch(4),
+        [x * 10 for x in range(50)],
+        None,
+    ),
+    "global_shuffle": lambda d: (
+        dp.range(50).global_shuffle(seed=3).map(lambda x: x + 1).batch(3),
+        [x + 1 for x in range(50)],
+        None,
+    ),
+    "parallel_map_prefetch": lambda d: (
+        dp.range(50).map(lambda x: x * 2, num_parallel_calls=2).batch(3).prefetch(2),
+        [x * 2 for x in range(50)],
+        None,
+    ),
+    "filter": lambda d: (
+        dp.range(50).filter(lambda x: x % 4 != 1).shuffle(3).batch(2),
+        [x for x in range(50) if x % 4 != 1],
+        None,
+    ),
+    # streaming files: lines of files split among workers (DATA), files split (FILE)
+    "lines_by_data": lambda d: _lines(d, "DATA", lambda pattern, paths: (
+        dp.list_files(pattern).interleave(dp.TextLineDataset, cycle_length=2).batch(2)
+    )),
+    "files_by_file": lambda d: _lines(d, "FILE", lambda pattern, paths: (
+        dp.list_files(pattern).interleave(dp.TextLineDataset, cycle_length=2).shuffle(4)
+        .batch(2)
+    )),
+    "text_by_file": lambda d: _lines(d, "FILE", lambda pattern, paths: (
+        dp.TextLineDataset(paths, num_parallel_reads=2).batch(3)
+    )),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINES))
+@pytest.mark.parametrize("old, new", [(2, 3), (3, 2), (4, 1), (1, 2)])
+def test_resume_on_another_number_of_workers(tmp_path, name, old, new):
+    ds, universe, policy = PIPELINES[name](str(tmp_path))
+    steps = [(3 * i + 2) % 5 for i in range(old)]  # workers at different positions
+    before, states = first_run(ds, steps, str(tmp_path), policy=policy, uneven="allow")
+    after, _ = resumed(ds, states, new, policy=policy, uneven="allow")
+    assert_once(before + [v for p in after for v in p], universe)
+
+
+def test_random_access_state_is_an_index():
+    ds = dp.range(30).map(lambda x: x + 1).batch(2)
+    worker = dp.Options(distribute=dp.DistributeOptions(num_workers=1, worker_index=0))
+    it = iter(ds.with_options(worker))
+    for _ in range(3):
+        next(it)
+    state = it.state_dict()
+    # The position is a few integers: batches made, the map's count, the share's index.
+    assert state["root"]["input"]["input"] == {"index": state["cuts"][0]["taken"]}
+    assert state["cuts"] == [
+        {"kind": "index", "share": [{"split": [0, 1], "count": 30, "base": [0, []]}], "taken": 6}
+    ]  # 3 batches of 2 delivered
+    assert state["pending"] == []
+    # ... which 3 workers split: 24 elements left, 8 each.
+    parts, _ = resumed(ds, [state], 3)
+    assert [len(p) for p in parts] == [8, 8, 8]
+    assert sorted(v for p in parts for v in p) == list(range(7, 31))
+    assert parts[1] == [8, 11, 14, 17, 20, 23, 26, 29]  # every 3rd of the rest, from 1
+
+
+def test_elements_in_buffers_are_delivered_by_the_adopting_worker():
+    # Old worker 0's shuffle buffer holds 6 elements and its batch a partial one: they are
+    # carried in its state; new worker 0 adopts it, new worker 1 has none of them.
+    ds = dp.range(40).shuffle(6, seed=1).batch(4)
+    before, states = first_run(ds, [2, 2], None, uneven="allow")
+    carried = set(range(0, 40, 2)[: states[0]["cuts"][0]["taken"]]) - set(before)
+    after, _ = resumed(ds, states, 3, uneven="allow")
+    assert carried and carried <= set(after[0]) and not carried & set(after[1] + after[2])
+    assert_once(before + [v for p in after for v in p], list(range(40)))
+
+
+def test_a_second_resume_continues_exactly(tmp_path):
+    # 3 -> 2 (mid-way, while new worker 0 still drains old worker 2) -> 4.
+    ds = dp.range(60).map(lambda x: x * 3).shuffle(5, seed=7).batch(2)
+    universe = [x * 3 for x in range(60)]
+    before, states = first_run(ds, [4, 1, 3], str(tmp_path), uneven="allow")
+    middle, states2 = resumed(ds, states, 2, steps=[2, 5], uneven="allow")
+    assert any(s.get("drains") for s in states2)
+    after, _ = resumed(ds, states2, 4, uneven="allow")
+    assert_once(before + [v for p in middle + after for v in p], universe)
+
+
+def test_same_layout_resume_after_an_elastic_one_is_exact():
+    ds = dp.range(40).shuffle(4, seed=5).batch(3)
+    _, states = first_run(ds, [3, 1, 2], None, uneven="allow")
+    it = iter(ds.with_options(opts(2, 0, uneven="allow")))
+    it.set_state(states)
+    head = [next(it).tolist() for _ in range(2)]
+    mid = it.state_dict()  # drains in it
+    rest = [b.tolist() for b in it]
+    again = iter(ds.with_options(opts(2, 0, uneven="allow")))
+    again.set_state(mid)
+    assert [b.tolist() for b in again] == rest and head
+
+
+@pytest.mark.parametrize("uneven", ["drop", "pad"])
+def test_new_shares_are_evened_out(uneven):
+    ds = dp.range(31).map(lambda x: x)
+    before, states = first_run(ds, [5, 2], None, uneven=uneven)
+    after, _ = resumed(ds, states, 3, uneven=uneven)
+    got = Counter(before + [v for p in after for v in p])
+    carried = [len(s["pending"]) for s in states] + [0]  # the iterators' computed-ahead chunk
+    if uneven == "drop":
+        assert max(got.values()) == 1 and 31 - len(got) <= 2  # at most M - 1 dropped
+        assert len({len(p) - c for p, c in zip(after, carried)}) == 1  # equal new shares
+    else:
+        assert set(got) == set(range(31))
+        assert sum(got.values()) - 31 <= (2 - 1) + (3 - 1)
+
+
+def test_drop_remainder_batch_in_a_drained_worker():
+    # A drained old worker flushes like a worker at its epoch's end (documented).
+    ds = dp.range(40).batch(3, drop_remainder=True)
+    before, states = first_run(ds, [2, 3, 1], None, uneven="allow")
+    after, _ = resumed(ds, states, 1, uneven="allow")
+    got = Counter(before + [v for p in after for v in p])
+    assert max(got.values()) == 1
+
+
+@FAST
+@given(
+    name=st.sampled_from(sorted(PIPELINES)),
+    old=st.integers(1, 4),
+    new=st.integers(1, 4),
+    uneven=st.sampled_from(["allow", "drop", "pad"]),
+    seed=st.integers(0, 10**6),
+)
+def test_resume_property(tmp_path_factory, name, old, new, uneven, seed):
+    resume_property(tmp_path_factory, name, old, new, uneven, seed)
+
+
+@pytest.mark.slow
+@DEEP
+@given(
+    name=st.sampled_from(sorted(PIPELINES)),
+    old=st.integers(1, 5),
+    new=st.integers(1, 5),
+    uneven=st.sampled_from(["allow", "drop", "pad"]),
+    seed=st.integers(0, 10**6),
+)
+def test_resume_property_deep(tmp_path_factory, name, old, new, uneven, seed):
+    resume_property(tmp_path_factory, name, old, new, uneven, seed)
+
+
+def resume_property(tmp_path_factory, name, old, new, uneven, seed):
+    d = str(tmp_path_factory.mktemp("elastic"))
+    ds, universe, policy = PIPELINES[name](d)
+    if policy == "FILE" and max(old, new) > 5:
+        return
+    rng = random.Random(seed)
+    steps = [rng.randint(0, 8) for _ in range(old)]
+    before, states = first_run(ds, steps, None, policy=policy, uneven=uneven)
+    rng.shuffle(states)  # any order
+    after, _ = resumed(ds, states, new, policy=policy, uneven=uneven)
+    got, want = Counter(before + [v for p in after for v in p]), Counter(universe)
+    assert set(got) <= set(want)
+    if uneven == "allow":
+        assert got == want
+    elif uneven == "drop":  # the old layout's dropped tail is dealt again: M - 1 at most
+        assert not got - want and sum((want - got).values()) <= new - 1
+    else:
+        assert not want - got and sum((got - want).values()) <= (old - 1) + (new - 1)
+
+
+# ---- errors -----------------------------------------------------------------------------
+def test_one_state_of_another_layout_asks_for_all_of_them():
+    ds = dp.range(20).batch(2)
+    _, states = first_run(ds, [1, 1], None)
+    it = iter(ds.with_options(opts(3, 0)))
+    with pytest.raises(ValueError) as info:
+        it.set_state(states[0])
+    msg = str(info.value)
+    assert "saved by worker 0 of 2 but this iterator is worker 0 of 3" in msg
+    assert "pass the list of all workers' states" in msg
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda s: s[:1], "saved by worker 0 of 2, but 1 states were given"),
+        (lambda s: [s[0], s[0]], "two states were saved by worker 0 of 2"),
+        (lambda s: [], "got an empty list of states"),
+        (lambda s: [s[0], {**s[1], "epoch": [9]}], "the states are of different epochs"),
+        (lambda s: [s[0], "x"], "states[1] is not an iterator state"),
+    ],
+)
+def test_bad_lists_of_states(make, message):
+    ds = dp.range(20).batch(2)
+    _, states = first_run(ds, [1, 1], None)
+    it = iter(ds.with_options(opts(3, 1)))
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        it.set_state(make(states))
+
+
+def test_a_state_without_a_worker_context_cannot_be_split():
+    ds = dp.range(20)
+    it = iter(ds)
+    next(it)
+    state = it.state_dict()
+    assert "cuts" not in state
+    with pytest.raises(ValueError, match="saved without shard points"):
+        iter(ds.with_options(opts(2, 0))).set_state([state])
+
+
+def test_unseeded_global_shuffle_above_the_shard_point_cannot_be_split():
+    ds = dp.range(20).global_shuffle()
+    _, states = first_run(ds, [2, 2], None)
+    assert states[0]["cuts"][0]["taken"] is None
+    with pytest.raises(ValueError, match="reads it through random access.*set Options.seed"):
+        iter(ds.with_options(opts(3, 0))).set_state(states)
+    # The same number of workers still resumes exactly.
+    it = iter(ds.with_options(opts(2, 1)))
+    it.set_state(states)
+    assert len(list(it)) == 8
+
+
+def test_states_of_another_pipeline():
+    _, states = first_run(dp.range(20).batch(2), [1, 1], None)
+    other = dp.zip(dp.range(20), dp.range(20))
+    with pytest.raises(ValueError, match="shard points but this pipeline has"):
+        iter(other.with_options(opts(3, 0))).set_state(states)
+
+
+def test_repeat_above_the_shard_point_cannot_be_split():
+    ds = dp.range(20).map(lambda x: x).repeat(3)
+    _, states = first_run(ds, [5, 30], None)
+    with pytest.raises(ValueError, match="'repeat' sits above a shard point"):
+        iter(ds.with_options(opts(3, 0))).set_state(states)
+    it = iter(ds.with_options(opts(2, 0)))  # the same layout resumes
+    it.set_state(states)
+    assert len(list(it)) == 30 - 5
+
+
+def test_concatenate_second_input_built_after_the_restore_reads_its_plan():
+    ds = dp.range(15).concatenate(dp.range(100, 112)).batch(2)
+    universe = list(range(15)) + list(range(100, 112))
+    before, states = first_run(ds, [6, 1, 3], None, uneven="allow")  # worker 0 in input 2
+    after, _ = resumed(ds, states, 2, uneven="allow")
+    assert_once(before + [v for p in after for v in p], universe)

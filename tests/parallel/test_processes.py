@@ -1,0 +1,481 @@
+"""Process workers for map / random_map (issue 10): shared-memory transport, cloudpickled
+functions, lifetime across repeat epochs, order, random_map values, exact checkpoints,
+error positions, killed workers, a killed parent, and nothing left behind."""
+
+from __future__ import annotations
+
+import gc
+import json
+import mmap
+import multiprocessing
+import os
+import pickle
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import datapipe as dp
+from datapipe.parallel import shm
+from datapipe.parallel.pool import WorkerDiedError
+
+pytestmark = pytest.mark.timeout(120)
+
+ROOT = Path(__file__).parents[2]
+
+
+def ours() -> list[str]:
+    """Shared-memory segments this test process's pipelines left behind."""
+    mine = f"{shm.SHM_PREFIX}{os.getpid()}-"
+    return sorted(f for f in os.listdir(shm.SHM_DIR) if f.startswith(mine))
+
+
+def worker_processes() -> list[multiprocessing.Process]:
+    return [p for p in multiprocessing.active_children() if p.name.startswith("datapipe-")]
+
+
+def settle_processes(deadline_s: float = 2.0) -> list[multiprocessing.Process]:
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end and worker_processes():
+        time.sleep(0.02)
+    return worker_processes()
+
+
+@pytest.fixture
+def clean(threads):
+    """No datapipe thread, process or segment before the test; none may be left after it."""
+    assert settle_processes() == []
+    yield threads
+    gc.collect()
+    assert threads.settle(2.0) == []
+    assert settle_processes() == []
+    assert ours() == []
+
+
+# ---- the transport ------------------------------------------------------------------------
+def _backed_by_shared_memory(a: np.ndarray) -> bool:
+    base = a
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)
+
+
+def test_large_arrays_travel_out_of_band():
+    big = {"x": np.arange(250_000, dtype=np.float32), "t": torch.ones(64, 64), "n": 3}
+    name = f"{shm.SHM_PREFIX}{os.getpid()}-unit"
+    data, seg, layout = shm.dumps([big, (big["x"][::2], "s")], name)
+    try:
+        assert seg == name and len(layout) == 3  # the array, the tensor, the strided view
+        assert len(data) < 2_000  # the pickle holds the structure, not the 1.5 MB of data
+        out = shm.loads(data, seg, layout)
+    finally:
+        shm.discard(seg)
+    assert ours() == []  # the receiver removed the segment's name at once
+    x, t = out[0]["x"], out[0]["t"]
+    assert np.array_equal(x, big["x"]) and _backed_by_shared_memory(x) and x.flags.writeable
+    assert isinstance(t, torch.Tensor) and t.dtype == torch.float32 and torch.equal(t, big["t"])
+    assert np.array_equal(out[1][0], big["x"][::2]) and out[1][1] == "s" and out[0]["n"] == 3
+    small = shm.dumps([np.arange(3), 7], name)  # small values go by pickle alone
+    assert small[1] is None and shm.loads(*small)[0].tolist() == [0, 1, 2]
+
+
+def test_results_are_views_of_shared_memory_and_scalars_are_pickled(clean):
+    k = 3  # a closure over a local: cloudpickle sends it
+
+    def make(x):
+        return {"img": np.full((96, 96, 3), int(x) * k, np.uint8), "t": torch.full((2048,), x),
+                "label": int(x), "name": f"e{int(x)}"}  # fmt: skip
+
+    out = list(dp.range(40).map(make, num_parallel_calls=2, executor="process"))
+    assert [e["label"] for e in out] == list(range(40))
+    assert all(e["img"].shape == (96, 96, 3) and e["img"].dtype == np.uint8 for e in out)
+    assert [int(e["img"][0, 0, 0]) for e in out] == [3 * i % 256 for i in range(40)]
+    assert all(_backed_by_shared_memory(e["img"]) for e in out)
+    assert all(isinstance(e["t"], torch.Tensor) and e["t"].dtype == torch.int64 for e in out)
+    assert out[7]["name"] == "e7" and out[7]["t"][0].item() == 7
+
+
+def test_lambdas_closures_and_large_inputs(clean):
+    offset = np.arange(20_000, dtype=np.float64)  # captured by the lambda
+    src = dp.from_tensor_slices(np.ones((12, 20_000)))  # rows of 160 KB go to the workers too
+    out = list(src.map(lambda r: float((r + offset).sum()), 2, executor="process"))
+    assert out == [float(offset.sum() + 20_000)] * 12
+
+
+# ---- lifetime ------------------------------------------------------------------------------
+def _pid(x):
+    time.sleep(0.002)
+    return os.getpid()
+
+
+def test_workers_start_once_and_survive_repeat_epochs(clean):
+    ds = dp.range(30).map(_pid, num_parallel_calls=2, executor="process").repeat(3)
+    it = iter(ds)
+    pids = [int(x) for x in it]
+    assert len(pids) == 90 and os.getpid() not in pids
+    per_epoch = [set(pids[30 * e : 30 * e + 30]) for e in range(3)]
+    assert set.union(*per_epoch) <= {p.pid for p in worker_processes()} | set(pids)
+    assert len(set(pids)) <= 2  # the same two processes served all three epochs
+    assert per_epoch[0] & per_epoch[2]
+    it.close()
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_start_methods(method, clean):
+    opts = dp.Options()
+    opts.threading.process_start_method = method
+    ds = dp.range(50).map(lambda x: int(x) ** 2, 2, executor="process").with_options(opts)
+    with iter(ds) as it:
+        assert [int(x) for x in it] == [i * i for i in range(50)]
+
+
+# ---- order, values, checkpoints -------------------------------------------------------------
+def _jitter(x):
+    time.sleep(random.random() * 0.001)
+    return int(x) * 10
+
+
+def test_same_order_as_threads(clean):
+    def build(executor):
+        return dp.range(300).map(_jitter, num_parallel_calls=3, executor=executor).batch(7)
+
+    threads = [b.tolist() for b in build("thread")]
+    procs = [b.tolist() for b in build("process")]
+    assert procs == threads == [b.tolist() for b in dp.range(300).map(_jitter).batch(7)]
+
+
+def _draw(x, rng):
+    return int(x) * 1000 + int(rng.integers(0, 1000)), rng.normal(size=3).tolist()
+
+
+def test_random_map_draws_the_same_values_everywhere(clean):
+    def run(**kw):
+        ds = dp.range(200).shard(2, 1).random_map(_draw, seed=11, **kw).repeat(2)
+        return [(a, b) for a, b in ds]
+
+    inline = run()
+    assert run(num_parallel_calls=3) == inline
+    assert run(num_parallel_calls=2, executor="process") == inline
+    assert len(inline) == 200 and inline[:100] != inline[100:]  # epochs draw anew
+
+
+PIPELINES = {
+    "map": lambda det: dp.range(150).map(_jitter, 2, det, executor="process"),
+    "random_map": lambda det: dp.range(150).random_map(
+        lambda x, rng: int(x) * 10 + int(rng.integers(0, 2)) * 0, seed=1, num_parallel_calls=2,
+        deterministic=det, executor="process"),
+    "map_batch_prefetch": lambda det: dp.range(150).map(_jitter, 2, det, executor="process")
+    .batch(4).prefetch(3).unbatch(),
+}  # fmt: skip
+
+
+@settings(max_examples=12, deadline=None)
+@given(name=st.sampled_from(sorted(PIPELINES)), k=st.integers(0, 140), det=st.booleans())
+def test_exact_state_at_any_cut(name, k, det):
+    ds = PIPELINES[name](det)
+    it = iter(ds)
+    head = [int(next(it)) for _ in range(k)]
+    state = it.get_state()
+    tail = [int(x) for x in it]
+    it2 = iter(ds)
+    it2.set_state(state)
+    restored = [int(x) for x in it2]
+    if det:
+        assert head + restored == head + tail == [10 * i for i in range(150)]
+    else:
+        assert sorted(head + restored) == sorted(head + tail) == [10 * i for i in range(150)]
+    it2.close()
+    gc.collect()
+    assert ours() == []
+
+
+# ---- errors --------------------------------------------------------------------------------
+def _fails_at_37(x):
+    if int(x) == 37:
+        raise ValueError("bad element 37")
+    return int(x)
+
+
+def test_exception_in_worker_at_its_position_with_traceback(clean):
+    it = iter(dp.range(100).map(_fails_at_37, 3, executor="process", name="decode"))
+    got = []
+    with pytest.raises(dp.PipelineError) as info:
+        for x in it:
+            got.append(int(x))
+    assert got == list(range(37))
+    err = info.value
+    assert (err.op, err.index) == ("decode", 37)
+    assert str(err) == "decode at element 37: ValueError: bad element 37"
+    assert isinstance(err.cause, ValueError)
+    assert "_fails_at_37" in err.worker_traceback and "raise ValueError" in err.worker_traceback
+    assert "worker process datapipe-decode-process-" in "".join(err.__notes__)
+    assert [int(x) for x in it] == list(range(38, 100))  # the pipeline goes on
+    it.close()
+
+
+def test_worker_killed_by_a_signal_raises_within_5s(clean):
+    def slow(x):
+        time.sleep(0.01)
+        return int(x)
+
+    it = iter(dp.range(100_000).map(slow, 2, executor="process"))
+    assert int(next(it)) == 0
+    victim = it._root._eng.processes.pids()[0]
+    os.kill(victim, signal.SIGKILL)
+    t0 = time.monotonic()
+    with pytest.raises(WorkerDiedError, match=rf"pid {victim}\) was killed by signal SIGKILL"):
+        for _ in it:
+            pass
+    assert time.monotonic() - t0 < 5
+    with pytest.raises(WorkerDiedError):  # and stays broken: never a wait
+        next(it)
+    it.close()
+
+
+def test_workers_exit_when_the_parent_is_killed(tmp_path):
+    script = tmp_path / "parent.py"
+    script.write_text(
+        textwrap.dedent("""
+        import os, sys, time
+        import datapipe as dp
+        def slow(x):
+            time.sleep(0.05)
+            return x
+        it = iter(dp.range(10**6).map(slow, 2, executor="process"))
+        next(it)
+        print(*it._root._eng.processes.pids(), flush=True)
+        time.sleep(60)
+    """)
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, env=env)
+    try:
+        pids = [int(p) for p in parent.stdout.readline().split()]
+        assert len(pids) == 2
+        prefix = f"{shm.SHM_PREFIX}{parent.pid}-"
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(5)
+        end = time.monotonic() + 5
+        while time.monotonic() < end and any(_alive(p) for p in pids):
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in pids)
+        assert [f for f in os.listdir(shm.SHM_DIR) if f.startswith(prefix)] == []
+    finally:
+        parent.kill()
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for an init that does not reap it counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+# ---- nothing leaks -------------------------------------------------------------------------
+def _slow_array(x):
+    time.sleep(0.002)
+    return np.full(8192, int(x), np.float32)  # 32 KB: through shared memory
+
+
+def _started():
+    it = iter(dp.range(10_000).map(_slow_array, 2, executor="process").prefetch(4))
+    for _ in range(5):
+        next(it)
+    assert len(worker_processes()) == 2
+    return it
+
+
+def test_close_stops_processes_and_frees_segments(clean):
+    it = _started()
+    it.close()
+    assert settle_processes(1.5) == []
+
+
+def test_break_and_gc_stop_processes(clean):
+    for i, _ in enumerate(dp.range(10_000).map(_slow_array, 2, executor="process")):
+        if i == 5:
+            break
+    gc.collect()
+    assert settle_processes(1.5) == []
+
+
+def test_del_stops_processes(clean):
+    it = _started()
+    del it
+    gc.collect()
+    assert settle_processes(1.5) == []
+
+
+def test_exception_in_consumer_stops_processes(clean):
+    def consume():
+        for i, _ in enumerate(dp.range(10_000).map(_slow_array, 2, executor="process")):
+            if i == 3:
+                raise RuntimeError("consumer failed")
+
+    with pytest.raises(RuntimeError, match="consumer failed"):
+        consume()
+    gc.collect()
+    assert settle_processes(1.5) == []
+
+
+def test_keyboard_interrupt_stops_processes(clean):
+    import _thread
+    import threading
+
+    it = _started()
+    timer = threading.Timer(0.2, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            for _ in it:
+                pass
+    finally:
+        timer.cancel()
+    assert settle_processes(1.5) == []  # the iterator closed the pipeline itself
+    assert list(it) == []
+
+
+def test_unpicklable_function_is_a_clear_error(clean):
+    import threading
+
+    lock = threading.Lock()
+    ds = dp.range(3).map(lambda x: (lock, x)[1], 2, executor="process")
+    with pytest.raises(TypeError, match="cannot be sent to worker processes"):
+        iter(ds)
+
+
+# ---- torchrun ------------------------------------------------------------------------------
+RANK_SCRIPT = """
+import json, os, sys, torch.distributed as dist
+import datapipe as dp
+dist.init_process_group("gloo")
+ds = dp.range(40).map(lambda x: (int(x), os.getpid()), 2, executor="process")
+got = list(ds)
+json.dump({"elements": [e for e, _ in got], "pids": sorted({p for _, p in got}),
+           "me": os.getpid()}, open(sys.argv[1] + f"/rank{dist.get_rank()}.json", "w"))
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_process_workers_inside_torchrun_ranks(tmp_path):
+    script = tmp_path / "rank.py"
+    script.write_text(RANK_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+    env.update(OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    torchrun = Path(sys.executable).with_name("torchrun")
+    cmd = [str(torchrun), "--standalone", "--nproc_per_node=2", "--max-restarts=0",
+           str(script), str(tmp_path)]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    a, b = ranks[0]["elements"], ranks[1]["elements"]
+    assert sorted(a + b) == list(range(40)) and not set(a) & set(b)  # auto-sharded
+    for r in ranks:
+        assert len(r["pids"]) <= 2 and r["me"] not in r["pids"]  # computed in its workers
+
+
+def test_pickled_failure_round_trip():
+    from datapipe.parallel.processes import _Failure
+
+    class Odd(Exception):
+        def __init__(self, a, b):
+            super().__init__(f"{a}-{b}")
+
+    f = pickle.loads(pickle.dumps(_Failure(Odd(1, 2))))
+    assert f.exc is None and (f.type_name, f.message) == ("Odd", "1-2")
+    g = pickle.loads(pickle.dumps(_Failure(KeyError("k"))))
+    assert isinstance(g.exc, KeyError)
+
+
+# ---- datapipe.stats ------------------------------------------------------------------------
+def _busy(x):
+    end = time.process_time() + 0.001  # CPU work in the worker process
+    while time.process_time() < end:
+        pass
+    return int(x)
+
+
+def test_stats_gauges_and_a_trace_track_per_worker(tmp_path, clean):
+    path = tmp_path / "p.json"
+    ds = dp.range(200).map(_busy, num_parallel_calls=2, executor="process", name="aug")
+    report = ds.profile(trace_path=str(path))
+    stage = report.stage("aug")
+    assert stage.elements == 200 and stage.parallelism == 2
+    assert stage.busy_s >= 0.2 and stage.cpu_s >= 0.15  # the workers' time, not the parent's
+    doc = json.loads(path.read_text())
+    names = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}  # fmt: skip
+    spans = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["name"] == "chunk"]
+    tracks = sorted({names[e["tid"]] for e in spans})
+    assert tracks == ["aug workers [datapipe-aug-0]", "aug workers [datapipe-aug-1]"]
+    assert sum(e["args"]["elements"] for e in spans) == 200
+    assert len({e["args"]["pid"] for e in spans}) == 2
+
+
+def test_switching_executors_mid_stream_keeps_every_element_in_order(clean):
+    # What AUTOTUNE does when it moves a stage between inline, threads and processes.
+    it = iter(dp.range(2000).map(_jitter, num_parallel_calls=dp.AUTOTUNE))
+    stage = it._root.stage
+    stage.phase = "done"  # the switches below are the test's, not the tuner's
+    got = []
+    for kind in ("thread", "process", "inline", "process", "thread"):
+        assert stage.set_executor(kind, 2)
+        got += [int(next(it)) for _ in range(300)]
+        assert it._root.executor == kind
+    got += [int(x) for x in it]
+    assert got == [10 * i for i in range(2000)]
+    assert [e[2:] for e in stage.events if e[1] == "executor"][:2] == [
+        ("inline", "thread"), ("thread", "process")]  # fmt: skip
+    it.close()
+
+
+def test_an_element_that_cannot_be_sent_fails_at_its_position(clean):
+    import threading
+
+    lock = threading.Lock()
+    src = dp.range(10).map(lambda x: lock if int(x) == 4 else int(x))  # made in the parent
+    it = iter(src.map(lambda x: x if type(x) is int else 0, 2, executor="process"))
+    assert [next(it) for _ in range(4)] == [0, 1, 2, 3]
+    with pytest.raises(dp.PipelineError, match="map at element 4: TypeError: the element can"):
+        next(it)
+    assert list(it) == [5, 6, 7, 8, 9]
+
+
+def test_processes_of_closed_interleave_inputs_stop_at_once(clean):
+    # Each opened input is a new dataset: its stage's processes are not parked for later.
+    seen = []
+
+    def sub(i):
+        return dp.range(10 * int(i), 10 * int(i) + 10).map(
+            lambda x: int(x), 2, executor="process")  # fmt: skip
+
+    it = iter(dp.range(6).interleave(sub, cycle_length=2, block_length=10))
+    got = []
+    for x in it:
+        got.append(int(x))
+        seen.append(len(worker_processes()))
+    assert got == list(range(60))
+    assert max(seen) <= 4  # two open inputs with two processes each, never more
+    it.close()
+
+
+def test_inside_dataloader_workers_it_runs_on_threads(clean):
+    # A DataLoader worker is a daemonic process, which may not start processes: the stage
+    # warns there and runs on threads (same elements), instead of failing.
+    from torch.utils.data import DataLoader
+
+    ds = dp.range(40).map(lambda x: int(x) * 2, 2, executor="process")
+    loader = DataLoader(ds.as_torch_dataset(), batch_size=None, num_workers=2)
+    assert sorted(int(x) for x in loader) == [2 * i for i in range(40)]
