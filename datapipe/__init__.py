@@ -18,7 +18,14 @@ from datapipe.dataset import (
     UNKNOWN_CARDINALITY,
     Dataset,
 )
-from datapipe.errors import DatapipeError, InputStuckError, PipelineError, RandomAccessError
+from datapipe.errors import (
+    DatapipeError,
+    InputStuckError,
+    PipelineBrokenError,
+    PipelineError,
+    RandomAccessError,
+    WorkerDiedError,
+)
 from datapipe.options import (
     AutoShardPolicy,
     AutotuneOptions,
@@ -38,7 +45,6 @@ choose_from_datasets = Dataset.choose_from_datasets
 
 # parallel execution (datapipe/parallel): the count of elements ignore_errors dropped
 from datapipe.ops.ignore_errors import ignored_count  # noqa: E402
-from datapipe.parallel.pool import WorkerDiedError  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -54,6 +60,7 @@ __all__ = [
     "Options",
     "PipelineError",
     "InputStuckError",
+    "PipelineBrokenError",
     "RandomAccessError",
     "StatsOptions",
     "TensorSpec",

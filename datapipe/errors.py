@@ -28,7 +28,20 @@ class PipelineError(DatapipeError):
         return (PipelineError, (self.op, self.index, self.cause, self.path))
 
 
-class InputStuckError(DatapipeError, RuntimeError):
+class PipelineBrokenError(DatapipeError, RuntimeError):
+    """The pipeline itself cannot go on (not one bad element): a worker died, an input
+    cannot move past its failure. ``ignore_errors`` never drops these: skipping would
+    loop or silently lose the rest of the stream."""
+
+
+class WorkerDiedError(PipelineBrokenError):
+    """A pipeline's worker thread (or process) died of something other than the user's
+    function: a bug in datapipe, an out-of-memory kill, a signal. The stage cannot go on;
+    it raises this to its consumer at once (and on every later call) instead of leaving
+    the consumer waiting for elements that will never come."""
+
+
+class InputStuckError(PipelineBrokenError):
     """``ignore_errors``' input failed again without moving past its failure (its state
     did not change), so skipping the failure cannot make progress.
 

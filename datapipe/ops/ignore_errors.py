@@ -11,7 +11,7 @@ import numpy as np
 from datapipe._iterator import OpIterator
 from datapipe._validate import check_bool
 from datapipe.dataset import Dataset
-from datapipe.errors import InputStuckError
+from datapipe.errors import InputStuckError, PipelineBrokenError
 
 logger = logging.getLogger("datapipe")
 
@@ -39,6 +39,8 @@ class IgnoreErrorsDataset(Dataset):
 
     An input that fails again without moving past its failure (its state unchanged, so it
     would fail the same way for ever) raises ``InputStuckError`` instead of being retried.
+    Errors that mean the pipeline itself cannot go on (``PipelineBrokenError``: a worker
+    thread or process died, ``WorkerDiedError``; a stuck input) are raised, never dropped.
 
     Args:
         log_warning: log each failure at WARNING on the ``"datapipe"`` logger, once per
@@ -94,7 +96,11 @@ class IgnoreErrorsIterator(OpIterator):
         while True:
             try:
                 return self.inner.next_chunk(n)
+            except PipelineBrokenError:
+                raise  # a dead worker or a stuck input: no element to skip
             except Exception as e:  # noqa: BLE001 - dropping failures is this op's job
+                if isinstance(e.__cause__, PipelineBrokenError):
+                    raise
                 self.num_ignored += 1
                 self._warn(e)
                 streak += 1

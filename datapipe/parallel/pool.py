@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from datapipe.errors import DatapipeError
+from datapipe.errors import WorkerDiedError
 
 # How long a waiting thread sleeps before re-checking the stop flag (seconds).
 POLL_S = 0.05
@@ -108,13 +108,6 @@ class WorkerGroup:
         for t in threads:
             if t is not me:  # a finaliser may run on one of our own threads
                 t.join(max(0.0, deadline - time.monotonic()))
-
-
-class WorkerDiedError(DatapipeError, RuntimeError):
-    """A pipeline's worker thread (or process) died of something other than the user's
-    function: a bug in datapipe, an out-of-memory kill, a signal. The stage cannot go on;
-    it raises this to its consumer at once (and on every later call) instead of leaving
-    the consumer waiting for elements that will never come."""
 
 
 def _run_worker(target: Callable[[Any, int], None], shared: Any, wid: int) -> None:
