@@ -40,6 +40,8 @@ from_tensors = Dataset.from_tensors
 range = Dataset.range  # noqa: A001 - tf.data's name
 from_generator = Dataset.from_generator
 zip = Dataset.zip  # noqa: A001 - tf.data's name
+counter = Dataset.counter
+random = Dataset.random
 sample_from_datasets = Dataset.sample_from_datasets
 choose_from_datasets = Dataset.choose_from_datasets
 
@@ -67,10 +69,12 @@ __all__ = [
     "ThreadingOptions",
     "WorkerDiedError",
     "choose_from_datasets",
+    "counter",
     "from_generator",
     "ignored_count",
     "from_tensor_slices",
     "from_tensors",
+    "random",
     "range",
     "sample_from_datasets",
     "zip",

@@ -4,12 +4,16 @@ Sources such as arrays, ``range`` and file lists can; ops such as ``map``, ``sha
 ``take``, ``skip``, finite ``repeat``, ``batch``, ``zip`` and ``global_shuffle`` keep the
 ability (Grain's map-style datasets). Streaming ops (buffer ``shuffle``, ``filter``,
 ``interleave``, generators) lose it. ``global_shuffle`` relies on it, and a source iterator
-over it needs only an integer of state.
+over it needs only an integer of state. ``Dataset.__getitem__`` (``ds[i]``) and
+``__getitems__`` expose it (``get_item`` / ``get_items`` below).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
 
 from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
@@ -105,3 +109,76 @@ class RandomAccessIterator(OpIterator):
     def set_state(self, state: dict) -> None:
         self.index = int(state["index"])
         self.pending = error_from_state(state.get("pending_error"), self.op_name)
+
+
+# ---- public random access: ds[i] ------------------------------------------------------------
+# ``ds[i]`` reads element i of the epoch the first ``iter()`` reads (epoch (0,)): the same
+# seeds, so ``[ds[i] for i in range(len(ds))] == list(ds)`` on a fresh seeded pipeline.
+FIRST_EPOCH = (0,)
+
+
+def _view(dataset: Any) -> RandomAccess:
+    """The ``RandomAccess`` ``dataset[i]`` reads: the graph after the ``iter()``-time
+    rewrites for this process (auto-sharding for its rank, not split among DataLoader
+    workers), built once per worker context and kept on the dataset, so that its seeds
+    (fresh entropy when neither an op seed nor ``Options.seed`` is set) stay fixed."""
+    from datapipe._context import IterContext
+    from datapipe.dataset import REWRITES, raw_cardinality
+    from datapipe.distribute.context import process_level, resolve_worker_context
+    from datapipe.errors import RandomAccessError
+
+    with process_level():
+        worker = resolve_worker_context(dataset.options)
+        key = (worker.index, worker.count)
+        cached = dataset.__dict__.get("_ra_view")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        breaker = dataset._random_access_breaker()
+        if breaker is not None:
+            raise RandomAccessError(
+                f"dataset[index]: the pipeline lost random access at op '{breaker}'; iterate "
+                f"it instead (for x in ds), or index before '{breaker}' (map, random_map, "
+                "global_shuffle, batch, padded_batch, ragged_batch, shard, skip, take, zip, "
+                "concatenate, enumerate and finite repeat keep random access)"
+            )
+        ctx = IterContext.for_graph(dataset)
+        ctx.dry_run = True  # no logging and no per-worker caches: nothing is iterated
+        with raw_cardinality():
+            root = dataset
+            for rewrite in REWRITES:
+                root = rewrite(root, ctx)
+            ctx.root = root
+            ra = root._make_random_access(ctx)
+    dataset.__dict__["_ra_view"] = (key, ra)
+    return ra
+
+
+def _position(i: Any, n: int) -> int:
+    if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+        raise TypeError(f"dataset indices must be integers or slices, not {type(i).__name__}")
+    j = int(i) + n if int(i) < 0 else int(i)
+    if not 0 <= j < n:
+        raise IndexError(f"dataset index {int(i)} out of range for {n} elements")
+    return j
+
+
+def get_item(dataset: Any, index: Any) -> Any:
+    """``dataset[index]``: see ``Dataset.__getitem__``."""
+    ra = _view(dataset)
+    n = len(ra)
+    if isinstance(index, slice):
+        positions = range(n)[index]
+        if not positions:
+            return []
+        if positions.step != 1:
+            positions = list(positions)  # range fast paths expect step 1
+        return ra.get_many(positions, FIRST_EPOCH)
+    return ra.get_many(range(_position(index, n), _position(index, n) + 1), FIRST_EPOCH)[0]
+
+
+def get_items(dataset: Any, indices: Sequence[Any]) -> list:
+    """``dataset.__getitems__(indices)``: the elements at ``indices`` in one read (torch's
+    ``DataLoader`` calls it with each batch's indices)."""
+    ra = _view(dataset)
+    n = len(ra)
+    return ra.get_many([_position(i, n) for i in indices], FIRST_EPOCH)

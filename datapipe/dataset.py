@@ -181,6 +181,55 @@ class Dataset:
         # cardinality is infinite or unknown).
         return True
 
+    def __getitem__(self, index: int | slice) -> Any:
+        """Element ``index`` of a pipeline that keeps random access (Grain's
+        ``MapDataset``, torch's map-style datasets): sources that know their length
+        (``from_tensor_slices``, ``range``, file lists, ...) through ``map``,
+        ``random_map``, ``global_shuffle``, ``batch``, ``padded_batch``, ``ragged_batch``,
+        ``shard``, ``skip``, ``take``, ``zip``, ``concatenate``, ``enumerate``, finite
+        ``repeat``.
+
+        ``index`` is an integer in ``[-len(ds), len(ds))`` (negative counts from the end,
+        as for a list). A slice returns a **list** of the elements it selects (read in one
+        batched access; any step), not a Dataset: for a lazy slice use ``skip``/``take``.
+        Element ``i`` is the one the first ``iter()`` of the dataset yields at position
+        ``i`` (epoch 0): with seeds (op seeds or ``Options.seed``) ``[ds[i] for i in
+        range(len(ds))] == list(ds)``; without any, the seed drawn on first access is
+        kept for the dataset object's lifetime. Under a worker context the indices cover
+        this rank's share, as ``len(ds)`` and ``iter()`` do, and are not split further
+        among a DataLoader's workers (its sampler does that).
+
+        As a torch map-style dataset: ``torch.utils.data.DataLoader(ds, batch_size=...,
+        shuffle=True, num_workers=...)`` reads it through ``len(ds)`` and
+        ``__getitems__`` (one batched read per batch); the sampler's shuffling works. Do
+        not add a ``DistributedSampler`` under auto-sharding (each rank already has its
+        share), or turn auto-sharding off (``AutoShardPolicy.OFF``) to use one.
+
+        Raises:
+            RandomAccessError (a TypeError): an op of the pipeline does not keep random
+                access; names that op.
+            IndexError: ``index`` out of range. TypeError: not an integer or slice.
+            PipelineError: computing the element failed.
+
+        Example:
+            >>> import datapipe as dp
+            >>> ds = dp.range(10).map(lambda x: x * x).batch(3)
+            >>> len(ds), ds[1].tolist(), ds[-1].tolist()
+            (4, [9, 16, 25], [81])
+            >>> [b.tolist() for b in ds[1:3]]
+            [[9, 16, 25], [36, 49, 64]]
+        """
+        from datapipe._random_access import get_item
+
+        return get_item(self, index)
+
+    def __getitems__(self, indices: Sequence[int]) -> list:
+        """The elements at ``indices``, in one batched read (torch's ``DataLoader`` calls
+        it with a batch's indices). Same rules and errors as ``ds[i]``."""
+        from datapipe._random_access import get_items
+
+        return get_items(self, indices)
+
     @property
     def options(self) -> Options:
         """The merged options of this dataset's graph."""
@@ -314,6 +363,18 @@ class Dataset:
         return GeneratorDataset(generator, output_signature, args)
 
     @staticmethod
+    def counter(start: int = 0, step: int = 1, dtype: Any = "int64") -> Dataset:
+        from datapipe.sources.counter import CounterDataset
+
+        return CounterDataset(start, step, dtype)
+
+    @staticmethod
+    def random(seed: int | None = None, rerandomize_each_iteration: bool | None = None) -> Dataset:
+        from datapipe.sources.random import RandomDataset
+
+        return RandomDataset(seed, rerandomize_each_iteration)
+
+    @staticmethod
     def zip(*datasets: Any) -> Dataset:
         from datapipe.ops.zip import ZipDataset
 
@@ -411,6 +472,89 @@ class Dataset:
         from datapipe.ops.padded_batch import PaddedBatchDataset
 
         return PaddedBatchDataset(self, batch_size, padded_shapes, padding_values, drop_remainder)
+
+    def ragged_batch(self, batch_size: int, drop_remainder: bool = False) -> Dataset:
+        from datapipe.ops.ragged_batch import RaggedBatchDataset
+
+        return RaggedBatchDataset(self, batch_size, drop_remainder)
+
+    def rebatch(self, batch_size: int | Sequence[int], drop_remainder: bool = False) -> Dataset:
+        from datapipe.ops.rebatch import RebatchDataset
+
+        return RebatchDataset(self, batch_size, drop_remainder)
+
+    def bucket_by_sequence_length(
+        self,
+        element_length_func: Callable,
+        bucket_boundaries: Sequence[int],
+        bucket_batch_sizes: Sequence[int],
+        padded_shapes: Any = None,
+        padding_values: Any = None,
+        pad_to_bucket_boundary: bool = False,
+        no_padding: bool = False,
+        drop_remainder: bool = False,
+    ) -> Dataset:
+        from datapipe.ops.bucket_by_sequence_length import BucketBySequenceLengthDataset
+
+        return BucketBySequenceLengthDataset(
+            self, element_length_func, bucket_boundaries, bucket_batch_sizes, padded_shapes,
+            padding_values, pad_to_bucket_boundary, no_padding, drop_remainder,
+        )  # fmt: skip
+
+    def group_by_window(
+        self,
+        key_func: Callable,
+        reduce_func: Callable,
+        window_size: int | None = None,
+        window_size_func: Callable | None = None,
+    ) -> Dataset:
+        from datapipe.ops.group_by_window import GroupByWindowDataset
+
+        return GroupByWindowDataset(self, key_func, reduce_func, window_size, window_size_func)
+
+    def rejection_resample(
+        self,
+        class_func: Callable,
+        target_dist: Any,
+        initial_dist: Any = None,
+        seed: int | None = None,
+    ) -> Dataset:
+        from datapipe.ops.rejection_resample import RejectionResampleDataset
+
+        return RejectionResampleDataset(self, class_func, target_dist, initial_dist, seed)
+
+    def first_fit_pack(
+        self,
+        length_struct: dict,
+        num_packing_bins: int,
+        shuffle_bins: bool = True,
+        seed: int | None = None,
+        meta_features: Sequence[str] = (),
+        pack_alignment_struct: dict | None = None,
+        padding_struct: dict | None = None,
+        max_sequences_per_bin: int | None = None,
+    ) -> Dataset:
+        from datapipe.ops.first_fit_pack import FirstFitPackDataset
+
+        return FirstFitPackDataset(
+            self, length_struct, num_packing_bins, shuffle_bins, seed, meta_features,
+            pack_alignment_struct, padding_struct, max_sequences_per_bin,
+        )  # fmt: skip
+
+    def assert_cardinality(self, expected_cardinality: int) -> Dataset:
+        from datapipe.ops.assert_cardinality import AssertCardinalityDataset
+
+        return AssertCardinalityDataset(self, expected_cardinality)
+
+    def reduce(self, initial_state: Any, reduce_func: Callable) -> Any:
+        from datapipe.ops.reduce import reduce_dataset
+
+        return reduce_dataset(self, initial_state, reduce_func)
+
+    def get_single_element(self) -> Any:
+        from datapipe.ops.get_single_element import get_single_element
+
+        return get_single_element(self)
 
     def unbatch(self) -> Dataset:
         from datapipe.ops.unbatch import UnbatchDataset

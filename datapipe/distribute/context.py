@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from datapipe.errors import DatapipeError
@@ -165,7 +167,24 @@ def resolve_process(
     return 0, 1, "default"
 
 
+_LOCAL = threading.local()
+
+
+@contextmanager
+def process_level() -> Iterator[None]:
+    """Within this block (on this thread) DataLoader workers do not split the context:
+    ``ds[i]`` of a map-style dataset reads the process's view in every loader worker,
+    since the DataLoader's sampler hands the indices out to its workers itself."""
+    _LOCAL.depth = getattr(_LOCAL, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _LOCAL.depth -= 1
+
+
 def _loader_worker() -> tuple[int, int]:
+    if getattr(_LOCAL, "depth", 0):
+        return 0, 1
     data = sys.modules.get("torch.utils.data")
     info = data.get_worker_info() if data is not None else None
     if info is None:

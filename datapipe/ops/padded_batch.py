@@ -22,26 +22,26 @@ def _is_shape(x: Any) -> bool:
     return x is None or isinstance(x, (list, tuple)) or hasattr(x, "as_list")
 
 
-def _up_to(spec: Any, value: Any, what: str, leaf_ok: Any) -> list:
+def _up_to(spec: Any, value: Any, what: str, leaf_ok: Any, op: str = "padded_batch") -> list:
     """``value`` aligned with ``nest.flatten(spec)``: ``value`` follows the element
     structure down to the components, where ``leaf_ok(v)`` values sit (tf.nest's
     ``map_structure_up_to``; a shape may itself be a tuple, so this can't use
-    ``nest.flatten``)."""
+    ``nest.flatten``). ``op`` names the op in errors."""
     if isinstance(spec, dict):
         if not isinstance(value, dict) or set(value) != set(spec):
-            raise ValueError(f"padded_batch: {what} must have the keys {sorted(spec)}")
-        return [v for k in sorted(spec) for v in _up_to(spec[k], value[k], what, leaf_ok)]
+            raise ValueError(f"{op}: {what} must have the keys {sorted(spec)}")
+        return [v for k in sorted(spec) for v in _up_to(spec[k], value[k], what, leaf_ok, op)]
     if isinstance(spec, tuple):
         if not isinstance(value, tuple) or len(value) != len(spec) or leaf_ok(value):
             if isinstance(value, (tuple, list)) and len(value) == len(spec):
-                return [w for s, v in zip(spec, value) for w in _up_to(s, v, what, leaf_ok)]
+                return [w for s, v in zip(spec, value) for w in _up_to(s, v, what, leaf_ok, op)]
             raise ValueError(
-                f"padded_batch: {what} must match the element structure "
+                f"{op}: {what} must match the element structure "
                 f"(a sequence of {len(spec)} entries), got {value!r}"
             )
-        return [w for s, v in zip(spec, value) for w in _up_to(s, v, what, leaf_ok)]
+        return [w for s, v in zip(spec, value) for w in _up_to(s, v, what, leaf_ok, op)]
     if not leaf_ok(value):
-        raise ValueError(f"padded_batch: invalid entry {value!r} in {what}")
+        raise ValueError(f"{op}: invalid entry {value!r} in {what}")
     return [value]
 
 

@@ -22,12 +22,17 @@ def _torch_dtype(np_dtype: np.dtype) -> Any:
 
 
 def leaf_to_torch(x: Any) -> Any:
-    """``torch.from_numpy`` (no copy) for numeric numpy arrays and scalars; other values
-    (tensors, strings, objects) are returned unchanged."""
+    """``torch.from_numpy`` (no copy) for numeric numpy arrays and scalars; a ragged
+    component (``ragged_batch``: a 1-D object array of numeric arrays) becomes a nested
+    tensor; other values (tensors, strings, objects) are returned unchanged."""
     import torch
 
     if is_torch(x):
         return x
+    if isinstance(x, np.ndarray) and x.dtype == object and x.ndim == 1:
+        from datapipe.ops.ragged_batch import ragged_to_torch
+
+        return ragged_to_torch(x)
     if isinstance(x, np.generic):
         x = np.asarray(x)
     if isinstance(x, np.ndarray) and x.dtype.kind in "biufc":
@@ -46,7 +51,9 @@ class ToTorchDataset(RandomAccessUnaryDataset):
 
     Uses ``torch.from_numpy``, which shares memory with the numpy array (no copy); numpy
     scalars become 0-d tensors; read-only arrays are copied (torch requires writable
-    memory); string/object components stay numpy. Keeps random access.
+    memory); a ragged component (``ragged_batch``: a 1-D object array of numeric arrays of
+    one rank and dtype) becomes a ``torch`` nested tensor (its ``element_spec`` stays
+    ``object``); other string/object components stay numpy. Keeps random access.
     """
 
     _name = "to_torch"
