@@ -120,9 +120,11 @@ FIRST_EPOCH = (0,)
 def _view(dataset: Any) -> RandomAccess:
     """The ``RandomAccess`` ``dataset[i]`` reads: the graph after the ``iter()``-time
     rewrites for this process (auto-sharding for its rank, not split among DataLoader
-    workers), built once per worker context and kept on the dataset, so that its seeds
-    (fresh entropy when neither an op seed nor ``Options.seed`` is set) stay fixed."""
+    workers; not the push-down of index ops, an iterator optimisation), built once per
+    worker context and kept on the dataset, so that its seeds (fresh entropy when neither
+    an op seed nor ``Options.seed`` is set) stay fixed."""
     from datapipe._context import IterContext
+    from datapipe._rewrites import push_index_ops
     from datapipe.dataset import REWRITES, raw_cardinality
     from datapipe.distribute.context import process_level, resolve_worker_context
     from datapipe.errors import RandomAccessError
@@ -146,7 +148,10 @@ def _view(dataset: Any) -> RandomAccess:
         with raw_cardinality():
             root = dataset
             for rewrite in REWRITES:
-                root = rewrite(root, ctx)
+                # The push-down of shard/skip only lets iterators compute fewer elements;
+                # read by index, random_map keys its draws on its own input's index.
+                if rewrite is not push_index_ops:
+                    root = rewrite(root, ctx)
             ctx.root = root
             ra = root._make_random_access(ctx)
     dataset.__dict__["_ra_view"] = (key, ra)

@@ -49,8 +49,10 @@ class AssertCardinalityDataset(RandomAccessUnaryDataset):
             the ``expected`` elements before are delivered first, as tf.data does.
 
     ``element_spec`` is the input's. Keeps random access (the input's count is then known
-    and equal). Under a worker context the count is checked on the whole dataset: the
-    auto-shard point goes above this op.
+    and equal). Under a worker context the count is checked on the whole dataset (the
+    auto-shard point goes above this op), as far as the workers read it: each reads the
+    pool up to its share of the asserted count, so an input shorter than asserted raises
+    there, while elements past the asserted count are not read.
 
     Example:
         >>> import datapipe as dp

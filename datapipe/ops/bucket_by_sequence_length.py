@@ -28,7 +28,7 @@ _OP = "bucket_by_sequence_length"
 def _int_list(name: str, values: Any, minimum: int | None) -> list[int]:
     if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
         raise TypeError(f"{_OP}: {name} must be a sequence of integers, got {values!r}")
-    return [check_int(_OP, name, v, minimum=minimum) for v in values]
+    return [check_int(_OP, f"{name}[{i}]", v, minimum=minimum) for i, v in enumerate(values)]
 
 
 def _dims(shape: Any) -> tuple | None:
@@ -83,9 +83,10 @@ class BucketBySequenceLengthDataset(Dataset):
             ``pad_to_bucket_boundary``; ``pad_to_bucket_boundary`` without boundaries.
         PipelineError (at iteration): ``element_length_func`` raised or returned no scalar
             integer; with ``pad_to_bucket_boundary`` an element with ``L >=
-            max(bucket_boundaries)``; an element larger than its padded shape or ranks
-            that differ (``BatchShapeError``). Names the op and the input element's index
-            (for a batch, the indices of its elements).
+            max(bucket_boundaries)``. Names the op and the input element's index.
+        BatchShapeError (at iteration): an element larger than its padded shape, or ranks
+            that differ, in a batch; its message counts the elements within the batch, and
+            a note lists the batch's input elements.
 
     ``element_spec``: the batch dimension is the size when ``drop_remainder`` and every
     size is equal, else None; a component's dimensions are the ``padded_shapes`` ints,

@@ -111,6 +111,8 @@ class MapDataset(RandomAccessUnaryDataset):
 class MapAccess:
     def __init__(self, inner: Any, func: Callable, op: str, unpack: bool = True):
         self.inner, self.func, self.op, self.unpack = inner, func, op, unpack
+        if hasattr(inner, "index_base"):  # as MapIterator.index_base: random_map keys on it
+            self.index_base = inner.index_base
 
     def __len__(self) -> int:
         return len(self.inner)

@@ -78,7 +78,10 @@ class RandomMapDataset(RandomAccessUnaryDataset):
 
     The index is the element's position in random_map's input: the count of elements
     consumed (part of the iterator state) when streaming, the requested index under random
-    access (the same numbers for a sequential read). Each epoch (each ``iter()``, each
+    access (the same numbers for a sequential read); when only ``shard``, ``skip``,
+    ``take`` and ``map`` lie between random_map and a random-access source, its index in
+    that source (so the draws do not depend on how the source is sharded), both when
+    iterating and when indexing (``ds[i]``). Each epoch (each ``iter()``, each
     ``repeat`` pass) draws anew, reproducibly from the seed.
 
     Raises (at iteration):
@@ -164,6 +167,10 @@ class IndexedIterator(OpIterator):
         start, self.count = self.count, self.count + len(chunk)
         return list(zip(range(start, self.count), chunk))
 
+    def index_base(self) -> tuple[int, int] | None:
+        # As the parallel path (ParallelMapIterator): a random_map above keys on it too.
+        return self.inner.index_base()
+
     def get_state(self) -> dict:
         return {"count": self.count, "input": self.inner.get_state()}
 
@@ -176,6 +183,11 @@ class _RandomMapAccess:
     def __init__(self, node: RandomMapDataset, ctx: Any, inner: Any):
         self.node, self.ctx, self.inner = node, ctx, inner
         self._calls: dict[tuple, RandomCall] = {}
+        # Keyed on the source index through shard/skip/take/map below, as the iterator
+        # path is (``OpIterator.index_base``): element i draws the same either way.
+        self.base = getattr(inner, "index_base", None)
+        if self.base is not None:
+            self.index_base = self.base
 
     def __len__(self) -> int:
         return len(self.inner)
@@ -185,7 +197,8 @@ class _RandomMapAccess:
         if fn is None:
             if len(self._calls) > 8:  # keys of finished epochs (repeat passes)
                 self._calls.clear()
-            fn = self._calls[epoch] = RandomCall(self.node._func, self.node._key(self.ctx, epoch))
+            key = self.node._key(self.ctx, epoch)
+            fn = self._calls[epoch] = RandomCall(self.node._func, key, self.base)
         return fn
 
     def get_many(self, indices: Sequence[int], epoch: tuple) -> list:

@@ -48,6 +48,8 @@ class _TakeAccess:
     def __init__(self, inner: Any, count: int):
         self.inner = inner
         self.n = len(inner) if count == -1 else min(count, len(inner))
+        if hasattr(inner, "index_base"):  # the same indices: random_map keys on them
+            self.index_base = inner.index_base
 
     def __len__(self) -> int:
         return self.n

@@ -38,13 +38,52 @@ INT_ARGS = [
     (lambda v: _ds().interleave(lambda x: _ds(), block_length=v), "interleave", "block_length"),
     (lambda v: dp.range(v), "range", "stop"),
     (lambda v: dp.sample_from_datasets([_ds()], seed=v), "sample_from_datasets", "seed"),
+    # issue 16
+    (lambda v: _ds().ragged_batch(v), "ragged_batch", "batch_size"),
+    (
+        lambda v: _ds().group_by_window(lambda x: x, _window, window_size=v),
+        "group_by_window",
+        "window_size",
+    ),
+    (lambda v: _ds().rejection_resample(lambda x: 0, [1.0], seed=v), "rejection_resample", "seed"),
+    (lambda v: _dicts().first_fit_pack({"t": 4}, v), "first_fit_pack", "num_packing_bins"),
+    (lambda v: _dicts().first_fit_pack({"t": v}, 2), "first_fit_pack", r"length_struct\['t'\]"),
+    (lambda v: _dicts().first_fit_pack({"t": 4}, 2, seed=v), "first_fit_pack", "seed"),
+    (
+        lambda v: _dicts().first_fit_pack({"t": 4}, 2, max_sequences_per_bin=v),
+        "first_fit_pack",
+        "max_sequences_per_bin",
+    ),
+    (lambda v: dp.Dataset.counter(start=v), "counter", "start"),
+    (lambda v: dp.Dataset.counter(step=v), "counter", "step"),
+    (lambda v: dp.Dataset.random(seed=v), "random", "seed"),
+    (
+        lambda v: _ds().filter(bool).assert_cardinality(v),
+        "assert_cardinality",
+        "expected_cardinality",
+    ),
 ]
+
+
+def _window(key, window):
+    return window.batch(2)
+
+
+def _dicts():
+    return dp.range(5).map(lambda n: {"t": np.arange(n)})
 
 
 @pytest.mark.parametrize("make, op, arg", INT_ARGS)
 @pytest.mark.parametrize("bad", ["a", "32", 2.0, 2.5, True, None, [3]])
 def test_integer_arguments_refuse_other_types(make, op, arg, bad):
-    defaults_none = ("seed", "cycle_length", "num_parallel_calls", "shift")
+    defaults_none = (
+        "seed",
+        "cycle_length",
+        "num_parallel_calls",
+        "shift",
+        "window_size",
+        "max_sequences_per_bin",
+    )
     if bad is None and (arg in defaults_none or op == "repeat"):
         pytest.skip("None is this argument's documented default")
     with pytest.raises(TypeError, match=rf"^{op}: {arg} must be an integer, got"):
@@ -76,6 +115,26 @@ def test_integer_arguments_accept_numpy_integers(make, op, arg):
             "sample_from_datasets",
             "stop_on_empty_dataset",
         ),
+        # issue 16
+        (lambda v: _ds().ragged_batch(2, drop_remainder=v), "ragged_batch", "drop_remainder"),
+        (lambda v: _ds().batch(2).rebatch(3, drop_remainder=v), "rebatch", "drop_remainder"),
+        (lambda v: _bucket(drop_remainder=v), "bucket_by_sequence_length", "drop_remainder"),
+        (lambda v: _bucket(no_padding=v), "bucket_by_sequence_length", "no_padding"),
+        (
+            lambda v: _bucket(pad_to_bucket_boundary=v),
+            "bucket_by_sequence_length",
+            "pad_to_bucket_boundary",
+        ),
+        (
+            lambda v: _dicts().first_fit_pack({"t": 4}, 2, shuffle_bins=v),
+            "first_fit_pack",
+            "shuffle_bins",
+        ),
+        (
+            lambda v: dp.Dataset.random(rerandomize_each_iteration=v),
+            "random",
+            "rerandomize_each_iteration",
+        ),
     ],
 )
 @pytest.mark.parametrize("bad", ["False", 0, 1, [0]])
@@ -100,6 +159,10 @@ def test_flags_refuse_non_bools(make, op, arg, bad):
 def test_out_of_range_values_name_op_and_argument(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def _bucket(**kw):
+    return _ds().map(lambda n: np.arange(n)).bucket_by_sequence_length(len, [3], [2, 2], **kw)
 
 
 def test_valid_arguments_still_run():

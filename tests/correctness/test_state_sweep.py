@@ -150,7 +150,45 @@ PIPELINES = {
     "images": lambda f: dp.image_dataset_from_directory(
         f["imgs"], batch_size=2, image_size=(4, 4), seed=5, data_format="channels_last"
     ),
+    # issue 16: sequence ops
+    "bucket_by_sequence_length": lambda f: _lengths(31).bucket_by_sequence_length(
+        len, [2, 4], [2, 3, 2]
+    ),
+    "bucket_strings_to_boundary": lambda f: (
+        _lengths(23)
+        .map(lambda s: (s, f"w{len(s)}"))
+        .bucket_by_sequence_length(
+            lambda s, w: len(s), [3, 7], [3, 2, 4], pad_to_bucket_boundary=True
+        )
+        .filter(lambda s, w: True)
+    ),
+    "group_by_window": lambda f: dp.range(25).group_by_window(
+        lambda x: x % 3, lambda k, w: w.batch(2), window_size=5
+    ),
+    "rejection_resample": lambda f: dp.from_tensor_slices(np.arange(60) % 3).rejection_resample(
+        lambda y: y, [0.2, 0.3, 0.5], [0.5, 0.3, 0.2], seed=4
+    ),
+    "rejection_resample_estimated": lambda f: dp.from_tensor_slices(
+        np.arange(60) % 3
+    ).rejection_resample(lambda y: y, [0.2, 0.3, 0.5], seed=4),
+    "ragged_batch": lambda f: _lengths(14).ragged_batch(3),
+    "ragged_shuffled": lambda f: _lengths(14).ragged_batch(2).shuffle(4).with_options(SEED),
+    "rebatch": lambda f: dp.range(23).batch(5).rebatch([2, 3]),
+    "rebatch_ragged": lambda f: _lengths(13).ragged_batch(4).rebatch(3),
+    "counter": lambda f: dp.Dataset.counter(5, 3).take(10),
+    "random": lambda f: dp.Dataset.random(seed=3).take(12),
+    "assert_cardinality": lambda f: dp.range(9).filter(lambda x: True).assert_cardinality(9),
+    "first_fit_pack": lambda f: (
+        _lengths(30)
+        .map(lambda s: {"tokens": s + 1, "id": np.int64(len(s))})
+        .first_fit_pack({"tokens": 6}, num_packing_bins=3, seed=2, meta_features=["id"])
+    ),
 }
+
+
+def _lengths(n):
+    """Variable-length int64 sequences (lengths 0..6)."""
+    return dp.range(n).map(lambda i: np.arange((i * 5) % 7))
 
 
 @pytest.mark.parametrize("name", sorted(PIPELINES))
