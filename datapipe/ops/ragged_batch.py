@@ -52,6 +52,19 @@ def ragged_to_torch(x: np.ndarray) -> Any:
         return torch.nested.nested_tensor(tensors)
 
 
+def _rule(spec: Any) -> bool | None:
+    """True: ragged; False: stacked; None: decided by the values (``_by_value``)."""
+    if isinstance(spec, UnknownSpec) or not isinstance(spec, TensorSpec):
+        return None
+    if spec.shape != ():
+        return True
+    return None if getattr(spec.dtype, "kind", "") == "O" else False
+
+
+def _by_value(column: Sequence) -> bool:
+    return any(np.ndim(v) > 0 for v in column)
+
+
 class RaggedBatchDataset(Dataset):
     """Batches of ``batch_size`` consecutive elements whose components may differ in shape
     (``tf.data.Dataset.ragged_batch``).
@@ -60,7 +73,8 @@ class RaggedBatchDataset(Dataset):
     rank >= 1 becomes a **ragged component**, a 1-D numpy object array of length
     ``batch size`` whose item ``i`` is element ``i``'s array, unchanged (``list(c)`` is the
     list of arrays; ``c[i].shape`` may differ between rows). Rank-0 components (labels,
-    strings) are stacked as ``batch`` stacks them. ``to_torch()`` turns a ragged component
+    strings) are stacked as ``batch`` stacks them; a rank-0 ``object`` component that holds
+    arrays (``from_tensor_slices`` of an object array of arrays) is ragged. ``to_torch()`` turns a ragged component
     of numeric rows into a ``torch`` nested tensor: ``layout=torch.jagged`` for rows that
     differ only in their first dimension (``nt.unbind()`` gives the rows,
     ``torch.nested.to_padded_tensor(nt, 0)`` pads them), the strided layout otherwise.
@@ -107,11 +121,9 @@ class RaggedBatchDataset(Dataset):
         self._batch_size = check_int("ragged_batch", "batch_size", batch_size, minimum=1)
         self._drop_remainder = check_bool("ragged_batch", "drop_remainder", drop_remainder)
         leaves = nest.flatten(input_ds.element_spec)
-        # Known scalars are stacked; everything else (rank >= 1, unknown rank) is ragged.
-        self._ragged = [
-            not (isinstance(s, TensorSpec) and s.shape == () and not isinstance(s, UnknownSpec))
-            for s in leaves
-        ]
+        # Known scalars are stacked; everything else (rank >= 1, unknown rank) is ragged; a
+        # scalar object component (strings, or arrays held as objects) by its values.
+        self._ragged = [_rule(s) for s in leaves]
 
     @property
     def element_spec(self) -> Any:
@@ -138,9 +150,10 @@ class RaggedBatchDataset(Dataset):
         paths = [p for p, _ in nest.flatten_with_paths(first)]
         columns = list(zip(*[nest.flatten(e) for e in elements]))
         if len(columns) != len(self._ragged):  # an empty input's UnknownSpec: by value
-            ragged = [np.ndim(c[0]) > 0 for c in columns]
+            ragged = [None] * len(columns)
         else:
             ragged = self._ragged
+        ragged = [_by_value(c) if r is None else r for c, r in zip(columns, ragged)]
         leaves = [
             ragged_rows(list(c)) if r else stack_leaf(list(c), self._name, start, p)
             for c, r, p in zip(columns, ragged, paths)

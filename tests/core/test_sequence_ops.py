@@ -429,3 +429,35 @@ def test_reduce_errors_and_threads(threads):
         int(parallel.take(3).get_single_element.__self__.batch(3).get_single_element().sum()) == 6
     )
     assert threads.settle() == []
+
+
+def test_ragged_batch_of_arrays_held_as_objects():
+    held = np.empty(3, dtype=object)
+    for i in range(3):
+        held[i] = np.arange(i + 1, dtype=np.int32)
+    batch = next(iter(dp.from_tensor_slices(held).ragged_batch(3)))
+    assert batch.dtype == object and [r.tolist() for r in batch] == [[0], [0, 1], [0, 1, 2]]
+    words = next(iter(dp.from_tensor_slices(np.array(["a", "bb"], dtype=object)).ragged_batch(2)))
+    assert words.tolist() == ["a", "bb"]  # scalars of an object component are stacked
+
+
+def test_readme_sequences_example_runs():
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    code = next(
+        b for b in re.findall(r"```python\n(.*?)\n```", readme, flags=re.S) if "first_fit_pack" in b
+    )
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    assert scope["shapes"] == [(2, 4), (2, 12), (1, 2), (1, 8)]
+    nested = scope["nested"]
+    assert nested.is_nested and nested.layout == torch.jagged
+    assert [t.tolist() for t in nested.unbind()] == [[1, 2, 3], list(range(1, 10)), [1, 2, 3, 4]]
+    rows = scope["rows"]
+    assert {k: v.shape for k, v in rows.items()} == {
+        "tokens": (16,),
+        "tokens_segment_ids": (16,),
+        "tokens_positions": (16,),
+    }
