@@ -78,7 +78,9 @@ def dp_contenders(seqs: list[np.ndarray]) -> dict:
             src.bucket_by_sequence_length(len, BOUNDARIES, sizes)
         ),
         "datapipe bucket, pad_to_bucket_boundary": lambda: consume(
-            src.bucket_by_sequence_length(len, bounded, [*sizes, BATCH], pad_to_bucket_boundary=True)
+            src.bucket_by_sequence_length(
+                len, bounded, [*sizes, BATCH], pad_to_bucket_boundary=True
+            )
         ),
         "datapipe padded_batch(64)": lambda: consume(src.padded_batch(BATCH)),
         "datapipe first_fit_pack(512, 64 bins) + batch(64)": lambda: packed_consume(
@@ -139,7 +141,7 @@ def main() -> None:
             best[name] = min(best.get(name, dt), dt)
             stats[name] = (cells / tokens - 1,)
         print(f"round {r + 1} done, load average {os.getloadavg()}")
-    print(f"\n| contender | sequences/s | padding per token |")
+    print("\n| contender | sequences/s | padding per token |")
     print("|---|---:|---:|")
     for name in contenders:
         print(f"| {name} | {args.n / best[name]:,.0f} | {stats[name][0]:.3f} |")

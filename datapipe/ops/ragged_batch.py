@@ -74,10 +74,11 @@ class RaggedBatchDataset(Dataset):
     ``batch size`` whose item ``i`` is element ``i``'s array, unchanged (``list(c)`` is the
     list of arrays; ``c[i].shape`` may differ between rows). Rank-0 components (labels,
     strings) are stacked as ``batch`` stacks them; a rank-0 ``object`` component that holds
-    arrays (``from_tensor_slices`` of an object array of arrays) is ragged. ``to_torch()`` turns a ragged component
-    of numeric rows into a ``torch`` nested tensor: ``layout=torch.jagged`` for rows that
-    differ only in their first dimension (``nt.unbind()`` gives the rows,
-    ``torch.nested.to_padded_tensor(nt, 0)`` pads them), the strided layout otherwise.
+    arrays (``from_tensor_slices`` of an object array of arrays) is ragged.
+    ``to_torch()`` turns a ragged component of numeric rows into a ``torch`` nested
+    tensor: ``layout=torch.jagged`` for rows that differ only in their first dimension
+    (``nt.unbind()`` gives the rows, ``torch.nested.to_padded_tensor(nt, 0)`` pads them),
+    the strided layout otherwise.
 
     tf.data keeps a component whose static shape is fully defined dense; here element
     specs are often inferred from one element (functions are not traced), so the rule is

@@ -461,3 +461,21 @@ def test_readme_sequences_example_runs():
         "tokens_segment_ids": (16,),
         "tokens_positions": (16,),
     }
+
+
+def test_group_by_window_stops_the_threads_of_its_windows(threads):
+    def slow_double(x):
+        return x * 2
+
+    ds = dp.range(400).group_by_window(
+        lambda x: x % 2,
+        lambda k, w: w.map(slow_double, num_parallel_calls=2).prefetch(2),
+        window_size=50,
+    )
+    it = iter(ds)
+    assert [int(next(it)) for _ in range(3)] == [0, 4, 8]
+    assert threads.names()  # the open window's map and prefetch run on threads
+    it.close()
+    assert threads.settle() == []
+    assert sorted(int(x) for x in ds) == [2 * i for i in range(400)]
+    assert threads.settle() == []
