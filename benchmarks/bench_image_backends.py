@@ -37,7 +37,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# the workloads, and the datapipe of this checkout (not whichever one is installed)
+sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 SIZE = 224
@@ -182,32 +184,26 @@ def _project_resizers() -> dict:
         )
     }
     try:
-        from datapipe.io import image_resize as module
-        from datapipe.io.image_resize import resize_image
-
-        for backend in ("OpenCV", "torch"):
-            force = module.cv2 if backend == "OpenCV" else None
-            if backend == "OpenCV" and force is None:
-                continue
-
-            def call(a, kw, force=force):
-                module.cv2, saved = force, module.cv2
-                try:
-                    return resize_image(a, (SIZE, SIZE), **kw)
-                finally:
-                    module.cv2 = saved
-
-            for label, kw in [
-                ("uint8", {}),
-                ("float32 out", {"dtype": np.float32}),
-                ("antialias=True uint8", {"antialias": True}),
-            ]:
-                if backend == "OpenCV" and "antialias" in kw:
-                    continue  # OpenCV has no triangle antialias kernel: torch runs it
-                name = f"datapipe.io.resize_image [{backend}] {label}"
-                out[name] = lambda a, c=call, k=kw: c(a, k)
+        import cv2
     except ImportError:
-        pass
+        cv2 = None
+    try:
+        from datapipe.io.image_resize import _resize
+    except ImportError:  # datapipe (or torch) not importable: only the libraries
+        return out
+    backends = [("OpenCV", cv2), ("torch", None)] if cv2 is not None else [("torch", None)]
+    for backend, cv in backends:
+        for label, aa, dtype in [
+            ("uint8", False, None),
+            ("float32 out", False, np.float32),
+            ("antialias=True uint8", True, None),
+        ]:
+            if cv is not None and aa:
+                continue  # OpenCV has no triangle antialias kernel: torch runs it
+            name = f"datapipe.io.resize_image [{backend}] {label}"
+            out[name] = lambda a, c=cv, aa=aa, dt=dtype: _resize(
+                c, a, (SIZE, SIZE), aa, dt, "channels_last"
+            )
     return out
 
 
@@ -326,6 +322,56 @@ def bench_resizers(images: list[np.ndarray], rounds: int) -> None:
         print(f"{row} {m1:.3f} / {a1:.4f} | {m2:.3f} / {a2:.4f} |", flush=True)
 
 
+def _per_image(fn: Callable[[], int], rounds: int) -> float:
+    """Best over ``rounds`` of ``fn()``'s seconds per image (``fn`` returns its count)."""
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        n = fn()
+        best = min(best, (time.perf_counter() - t0) / n)
+    return best
+
+
+def profile_w2(paths: list[str], rounds: int) -> None:
+    """Where one thread's time goes in W2: each step of ``w2.load`` alone, the batching
+    copy, the harness's checksum, and the sequential pipeline around them."""
+    import cv2
+    from workloads import w2
+
+    import datapipe as dp
+    from datapipe.io import decode_jpeg, resize_image
+
+    datas = [open(p, "rb").read() for p in paths]
+    decoded = [decode_jpeg(d, channels=3) for d in datas]
+    resized = [resize_image(a, (SIZE, SIZE)) for a in decoded]
+    batches = [resized[i : i + w2.BATCH] for i in range(0, len(resized), w2.BATCH)]
+    rng = np.random.default_rng(0)
+
+    def pipeline(prefetch: bool) -> int:
+        ds = dp.from_tensor_slices(np.array(paths, dtype=object)).random_map(w2.load, seed=0)
+        ds = ds.batch(w2.BATCH)
+        return w2._consume(ds.prefetch(dp.AUTOTUNE) if prefetch else ds)[0]
+
+    steps = {
+        "read (open + read)": lambda: len([open(p, "rb").read() for p in paths]),
+        "decode_jpeg(channels=3)": lambda: len([decode_jpeg(d, channels=3) for d in datas]),
+        "resize_image to 224x224 (uint8)": lambda: len(
+            [resize_image(a, (SIZE, SIZE)) for a in decoded]
+        ),
+        "cv2.flip, half the images": lambda: 2 * len([cv2.flip(a, 1) for a in resized[::2]]),
+        "w2.load (all of the above)": lambda: len([w2.load(p, rng) for p in paths]),
+        "batch: np.stack of 64": lambda: sum(len(np.stack(b)) for b in batches),
+        "harness checksum (a.sum per batch)": lambda: w2._consume(np.stack(b) for b in batches)[0],
+        "pipeline, sequential, no prefetch": lambda: pipeline(False),
+        "pipeline, sequential + prefetch(AUTOTUNE)": lambda: pipeline(True),
+    }
+    print(f"\nW2 on one thread ({len(paths)} images; best of {rounds})\n")
+    print("| step | us/img |")
+    print("|---|---:|")
+    for name, fn in steps.items():
+        print(f"| {name} | {_per_image(fn, rounds) * 1e6:.0f} |", flush=True)
+
+
 def _one_intra_op_thread() -> list[str]:
     """One intra-op thread for torch and OpenCV, as inside a parallel pipeline's workers;
     returns the versions of what is installed."""
@@ -358,7 +404,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--images", type=int, default=400)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--only", choices=("decode", "resize"), default=None)
+    ap.add_argument("--only", choices=("decode", "resize", "profile"), default=None)
     args = ap.parse_args()
     versions = _one_intra_op_thread()
     from workloads import w2
@@ -372,10 +418,12 @@ def main() -> None:
     )
     print(", ".join(versions))
     images = [_pillow(False)(b) for b in datas]
-    if args.only != "resize":
+    if args.only in (None, "decode"):
         bench_decoders(datas, args.rounds)
-    if args.only != "decode":
+    if args.only in (None, "resize"):
         bench_resizers(images, args.rounds)
+    if args.only in (None, "profile"):
+        profile_w2(paths, args.rounds)
     print(f"\nload average at end {os.getloadavg()[0]:.2f}")
 
 

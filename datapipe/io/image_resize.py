@@ -76,9 +76,9 @@ def _compute_dtype(dtype: np.dtype) -> type:
     return np.float64 if dtype == np.float64 else np.float32
 
 
-def _resize_cv2(img: np.ndarray, h: int, w: int) -> np.ndarray:
+def _resize_cv2(cv: Any, img: np.ndarray, h: int, w: int) -> np.ndarray:
     src = np.ascontiguousarray(img, dtype=_compute_dtype(img.dtype))
-    out = cv2.resize(src, (w, h), interpolation=cv2.INTER_LINEAR)
+    out = cv.resize(src, (w, h), interpolation=cv.INTER_LINEAR)
     return out.reshape(h, w, img.shape[2])  # cv2 drops a single channel's axis
 
 
@@ -93,17 +93,21 @@ def _resize_torch(img: np.ndarray, h: int, w: int, antialias: bool) -> np.ndarra
     return out[0].permute(1, 2, 0).numpy()
 
 
-def _resize_one(img: np.ndarray, h: int, w: int, antialias: bool) -> np.ndarray:
+def _resize_one(cv: Any, img: np.ndarray, h: int, w: int, antialias: bool) -> np.ndarray:
     """One (height, width, channels) image to (h, w, channels), float32/64."""
     shrinks = h < img.shape[0] or w < img.shape[1]
-    if cv2 is not None and not (antialias and shrinks) and img.shape[2] <= _CV2_MAX_CHANNELS:
-        return _resize_cv2(img, h, w)
+    if cv is not None and not (antialias and shrinks) and img.shape[2] <= _CV2_MAX_CHANNELS:
+        return _resize_cv2(cv, img, h, w)
     return _resize_torch(img, h, w, antialias and shrinks)
 
 
-def _cast(x: np.ndarray, dtype: np.dtype, src: np.dtype) -> np.ndarray:
+def _cast(cv: Any, x: np.ndarray, dtype: np.dtype, src: np.dtype) -> np.ndarray:
     if dtype.kind == "f":
         return x.astype(dtype, copy=False)
+    if cv is not None and dtype == np.uint8 and src.kind == "u":
+        # One pass instead of three: saturating round half to even of |x|, and x >= 0
+        # here (a convex combination of unsigned values; -0.0 at worst).
+        return cv.convertScaleAbs(x).reshape(x.shape)
     x = np.rint(x, out=x)  # half to even, as tf.round
     info = np.iinfo(dtype)
     # Bilinear weights are >= 0 and sum to 1, so the output stays within the input's
@@ -155,15 +159,21 @@ def resize_image(
         >>> resize_image(img, (1, 1), dtype=np.float32)[..., 0]
         array([[138.75]], dtype=float32)
     """
+    return _resize(cv2, images, size, antialias, dtype, data_format)
+
+
+def _resize(
+    cv: Any, images: Any, size: Any, antialias: bool, dtype: Any, data_format: str
+) -> np.ndarray:
+    """``resize_image`` with OpenCV's module given (None: torch computes it)."""
     arr, (h, w), out_dtype = _check(images, size, dtype, data_format)
     batch = arr if arr.ndim == 4 else arr[None]
     if data_format == "channels_first":
         batch = batch.transpose(0, 2, 3, 1)
     if 0 in batch.shape[1:]:
         raise ValueError(f"resize: images of shape {arr.shape} have no pixels")
-    outs = [_resize_one(img, h, w, antialias) for img in batch]
+    outs = [_cast(cv, _resize_one(cv, img, h, w, antialias), out_dtype, arr.dtype) for img in batch]
     out = outs[0][None] if len(outs) == 1 else np.stack(outs)
     if data_format == "channels_first":
         out = np.ascontiguousarray(out.transpose(0, 3, 1, 2))
-    out = _cast(out, out_dtype, arr.dtype)
     return out if arr.ndim == 4 else out[0]

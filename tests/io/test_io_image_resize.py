@@ -26,6 +26,7 @@ CASES = [
     ((7, 9), (17, 31), 4),  # upscale
     ((40, 10), (20, 30), 2),  # one axis shrinks, the other grows
     ((5, 5), (5, 5), 3),  # same size
+    ((30, 20), (13, 17), 7),  # more channels than colours
 ]
 
 
