@@ -207,37 +207,40 @@ def _project_resizers() -> dict:
     return out
 
 
-def time_one_thread(fn: Callable, inputs: list, rounds: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for x in inputs:
-            fn(x)
-        best = min(best, time.perf_counter() - t0)
-    return best / len(inputs)
+def _one_thread(fn: Callable, inputs: list) -> float:
+    t0 = time.perf_counter()
+    for x in inputs:
+        fn(x)
+    return (time.perf_counter() - t0) / len(inputs)
 
 
-def time_two_threads(fn: Callable, inputs: list, rounds: int) -> float:
-    """Seconds per image with two threads, each doing half the inputs (best round)."""
-    halves = [inputs[0::2], inputs[1::2]]
-    best = float("inf")
-    for _ in range(rounds):
-        start = threading.Barrier(3)
+def _two_threads(fn: Callable, inputs: list) -> float:
+    """Seconds per image with two threads, each doing half the inputs."""
+    start = threading.Barrier(3)
 
-        def work(part: list, start: threading.Barrier = start) -> None:
-            start.wait()
-            for x in part:
-                fn(x)
-
-        threads = [threading.Thread(target=work, args=(h,)) for h in halves]
-        for t in threads:
-            t.start()
+    def work(part: list) -> None:
         start.wait()
-        t0 = time.perf_counter()
-        for t in threads:
-            t.join()
-        best = min(best, time.perf_counter() - t0)
-    return best / len(inputs)
+        for x in part:
+            fn(x)
+
+    threads = [threading.Thread(target=work, args=(h,)) for h in (inputs[0::2], inputs[1::2])]
+    for t in threads:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    return (time.perf_counter() - t0) / len(inputs)
+
+
+def time_both(fn: Callable, inputs: list, rounds: int) -> tuple[float, float]:
+    """Best seconds per image on one thread and on two, rounds interleaved (a change of
+    load on a shared machine then hits both alike)."""
+    t1 = t2 = float("inf")
+    for _ in range(rounds):
+        t1 = min(t1, _one_thread(fn, inputs))
+        t2 = min(t2, _two_threads(fn, inputs))
+    return t1, t2
 
 
 def diff(outs: list[np.ndarray], refs: list[np.ndarray]) -> tuple[float, float]:
@@ -277,8 +280,7 @@ def tf_decode_rows(datas: list[bytes], ref: list[np.ndarray]) -> list[str]:
 
 def _row(name: str, fn, inputs: list, rounds: int) -> tuple[str, list]:
     outs = [fn(x) for x in inputs]
-    t1 = time_one_thread(fn, inputs, rounds)
-    t2 = time_two_threads(fn, inputs, rounds)
+    t1, t2 = time_both(fn, inputs, rounds)
     return f"| {name} | {t1 * 1e3:.3f} | {t1 / t2:.2f}x |", outs
 
 

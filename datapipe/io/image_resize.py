@@ -39,10 +39,22 @@ from typing import Any
 
 import numpy as np
 
-try:  # optional: pip install "datapipe[images]"
-    import cv2
-except ImportError:  # pragma: no cover - exercised by forcing the attribute to None
-    cv2 = None
+_UNSET: Any = object()
+cv2: Any = _UNSET  # OpenCV (optional: pip install "datapipe[images]"), imported at first use
+
+
+def _opencv() -> Any:
+    """The cv2 module, or None when it is not installed (imported once, on first use:
+    ``import datapipe`` does not pay for it)."""
+    global cv2
+    if cv2 is _UNSET:
+        try:
+            import cv2 as module
+        except ImportError:  # pragma: no cover - the torch path is tested by forcing None
+            module = None
+        cv2 = module
+    return cv2
+
 
 _CV2_MAX_CHANNELS = 512  # OpenCV's CV_CN_MAX
 
@@ -159,7 +171,7 @@ def resize_image(
         >>> resize_image(img, (1, 1), dtype=np.float32)[..., 0]
         array([[138.75]], dtype=float32)
     """
-    return _resize(cv2, images, size, antialias, dtype, data_format)
+    return _resize(_opencv(), images, size, antialias, dtype, data_format)
 
 
 def _resize(

@@ -7,6 +7,9 @@ within 0.5 + that tolerance, and equal to tf's rounded value except near .5 boun
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -145,3 +148,10 @@ def test_top_level_export():
 def test_bad_arguments(args, kwargs, match):
     with pytest.raises(ValueError, match=match):
         resize_image(*args, **kwargs)
+
+
+def test_import_datapipe_does_not_import_opencv():
+    # OpenCV is imported at the first resize_image call, not by ``import datapipe``
+    code = "import sys, datapipe; print('cv2' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
