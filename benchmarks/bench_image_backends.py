@@ -5,6 +5,8 @@ For each backend, over the first ``--images`` of W2's photos (~256 px JPEGs, qua
 
 - **ms/img, 1 thread**: the best of ``--rounds`` passes over the images on one thread
   (intra-op threads of torch and OpenCV set to 1, as inside a parallel pipeline);
+  **CPU ms/img**: the same passes in the thread's CPU time, which leaves out the time
+  other processes held the core (the steadier figure on a shared machine);
 - **2 thr / 1 thr**: throughput of two Python threads (each takes half the images) over
   one thread: ~2.0 means the work runs without the GIL on 2 cores, ~1.0 means it holds it;
 - **exactness**: max and mean absolute difference per pixel value against a reference --
@@ -207,11 +209,13 @@ def _project_resizers() -> dict:
     return out
 
 
-def _one_thread(fn: Callable, inputs: list) -> float:
-    t0 = time.perf_counter()
+def _one_thread(fn: Callable, inputs: list) -> tuple[float, float]:
+    """Wall and CPU seconds per image on this thread (CPU time leaves out the time other
+    processes took the core: the steadier figure on a shared machine)."""
+    t0, c0 = time.perf_counter(), time.thread_time()
     for x in inputs:
         fn(x)
-    return (time.perf_counter() - t0) / len(inputs)
+    return (time.perf_counter() - t0) / len(inputs), (time.thread_time() - c0) / len(inputs)
 
 
 def _two_threads(fn: Callable, inputs: list) -> float:
@@ -233,14 +237,15 @@ def _two_threads(fn: Callable, inputs: list) -> float:
     return (time.perf_counter() - t0) / len(inputs)
 
 
-def time_both(fn: Callable, inputs: list, rounds: int) -> tuple[float, float]:
-    """Best seconds per image on one thread and on two, rounds interleaved (a change of
-    load on a shared machine then hits both alike)."""
-    t1 = t2 = float("inf")
+def time_both(fn: Callable, inputs: list, rounds: int) -> tuple[float, float, float]:
+    """Best wall and CPU seconds per image on one thread, and best wall seconds per image
+    on two, rounds interleaved (a change of load on a shared machine hits all alike)."""
+    t1 = c1 = t2 = float("inf")
     for _ in range(rounds):
-        t1 = min(t1, _one_thread(fn, inputs))
+        wall, cpu = _one_thread(fn, inputs)
+        t1, c1 = min(t1, wall), min(c1, cpu)
         t2 = min(t2, _two_threads(fn, inputs))
-    return t1, t2
+    return t1, c1, t2
 
 
 def diff(outs: list[np.ndarray], refs: list[np.ndarray]) -> tuple[float, float]:
@@ -274,24 +279,24 @@ def tf_decode_rows(datas: list[bytes], ref: list[np.ndarray]) -> list[str]:
         outs = [tf.io.decode_jpeg(b, channels=3, dct_method=method).numpy() for b in datas]
         mx, mean = diff(outs, ref)
         label = f"tf.io.decode_jpeg(dct_method={method!r})"
-        rows.append(f"| {label} | (eager; not timed) | | {mx:.0f} / {mean:.4f} |")
+        rows.append(f"| {label} | (eager; not timed) | | | {mx:.0f} / {mean:.4f} |")
     return rows
 
 
 def _row(name: str, fn, inputs: list, rounds: int) -> tuple[str, list]:
     outs = [fn(x) for x in inputs]
-    t1, t2 = time_both(fn, inputs, rounds)
-    return f"| {name} | {t1 * 1e3:.3f} | {t1 / t2:.2f}x |", outs
+    t1, c1, t2 = time_both(fn, inputs, rounds)
+    return f"| {name} | {t1 * 1e3:.3f} | {c1 * 1e3:.3f} | {t1 / t2:.2f}x |", outs
 
 
 def bench_decoders(datas: list[bytes], rounds: int) -> list[np.ndarray]:
     print("\nJPEG decode (bytes -> uint8 RGB HWC), exactness vs Pillow's decode\n")
-    print("| decoder | ms/img, 1 thread | 2 thr / 1 thr | max / mean abs diff |")
-    print("|---|---:|---:|---:|")
+    print("| decoder | ms/img, 1 thread | CPU ms/img | 2 thr / 1 thr | max / mean abs diff |")
+    print("|---|---:|---:|---:|---:|")
     ref = [_pillow(False)(b) for b in datas]
     for name, fn in decoders().items():
         if isinstance(fn, str):
-            print(f"| {name} | {fn} | | |")
+            print(f"| {name} | {fn} | | | |")
             continue
         row, outs = _row(name, fn, datas, rounds)
         mx, mean = diff(outs, ref)
@@ -307,14 +312,14 @@ def bench_resizers(images: list[np.ndarray], rounds: int) -> None:
         "(float32, unrounded), antialias=False | antialias=True\n"
     )
     print(
-        "| resize | ms/img, 1 thread | 2 thr / 1 thr | vs tf bilinear: max / mean "
+        "| resize | ms/img, 1 thread | CPU ms/img | 2 thr / 1 thr | vs tf bilinear: max / mean "
         "| vs tf bilinear antialias: max / mean |"
     )
-    print("|---|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|")
     refs = tf_references(images)
     for name, fn in resizers().items():
         if isinstance(fn, str):
-            print(f"| {name} | {fn} | | | |")
+            print(f"| {name} | {fn} | | | | |")
             continue
         row, outs = _row(name, fn, images, rounds)
         if refs is None:
@@ -324,14 +329,16 @@ def bench_resizers(images: list[np.ndarray], rounds: int) -> None:
         print(f"{row} {m1:.3f} / {a1:.4f} | {m2:.3f} / {a2:.4f} |", flush=True)
 
 
-def _per_image(fn: Callable[[], int], rounds: int) -> float:
-    """Best over ``rounds`` of ``fn()``'s seconds per image (``fn`` returns its count)."""
-    best = float("inf")
+def _per_image(fn: Callable[[], int], rounds: int) -> tuple[float, float]:
+    """Best over ``rounds`` of ``fn()``'s wall and CPU (all threads) seconds per image
+    (``fn`` returns its count)."""
+    best, best_cpu = float("inf"), float("inf")
     for _ in range(rounds):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         n = fn()
         best = min(best, (time.perf_counter() - t0) / n)
-    return best
+        best_cpu = min(best_cpu, (time.process_time() - c0) / n)
+    return best, best_cpu
 
 
 def profile_w2(paths: list[str], rounds: int) -> None:
@@ -368,10 +375,11 @@ def profile_w2(paths: list[str], rounds: int) -> None:
         "pipeline, sequential + prefetch(AUTOTUNE)": lambda: pipeline(True),
     }
     print(f"\nW2 on one thread ({len(paths)} images; best of {rounds})\n")
-    print("| step | us/img |")
-    print("|---|---:|")
+    print("| step | us/img | CPU us/img (all threads) |")
+    print("|---|---:|---:|")
     for name, fn in steps.items():
-        print(f"| {name} | {_per_image(fn, rounds) * 1e6:.0f} |", flush=True)
+        wall, cpu = _per_image(fn, rounds)
+        print(f"| {name} | {wall * 1e6:.0f} | {cpu * 1e6:.0f} |", flush=True)
 
 
 def _one_intra_op_thread() -> list[str]:
