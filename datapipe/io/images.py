@@ -240,8 +240,8 @@ def decode_jpeg(contents: bytes, channels: int | None = 0, ratio: int = 1) -> np
     Args:
         contents: JPEG bytes.
         channels: 0 (as stored: 1 or 3), 1 or 3 (4 also accepted: RGBA with opaque alpha).
-        ratio: 1, 2, 4 or 8: downscale while decoding (libjpeg's DCT scaling through
-            Pillow's draft mode); the size is ``ceil(size / ratio)``.
+        ratio: 1, 2, 4 or 8: downscale while decoding (libjpeg's DCT scaling, as
+            Pillow's draft mode picks it); the size is ``ceil(size / ratio)``.
 
     Raises:
         ImageDecodeError: not a JPEG, or corrupt/truncated data.
@@ -291,9 +291,10 @@ def load_image(
         path: the file.
         channels, dtype, expand_animations: as in ``decode_image``.
         draft_size: ``(height, width)``: a JPEG is decoded at the largest 1/2, 1/4 or 1/8
-            scale that still has at least this size (Pillow's draft mode, much faster than
-            a full decode followed by a resize). Other formats decode at full size. May be
-            a function ``(height, width) -> (height, width)`` of the stored size.
+            scale that still has at least this size (libjpeg's DCT scaling as Pillow's
+            draft mode picks it; much faster than a full decode followed by a resize).
+            Other formats decode at full size. May be a function ``(height, width) ->
+            (height, width)`` of the stored size.
 
     Raises:
         ImageDecodeError: as ``decode_image``, with ``path`` set.
