@@ -1,7 +1,7 @@
 """JPEG decoding through simplejpeg (libjpeg-turbo's TurboJPEG API), when it is installed.
 
 Measured on W2's photos (``benchmarks/bench_image_backends.py``): simplejpeg decodes a
-~256 px JPEG in about half of Pillow's time (Pillow parses the markers in Python and copies
+~256 px JPEG in ~0.6 of Pillow's time (Pillow parses the markers in Python and copies
 the pixels once more into numpy) and releases the GIL while it decodes. Both run
 libjpeg-turbo with the same settings (the ISLOW integer DCT, "fancy" chroma upsampling), so
 the pixels are the same: ``images.py`` takes this path only where that holds, and Pillow

@@ -7,7 +7,7 @@ decompression-bomb limit (``PIL.Image.MAX_IMAGE_PIXELS``) stays on: an image ove
 the limit raises ``ImageDecodeError`` (Pillow itself only warns between 1x and 2x).
 
 JPEGs decode through simplejpeg when it is installed (``pip install "datapipe[images]"``):
-about twice as fast as Pillow on ~256 px photos, with the GIL released while it decodes,
+about 1.7x as fast as Pillow on ~256 px photos, with the GIL released while it decodes,
 and the same pixels -- both run libjpeg-turbo with the ISLOW DCT and fancy upsampling
 (``benchmarks/bench_image_backends.py`` measures it; ``_jpeg.py`` lists the cases that stay
 with Pillow). A file simplejpeg rejects is decoded again by Pillow, so errors are Pillow's
