@@ -107,12 +107,12 @@ def _consume(batches) -> tuple[int, float]:
     return count, float(total)
 
 
-def run_datapipe(folder: str, parallel):
+def run_datapipe(folder: str, parallel, executor: str | None = None):
     import datapipe as dp
 
     def run():
         ds = dp.list_files(os.path.join(folder, "*.jpg"), shuffle=False)
-        ds = ds.random_map(load, seed=0, num_parallel_calls=parallel)
+        ds = ds.random_map(load, seed=0, num_parallel_calls=parallel, executor=executor)
         return _consume(ds.batch(BATCH).prefetch(dp.AUTOTUNE))
 
     return run
@@ -185,6 +185,7 @@ def _run_all(folder: str, repeats: int, with_tf: bool) -> list[Result]:
     systems = [
         ("datapipe random_map(AUTOTUNE)", run_datapipe(folder, dp.AUTOTUNE)),
         ("datapipe random_map(2 threads)", run_datapipe(folder, 2)),
+        ("datapipe random_map(2, executor='process')", run_datapipe(folder, 2, "process")),
         ("datapipe random_map (sequential)", run_datapipe(folder, None)),
         ("torch DataLoader num_workers=0", run_torch(folder, 0)),
         ("torch DataLoader num_workers=2", run_torch(folder, 2)),
