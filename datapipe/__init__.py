@@ -127,6 +127,7 @@ from datapipe.io import (  # noqa: E402
     list_files,
     load_image,
     read_file,
+    resize_image,
 )
 
 __all__ += [
@@ -151,6 +152,7 @@ __all__ += [
     "list_files",
     "load_image",
     "read_file",
+    "resize_image",
 ]
 
 # Stream ops (window): the spec of a Dataset-valued component.

@@ -6,7 +6,7 @@ functions:
 * numpy (releases the GIL): ``np.sort`` of 200,000 float64 values;
 * I/O latency: ``time.sleep(0.002)`` (a 2 ms remote read);
 * GIL-bound Python: W6's ``f`` (~210 µs of pure Python);
-* JPEG decode: W2's ``load`` (Pillow read + decode, torch bilinear resize 224, flip).
+* JPEG decode: W2's ``load`` (read + decode + bilinear resize 224 + flip).
 
 Each setting runs for the same wall time from a fresh iterator (AUTOTUNE's time to find
 its setting counts against it), ``dp.range(...).map(f, n[, executor]).batch(32)``; the

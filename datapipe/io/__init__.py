@@ -7,8 +7,10 @@ Public names (also exported from ``datapipe``):
 - Hostile files: readers open only regular files (a FIFO or a device is refused or, in
   a directory listing, skipped), and files read whole are at most ``max_file_bytes()``
   (1 GiB; ``set_max_file_bytes(n)`` changes it), see ``datapipe.io._safe_files``.
-- ``decode_image`` / ``decode_jpeg`` / ``decode_png`` (tf.io names, Pillow decodes),
-  ``load_image(path)``, ``image_dataset_from_directory`` (Keras).
+- ``decode_image`` / ``decode_jpeg`` / ``decode_png`` (tf.io names; Pillow decodes, or
+  simplejpeg for JPEGs when installed), ``load_image(path)``, ``resize_image``
+  (``tf.image.resize``'s bilinear kernel; OpenCV or torch computes it),
+  ``image_dataset_from_directory`` (Keras).
 - ``ParquetDataset`` / ``from_parquet``, ``ArrowIPCDataset`` / ``from_arrow_ipc`` /
   ``from_feather``, ``CsvDataset`` / ``from_csv`` (pyarrow reads them).
 - ``save_dataset`` / ``load_dataset`` (``Dataset.save`` / ``Dataset.load``), and the
@@ -30,6 +32,7 @@ from datapipe.io.csv import CsvDataset, from_csv
 from datapipe.io.file_source import FileSource
 from datapipe.io.files import FileListDataset, list_files
 from datapipe.io.image_folder import image_dataset_from_directory
+from datapipe.io.image_resize import resize_image
 from datapipe.io.images import decode_image, decode_jpeg, decode_png, load_image
 from datapipe.io.parquet import ParquetDataset, from_parquet
 from datapipe.io.read_file import read_file
@@ -60,6 +63,7 @@ __all__ = [
     "load_image",
     "max_file_bytes",
     "read_file",
+    "resize_image",
     "save_dataset",
     "set_max_file_bytes",
 ]

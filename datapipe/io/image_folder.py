@@ -17,6 +17,7 @@ from datapipe._validate import check_bool, check_int, check_seed
 from datapipe.dataset import AUTOTUNE, Dataset
 from datapipe.io._safe_files import is_regular_file
 from datapipe.io.files import FileListDataset
+from datapipe.io.image_resize import resize_image
 from datapipe.io.images import load_image
 
 logger = logging.getLogger("datapipe")
@@ -24,8 +25,8 @@ _OP = "image_dataset_from_directory"
 
 ALLOWLIST_FORMATS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
 _CHANNELS = {"grayscale": 1, "rgb": 3, "rgba": 4}
-# "bilinear" and "nearest" are computed as tf.image.resize does (see _lerp / _nearest);
-# the other names are Pillow's filters.
+# "bilinear" and "nearest" are computed as tf.image.resize does (datapipe.io.resize_image /
+# _nearest); the other names are Pillow's filters.
 _RESAMPLE = {
     "bilinear": Image.Resampling.BILINEAR,
     "nearest": Image.Resampling.NEAREST,
@@ -155,24 +156,6 @@ def _nearest(size: int, out: int) -> np.ndarray:
     return np.minimum(np.floor((np.arange(out) + 0.5) * (size / out)), size - 1).astype(np.intp)
 
 
-def _lerp(x: np.ndarray, out: int, axis: int) -> np.ndarray:
-    """tf.image.resize's bilinear along ``axis`` (half-pixel centres, no antialiasing):
-    two taps per output, so no low-pass filter when downscaling, as in Keras's loader.
-    Plain numpy, as it runs inside parallel map workers (no intra-op thread pool)."""
-    size = x.shape[axis]
-    src = (np.arange(out) + 0.5) * (size / out) - 0.5
-    lo = np.floor(src)
-    frac = (src - lo).astype(np.float32)
-    i0 = np.clip(lo, 0, size - 1).astype(np.intp)
-    i1 = np.clip(lo + 1, 0, size - 1).astype(np.intp)
-    shape = [1] * x.ndim
-    shape[axis] = out
-    frac = frac.reshape(shape)
-    a = np.take(x, i0, axis=axis).astype(np.float32, copy=False)
-    b = np.take(x, i1, axis=axis).astype(np.float32, copy=False)
-    return a + (b - a) * frac
-
-
 class ImageFolderLoader:
     """The map function: read, decode (JPEG draft-downscaled), crop/pad, resize, encode label.
 
@@ -225,8 +208,7 @@ class ImageFolderLoader:
         """``arr`` (uint8 HWC) resized to ``size`` as float32, unrounded as in Keras."""
         th, tw = self.size
         if self.interpolation == "bilinear":
-            rows = _lerp(arr, th, axis=0)
-            return _lerp(rows, tw, axis=1)
+            return resize_image(arr, self.size, dtype=np.float32)
         if self.interpolation == "nearest":
             h, w = arr.shape[:2]
             return arr[_nearest(h, th)][:, _nearest(w, tw)].astype(np.float32)
