@@ -20,6 +20,7 @@ from datapipe.dataset import (
 )
 from datapipe.errors import (
     DatapipeError,
+    DeviceUnavailableError,
     InputStuckError,
     PipelineBrokenError,
     PipelineError,
@@ -58,6 +59,7 @@ __all__ = [
     "AutotuneOptions",
     "Dataset",
     "DatapipeError",
+    "DeviceUnavailableError",
     "DistributeOptions",
     "Options",
     "PipelineError",
