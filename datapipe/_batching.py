@@ -48,7 +48,11 @@ def as_numpy(x: Any) -> np.ndarray:
 # Where batches stacked on this thread go: ``alloc(shape, dtype) -> buffer or None`` (set
 # by ``prefetch_to_device`` on its thread while it reads its input, so that a batch is
 # assembled in pinned host memory instead of being copied there), or None: new memory.
-_target = threading.local()
+class _Target(threading.local):
+    alloc: Callable[[tuple, Any], Any] | None = None  # a class default: no AttributeError
+
+
+_target = _Target()
 
 
 def read_with_alloc(alloc: Callable[[tuple, Any], Any], read: Callable[[], Any]) -> Any:
@@ -78,7 +82,7 @@ def _stack_into(values: list, v0: Any, alloc: Callable[[tuple, Any], Any], torch
 def stack_leaf(values: list, op: str, start_index: int, path: str = "element") -> Any:
     """Stack one component's values: torch -> torch.stack, else numpy."""
     v0 = values[0]
-    alloc = getattr(_target, "alloc", None)
+    alloc = _target.alloc
     try:
         if is_torch(v0):
             import torch

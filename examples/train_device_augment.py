@@ -76,7 +76,10 @@ def accuracy(model: torch.nn.Module, test: dp.Dataset) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser(__doc__.splitlines()[0], epochs=10)
     parser.add_argument("--device", default=default_device(), help="cuda, cuda:1, cpu, ...")
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
     train, test = make_pipelines(args.batch_size, args.seed, args.device)
