@@ -58,11 +58,11 @@ _target = _Target()
 def read_with_alloc(alloc: Callable[[tuple, Any], Any], read: Callable[[], Any]) -> Any:
     """``read()`` with the batches stacked on this thread meanwhile put in ``alloc``'s
     buffers (numpy arrays for numpy components, tensors for torch components)."""
-    _target.alloc = alloc
+    previous, _target.alloc = _target.alloc, alloc
     try:
         return read()
     finally:
-        _target.alloc = None
+        _target.alloc = previous
 
 
 def _stack_into(values: list, v0: Any, alloc: Callable[[tuple, Any], Any], torch: Any) -> Any:
@@ -71,7 +71,10 @@ def _stack_into(values: list, v0: Any, alloc: Callable[[tuple, Any], Any], torch
     dtype = v0.dtype
     if any(getattr(v, "dtype", None) != dtype for v in values):
         return None
-    out = alloc((len(values), *v0.shape), dtype)
+    try:
+        out = alloc((len(values), *v0.shape), dtype)
+    except (RuntimeError, MemoryError):  # no pinned memory to be had: a plain stack
+        return None
     if out is None:
         return None
     if torch is not None:
