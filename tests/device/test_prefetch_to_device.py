@@ -384,3 +384,16 @@ def test_readme_device_example_runs_on_cpu():
     assert y.dtype == torch.int64 and tuple(y.shape) == (64,)
     assert 0.0 <= float(x.min()) and float(x.max()) <= 1.0
     assert x.device.type == scope["device"]
+
+
+def test_profile_verdict_knows_prefetch_to_device_overlaps_the_step():
+    # The verdict used to advise ".prefetch(AUTOTUNE)" for a pipeline that ends in
+    # prefetch_to_device, as if nothing overlapped the input with the step.
+    def slow(x):
+        time.sleep(0.001)
+        return x
+
+    ds = dp.range(120).map(slow).batch(4).prefetch_to_device("cpu", buffer_size=2)
+    report = ds.profile(step_fn=lambda b: time.sleep(0.002))
+    assert report.elements == 30
+    assert "end the pipeline with .prefetch" not in report.verdict.fix
