@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from datapipe import _structure as nest
+from datapipe._validate import check_int
 from datapipe.dataset import AUTOTUNE, Dataset, RandomAccessUnaryDataset
 from datapipe.ops.map import MapAccess
 from datapipe.ops.to_torch import ToTorchDataset
@@ -40,6 +41,7 @@ class PrefetchToDeviceDataset(RandomAccessUnaryDataset):
 
     Raises:
         ValueError: ``device`` is not a device string, or ``buffer_size`` < 1.
+        TypeError: ``buffer_size`` is not an integer.
         DeviceUnavailableError (at ``iter()``, before any element is read): the machine has
             no such device (e.g. ``"cuda"`` with a CPU build of torch).
 
@@ -63,12 +65,9 @@ class PrefetchToDeviceDataset(RandomAccessUnaryDataset):
             self._device = torch.device(device)
         except (RuntimeError, TypeError) as e:
             raise ValueError(f"prefetch_to_device: {device!r} is not a device: {e}") from e
-        b = int(buffer_size)
-        if b != AUTOTUNE and b < 1:
-            raise ValueError(
-                f"prefetch_to_device: buffer_size must be >= 1 or AUTOTUNE, got {buffer_size}"
-            )
-        self._buffer_size = b
+        self._buffer_size = check_int(
+            self._name, "buffer_size", buffer_size, 1, (AUTOTUNE,), ">= 1 or AUTOTUNE"
+        )
 
     @property
     def device(self) -> Any:

@@ -122,6 +122,10 @@ def test_bad_arguments_raise_at_construction():
     for bad in (0, -5):
         with pytest.raises(ValueError, match="buffer_size must be >= 1 or AUTOTUNE"):
             dp.range(3).prefetch_to_device("cpu", buffer_size=bad)
+    for bad in ("2", 2.0, True, None):
+        with pytest.raises(TypeError, match="^prefetch_to_device: buffer_size must be an int"):
+            dp.range(3).prefetch_to_device("cpu", buffer_size=bad)
+    assert dp.range(3).prefetch_to_device("cpu", np.int64(2))._buffer_size == 2
 
 
 # ---- no such device -----------------------------------------------------------------------
