@@ -401,3 +401,22 @@ def test_profile_verdict_knows_prefetch_to_device_overlaps_the_step():
     report = ds.profile(step_fn=lambda b: time.sleep(0.002))
     assert report.elements == 30
     assert "end the pipeline with .prefetch" not in report.verdict.fix
+
+
+def test_buffer_plan_autotune_and_fixed(stand_in, threads):
+    stand_in()
+    it = iter(dp.range(8).batch(2).prefetch_to_device("cuda"))
+    st = it._root.stage
+    assert (st.kind, st.value, st.max_value, st.autotuned) == ("buffer", 2, 16, True)
+    assert it._root._eng.policy == "queue" and it._root._eng.executor == "thread"
+    assert next(it).tolist() == [0, 1]
+    assert threads.names() == ["datapipe-prefetch_to_device-0"]  # one worker thread
+    assert [b.tolist() for b in it] == [[2, 3], [4, 5], [6, 7]]
+    fixed = iter(dp.range(8).batch(2).prefetch_to_device("cuda", buffer_size=5))
+    assert (fixed._root.stage.value, fixed._root.stage.autotuned) == (5, False)
+    off = dp.Options(autotune=dp.AutotuneOptions(enabled=False))
+    untuned = iter(dp.range(8).batch(2).prefetch_to_device("cuda").with_options(off))
+    assert (untuned._root.stage.value, untuned._root.stage.autotuned) == (2, False)
+    fixed.close()
+    untuned.close()
+    assert threads.settle() == []
