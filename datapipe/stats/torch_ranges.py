@@ -10,6 +10,10 @@ recording, every stage's work appears next to the model's ops and kernels in the
 * ``datapipe::<stage> [<thread>]`` — the same on the pipeline's own threads
   (``datapipe-map-0``, ...), and each chunk a worker thread computes for a parallel stage.
 
+``torch.autograd.profiler.emit_nvtx()`` (and ``emit_itt()``) set the same flag, so under
+Nsight Systems (VTune) the ranges become NVTX (ITT) ranges; that path needs a GPU build
+and has not run here.
+
 ``<stage>`` is the stage's label in ``Dataset.profile()``'s table (the op's name, ``[i]``
 after it when several ops share it). torch's profiler records only the threads that have
 its state: by default the thread that entered ``profile()``; pass
