@@ -24,7 +24,7 @@ Cost when no profiler records: the public iterator checks one flag of torch's pr
 module (``torch.autograd.profiler._is_profiler_enabled``, which profilers set when they
 start and clear when they stop) per call into the chain, and worker threads per chunk; the
 ranges are installed on the chain's iterators only while a profiler records
-(``benchmarks/bench_stats_overhead.py --torch-ranges`` measures it on W1).
+(``benchmarks/bench_torch_ranges.py``: 0.13% of a W1 epoch at most, by count).
 """
 
 from __future__ import annotations

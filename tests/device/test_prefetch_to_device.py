@@ -207,6 +207,22 @@ def test_sequential_batch_is_stacked_in_pinned_memory(stand_in):
     assert all(same(a, b) for a, b in zip(ds.to_torch(), got))
 
 
+def test_torch_batches_over_pinned_memory_are_not_copied_again(stand_in):
+    # to_torch after batch: tensors sharing the pinned batch's memory (numpy owns it);
+    # they are copied from directly and held until their copy is done.
+    made = stand_in(instant=False)
+    ds = images_dataset().batch(8).to_torch()
+    it = iter(ds.prefetch_to_device("cuda", buffer_size=2))
+    first = next(it)
+    t = made[0]
+    assert t.copied_into_pinned == 0 and t.pinned_made >= 2
+    sources = [src for _, srcs in t.holding for src in srcs]
+    assert any(s.data_ptr() == t.copies[0][0] for s in sources)  # still held: not done
+    rest = list(it)
+    assert all(same(a, b) for a, b in zip(ds, [first, *rest]))
+    assert t.copied_into_pinned == 0
+
+
 @pytest.mark.parametrize(
     "pipeline, copied",
     [  # a map after the batch makes a new image array; the labels stay where batch put them
