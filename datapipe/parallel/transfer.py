@@ -13,7 +13,8 @@ of three transfers:
   stream, as in NVIDIA's Apex / timm prefetchers:
 
   1. on the stage's thread, each numeric leaf is put in pinned (page-locked) host memory
-     (a batch stacked on that thread is already there: ``pinned_batches``), copied with
+     (a batch stacked on that thread is already there: ``_batching.read_with_alloc``
+     with ``alloc``), copied with
      ``non_blocking=True`` while the side stream is current, and an event is recorded on
      the side stream after the element's last copy;
   2. on the consumer's thread, at hand-over, the consumer's current stream waits for that
@@ -29,9 +30,10 @@ of three transfers:
 * ``BlockingTransfer``: an accelerator whose backend has no streams for ``torch.Stream``;
   the stage's thread copies with a blocking ``.to(device)``.
 
-Only ``HostTransfer`` has ever run: this project's CI has no accelerator, and the stream
-code (``StreamTransfer``) is checked by ``benchmarks/gpu_check.py`` on a CUDA machine.
-Unit tests drive the stage with a CPU stand-in for it (``tests/device``).
+Only ``HostTransfer`` has ever run on real hardware: this project's machines have no
+accelerator. ``StreamTransfer``'s calls into torch's device API are unverified until
+``benchmarks/gpu_check.py`` runs on a CUDA machine; unit tests drive its protocol with a
+CPU stand-in for those calls (``tests/device/_cpu_stream.py``).
 """
 
 from __future__ import annotations
