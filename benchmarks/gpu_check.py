@@ -18,7 +18,7 @@ once when there is no CUDA device. The checks:
    the copies (a batch read before its copy finished would differ), a consumer that runs
    the step and then overwrites each delivered batch in place (memory given to a later
    copy while the consumer's kernels still use it would differ), and a loop running on a
-   non-default stream.
+   non-default stream; and ``ragged_batch`` components (nested tensors).
 3. ``memory``: device memory allocated after 1,000 steps (``buffer_size=2``) is at most
    one batch more than after 100 steps (host RSS is printed).
 4. ``close``: closing an iterator in the middle gives back its device memory.
@@ -216,6 +216,20 @@ def run_device(env: Env, ds: dp.Dataset, step: Callable | None, overwrite: bool)
     return out
 
 
+def compare_ragged(env: Env) -> str | None:
+    """A ``ragged_batch`` component: nested tensors on the device equal the CPU path's."""
+    rows = [np.arange(n, dtype=np.int64) * 3 for n in (5, 1, 7, 2, 9, 4, 3, 8)]
+    spec = dp.TensorSpec((None,), "int64")
+    ds = dp.from_generator(lambda: iter(rows), spec).ragged_batch(3)
+    cpu = [[r.tolist() for r in b.unbind()] for b in ds.prefetch_to_device("cpu")]
+    dev = list(ds.prefetch_to_device(env.device))
+    env.sync()
+    if not all(b.is_nested and b.device.type == env.device.type for b in dev):
+        return "ragged batches are not nested tensors on the device"
+    got = [[r.cpu().tolist() for r in b.unbind()] for b in dev]
+    return None if got == cpu else "ragged batches differ"
+
+
 def check_identical(env: Env, step: Callable) -> None:
     ds = structured(env, 24 * 32)
     cpu = list(ds.prefetch_to_device("cpu"))
@@ -226,6 +240,7 @@ def check_identical(env: Env, step: Callable) -> None:
         with torch.cuda.stream(torch.cuda.Stream(env.device)):
             got = run_device(env, ds, step, True)
         problems["non-default stream"] = compare(cpu, got)
+    problems["ragged (nested tensors)"] = compare_ragged(env)
     bad = {k: v for k, v in problems.items() if v is not None}
     detail = f"{len(cpu)} batches x {len(problems)} runs ({', '.join(problems)})"
     env.row("identical", not bad, detail if not bad else f"{bad}")

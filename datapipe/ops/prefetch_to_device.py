@@ -23,7 +23,8 @@ class PrefetchToDeviceDataset(RandomAccessUnaryDataset):
     (``Tensor.record_stream``), so copies overlap the training step
     (``datapipe/parallel/transfer.py`` has the steps). ``device="cpu"`` is a plain
     ``prefetch`` whose numpy components become tensors (``to_torch``). Components that are
-    not numeric (text, objects) are passed unchanged.
+    not numeric (text, objects) are passed unchanged; a ragged component (``ragged_batch``)
+    becomes a nested tensor, copied when it is handed over (on the loop's stream).
 
     Make it the last op: ops after it would run on device tensors (a worker thread's current
     stream is not the training loop's), and their checkpoints could hold device memory.

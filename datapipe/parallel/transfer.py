@@ -45,7 +45,7 @@ import numpy as np
 
 from datapipe import _structure as nest
 from datapipe.errors import DeviceUnavailableError
-from datapipe.ops.to_torch import _torch_dtype, element_to_torch
+from datapipe.ops.to_torch import _torch_dtype, element_to_torch, leaf_to_torch
 
 
 def for_device(device: Any) -> Any:
@@ -84,23 +84,16 @@ def for_device(device: Any) -> Any:
 
 
 def host_tensor(x: Any) -> Any:
-    """A CPU tensor for a numeric leaf (numpy array or scalar: shared memory, as
-    ``to_torch``; a torch tensor: itself), or None for other leaves (text, objects,
-    Python values), which stay as they are."""
+    """The tensor ``to_torch`` makes of a leaf (numeric numpy arrays and scalars share
+    their memory; a ragged component becomes a nested tensor; a tensor is itself), or None
+    for the leaves that stay as they are (text, objects, Python values)."""
     import torch
 
-    if isinstance(x, torch.Tensor):
-        return x
-    if isinstance(x, np.generic):
-        x = np.asarray(x)
-    if isinstance(x, np.ndarray) and x.dtype.kind in "biufc":
-        if not x.flags.writeable:  # torch warns on read-only memory
-            x = x.copy()
-        try:
-            return torch.from_numpy(x)
-        except TypeError:  # a numpy dtype torch lacks
-            return None
-    return None
+    try:
+        t = leaf_to_torch(x)
+    except TypeError:  # a numpy dtype torch lacks
+        return None
+    return t if isinstance(t, torch.Tensor) else None
 
 
 class HostTransfer:
@@ -227,7 +220,7 @@ class StreamTransfer:
             ):
                 return base
         t = host_tensor(x)
-        if t is None or t.device.type != "cpu" or self.is_pinned(t):
+        if t is None or t.device.type != "cpu" or t.is_nested or self.is_pinned(t):
             return t
         out = self.empty_pinned(tuple(t.shape), t.dtype)
         out.copy_(t)
@@ -240,8 +233,8 @@ class StreamTransfer:
 
         def start_copy(x: Any) -> Any:
             t = self.pinned(x)
-            if t is None:
-                return x
+            if t is None or t.is_nested:  # a ragged component is copied at hand-over
+                return x if t is None else t
             sources.append(t)
             return self.copy(t)
 
@@ -267,13 +260,21 @@ class StreamTransfer:
         the wait as input time)."""
         current = self.current_stream()
         current.wait_event(item.event)
-        for leaf in nest.flatten(item.value):
+
+        def finish(leaf: Any) -> Any:
+            if isinstance(leaf, self.torch.Tensor) and leaf.is_nested:
+                # Ragged (nested) tensors: no pinned buffer and no record_stream for their
+                # layout, so they are copied here, on the loop's stream (no overlap).
+                return leaf.to(self.device)
             if self.owns(leaf):
                 self.record_stream(leaf, current)
+            return leaf
+
+        value = nest.map_structure(finish, item.value)
         self.last_event = item.event
         if sync:
             item.event.synchronize()
-        return item.value
+        return value
 
     def synchronize(self) -> None:
         """Block the host until the last element handed over has arrived on the device."""

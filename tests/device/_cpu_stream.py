@@ -108,7 +108,7 @@ class CpuStreamTransfer(StreamTransfer):
         return t
 
     def is_pinned(self, t: Any) -> bool:
-        return self.is_pinned_ptr(t.untyped_storage().data_ptr())
+        return self.is_pinned_ptr(_ptr(t))
 
     def is_pinned_ptr(self, ptr: int) -> bool:
         return ptr in self._pinned
@@ -120,7 +120,7 @@ class CpuStreamTransfer(StreamTransfer):
         return t
 
     def copy(self, t: Any) -> Any:
-        self.copies.append((t.untyped_storage().data_ptr(), self.current_stream().name))
+        self.copies.append((_ptr(t), self.current_stream().name))
         out = t.clone()
         self._device[id(out)] = weakref.ref(out)
         return out
@@ -134,7 +134,7 @@ class CpuStreamTransfer(StreamTransfer):
         return [t for t in (r() for r in self._device.values()) if t is not None]
 
     def record_stream(self, t: Any, stream: Any) -> None:
-        self.log.append(("record_stream", stream.name, t.untyped_storage().data_ptr()))
+        self.log.append(("record_stream", stream.name, _ptr(t)))
 
     def transform(self, index: int, element: Any) -> Any:
         if index == self.fail_at:
@@ -145,8 +145,13 @@ class CpuStreamTransfer(StreamTransfer):
         return super().transform(index, element)
 
 
+def _ptr(t: torch.Tensor) -> int:
+    """The address of a tensor's memory (a nested tensor's: its values')."""
+    return t.values().data_ptr() if t.is_nested else t.untyped_storage().data_ptr()
+
+
 def _same_memory(t: torch.Tensor, x: Any) -> bool:
     if isinstance(x, torch.Tensor):
-        return x.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+        return _ptr(x) == _ptr(t)
     ptr = getattr(x, "__array_interface__", {}).get("data", (None,))[0]
-    return ptr == t.untyped_storage().data_ptr()
+    return ptr == _ptr(t)

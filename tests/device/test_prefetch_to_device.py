@@ -223,6 +223,23 @@ def test_torch_batches_over_pinned_memory_are_not_copied_again(stand_in):
     assert t.copied_into_pinned == 0
 
 
+def test_ragged_components_arrive_as_nested_tensors_like_to_torch(stand_in):
+    made = stand_in()
+    rows = [np.arange(n, dtype=np.int64) for n in (1, 3, 2, 4, 1)]
+    ds = dp.from_generator(lambda: iter(rows), dp.TensorSpec((None,), "int64")).ragged_batch(2)
+    want = list(ds.to_torch())
+    got = list(ds.prefetch_to_device("cuda"))
+    assert [g.is_nested for g in got] == [w.is_nested for w in want] == [True, True, True]
+    for w, g in zip(want, got):
+        assert [r.tolist() for r in g.unbind()] == [r.tolist() for r in w.unbind()]
+    # nested tensors are not copied on the side stream but at hand-over, on the loop's
+    # stream (no pinned buffer, no record_stream for their layout)
+    assert made[0].copies == [] and not any(made[0].owns(g) for g in got)
+    assert got[0].unbind()[1].tolist() == [0, 1, 2]
+    cpu = list(ds.prefetch_to_device("cpu"))
+    assert all(c.is_nested for c in cpu)
+
+
 @pytest.mark.parametrize(
     "pipeline, copied",
     [  # a map after the batch makes a new image array; the labels stay where batch put them
