@@ -248,13 +248,22 @@ def with_retries(fn: Callable[[], Any], url: str, what: str) -> Any:
                 raise OSError(
                     errno.EIO,
                     f"{what} failed {attempt} times in {spent:.2f} s with transient errors "
-                    f"(last: {type(e).__name__}: {e}); datapipe.io.set_remote_retries "
-                    "allows more attempts",
+                    f"(last: {_describe(e)}); datapipe.io.set_remote_retries allows more "
+                    "attempts",
                     url,
                 ) from e
             logger.debug("%s %s: transient %s (attempt %d); retrying", what, url, e, attempt)
             _sleep_before(attempt, policy)
     raise AssertionError("unreachable")
+
+
+def _describe(e: BaseException) -> str:
+    """The transient error behind ``e`` (fsspec's HTTP ``info`` hides it as a cause)."""
+    link: BaseException | None = e
+    while link is not None and not _transient_one(link):
+        link = link.__cause__
+    shown = link or e
+    return f"{type(shown).__name__}: {shown}"
 
 
 def named(e: BaseException, url: str) -> BaseException:
@@ -344,12 +353,14 @@ def checked_info(url: str, max_bytes: int | None, op: str = "datapipe") -> tuple
 
 def read_bytes(url: str, max_bytes: int | None) -> bytes:
     """The whole object at ``url``, at most ``max_bytes`` (None: no limit); refused before
-    reading when its reported size is over the limit, and after when it delivered more."""
-    fs, path, meta = checked_info(url, max_bytes)
+    reading when its reported size is over the limit, and after when it delivered more.
+    ``file://`` URLs read as local files (``read_regular_file``: regular files only)."""
+    fs, path = filesystem(url)
     if _local(fs):
         from datapipe.io._safe_files import read_regular_file
 
         return read_regular_file(path, max_bytes)
+    fs, path, meta = checked_info(url, max_bytes)
     data = with_retries(lambda: fs.cat_file(path), url, "read")
     if isinstance(max_bytes, int) and len(data) > max_bytes:
         raise FileReadError(_too_large(len(data), max_bytes), url)
@@ -360,11 +371,12 @@ def open_input(url: str, max_bytes: int | None = None, block_size: int | None = 
     """``url`` opened for binary reading: a seekable buffered reader whose reads are
     retried range requests (module docstring). ``file://`` URLs open as local files
     (``open_regular``: regular files only)."""
-    fs, path, meta = checked_info(url, max_bytes)
+    fs, path = filesystem(url)
     if _local(fs):
         from datapipe.io._safe_files import open_regular
 
         return open_regular(path, max_bytes)
+    fs, path, meta = checked_info(url, max_bytes)
     size = meta.get("size")
     if not isinstance(size, int):  # a server that does not say: read it whole, bounded
         return io.BytesIO(read_bytes(url, max_bytes))
