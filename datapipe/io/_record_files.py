@@ -90,8 +90,16 @@ def cycle_of(op: str, num_parallel_reads: int | None) -> int:
 
 class RecordFileSource(FileSource):
     """Base of the record file sources: subclasses set ``_files``, ``_cycle`` and
-    implement ``open_reader(file_index, offset)`` and ``element_spec``."""
+    implement ``open_reader(file_index, offset)`` and ``element_spec``.
 
+    Traits (``Dataset``): a stream (records are found by reading, not by index), so no
+    random access; no randomness; a source, so none of the op traits apply. As a
+    ``FileSource`` its ``files`` are the units FILE auto-sharding splits, and its iterator
+    reports ``units_started()``."""
+
+    keeps_random_access = False
+    uses_randomness = False
+    elementwise = False
     _cycle = 1
 
     def open_reader(self, file_index: int, offset: int) -> RecordReader:

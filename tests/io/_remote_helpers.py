@@ -30,6 +30,7 @@ _RANGE = re.compile(r"bytes=(\d+)-(\d*)$")
 class _Handler(SimpleHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as real servers and aiohttp use
     timeout = 10  # an idle keep-alive connection is closed after this (s)
+    disable_nagle_algorithm = True  # headers and body go out at once (no 40 ms ACK stall)
 
     def log_message(self, *args) -> None:  # quiet
         pass

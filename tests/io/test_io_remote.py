@@ -311,6 +311,15 @@ def test_sharded_formats_on_memory(mem):
     url = mem.put("r.tfrecord", b"".join(frame(f"rec{i}".encode()) for i in range(4)))
     assert list(dp.TFRecordDataset(url)) == [b"rec0", b"rec1", b"rec2", b"rec3"]
 
+    def failing():
+        yield from ({"__key__": f"k{i}", "txt": "x"} for i in range(3))
+        raise RuntimeError("source failed")
+
+    with pytest.raises(RuntimeError, match="source failed"):
+        dp.io.write_webdataset(failing(), mem.url("bad/s-%d.tar"), max_count=2)
+    left = sorted(p.rsplit("/", 1)[1] for p in mem.fs.find(f"{mem.root}/bad"))
+    assert left == ["s-0.tar"]  # the shard in progress was discarded
+
 
 # ---- http:// from a server on 127.0.0.1 ------------------------------------------------------
 @pytest.fixture
