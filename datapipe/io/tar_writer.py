@@ -179,13 +179,15 @@ class TarShardWriter:
         self.tar: tarfile.TarFile | None = None
         self.file: Any = None
         self.name = self.tmp = ""
+        self.existed = False  # a remote shard of that name was there before this one
         self.count = self.size = 0  # samples and member bytes in the open shard
 
     # -- shards --
     def _open(self) -> None:
         self.name = self.pattern % self.index
         self.index += 1
-        if self.remote:
+        if self.remote:  # an object store has no rename: the shard is stored on close
+            self.existed = remote.exists(self.name)
             self.tmp, self.file = "", remote.open_output(self.name)
         else:
             self.tmp = f"{self.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -214,6 +216,7 @@ class TarShardWriter:
                 discard()
             else:
                 file.close()
+            if not self.existed:  # a filesystem that stores on open (memory://) has it
                 remote.remove(self.name)
         else:
             file.close()
