@@ -118,6 +118,8 @@ from datapipe.io import (  # noqa: E402
     ParquetDataset,
     SchemaMismatchError,
     TextLineDataset,
+    TFRecordDataset,
+    WebDataset,
     decode_image,
     decode_jpeg,
     decode_png,
@@ -130,6 +132,7 @@ from datapipe.io import (  # noqa: E402
     load_image,
     read_file,
     resize_image,
+    write_webdataset,
 )
 
 __all__ += [
@@ -142,6 +145,8 @@ __all__ += [
     "ParquetDataset",
     "SchemaMismatchError",
     "TextLineDataset",
+    "TFRecordDataset",
+    "WebDataset",
     "decode_image",
     "decode_jpeg",
     "decode_png",
@@ -155,6 +160,7 @@ __all__ += [
     "load_image",
     "read_file",
     "resize_image",
+    "write_webdataset",
 ]
 
 # Stream ops (window): the spec of a Dataset-valued component.
