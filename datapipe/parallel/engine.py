@@ -333,8 +333,20 @@ class Engine(SharedStage):
         failure propagates as it is. Only a chunk in which the function failed is kept
         (the good elements go first); None then, and when chunks are outstanding."""
         with self.cond:
-            if lane.pending or lane.redo or lane.chunks or self.closed or lane.input_done:
+            redo = bool(lane.redo) and not lane.chunks and not self.closed
+            if redo:
+                lane.pending += 1  # as a worker's admission does
+            elif lane.pending or lane.redo or lane.chunks or self.closed or lane.input_done:
                 return None if lane.pending or lane.redo or lane.chunks else []
+        if redo:
+            # Chunks re-taken by a restore (a state saved while workers ran) are computed
+            # here: an inline stage has no worker that would, and the consumer would wait
+            # for them for ever. The chunk joins the lane; the caller takes it from there.
+            gen = self.generation
+            chunk, elems = take_input(self, lane, 1, 0, gen)
+            if chunk is not None:
+                compute(self, lane, chunk, elems, -1, gen)
+            return None
         t0, c0 = time.perf_counter(), time.thread_time()  # a buffer's work is its reading
         with lane.input_lock:
             start = lane.next_index
