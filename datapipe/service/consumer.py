@@ -1,0 +1,485 @@
+"""The consumer side of ``distribute``: read a job's splits from the workers.
+
+``DistributeIterator`` joins the job (creating it when it is the first consumer), then
+runs *lanes*: a lane asks the dispatcher for a split, reads it from a worker in replies
+(at most ``max_outstanding_requests / lanes per worker`` requests in flight: the prefetch
+and the backpressure), and asks for the next split when the last reply says the split
+ended. ``distributed_epoch`` runs two lanes per worker, so a worker always has a queued
+request while a lane waits for its next split; ``parallel_epochs`` one lane per slot.
+Nothing here starts a thread: requests are Ray ObjectRefs, and ``next_chunk`` waits on
+them.
+
+Exactly once (see also ``datapipe.service.jobs``):
+
+- replies of a split are taken strictly in order, and each carries the split chain's state
+  after its elements; the consumer keeps the state of the last reply it took;
+- when a worker dies, every request in flight to it is dropped (none of their elements was
+  taken), the dispatcher replaces the worker, and each split this consumer was reading on
+  it is opened again on the new worker *from the kept state*, so it continues with the
+  element after the last one taken: nothing is lost, nothing read twice (the chain state
+  is exact: ``get_state``/``set_state`` of every op);
+- a split is reported done only once all its elements were delivered to this consumer's
+  caller, and a consumer's checkpoint records, for each split in progress, the elements
+  received but not delivered and the state after them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections import deque
+from typing import Any
+
+from datapipe._functions import raise_pending
+from datapipe._iterator import OpIterator
+from datapipe._positions import Failed, buffer_from_state, buffer_to_state
+from datapipe.errors import PipelineBrokenError, WorkerDiedError
+from datapipe.service.jobs import Record
+from datapipe.service.layout import layout_from_state, layout_to_state
+from datapipe.service.worker import REPLY_BYTES, REPLY_ELEMENTS, REPLY_SECONDS
+
+# Worker deaths one split may see before the consumer gives up with WorkerDiedError.
+MAX_ATTEMPTS = 3
+STATE_KEYS = ("job", "consumer", "done", "records")
+
+
+class _Split:
+    """A split this consumer reads: where it is (``state`` after the last reply taken),
+    whether every element was received, and how many received ones are not delivered."""
+
+    __slots__ = ("spec", "state", "finished", "undelivered")
+
+    def __init__(self, spec: Any, record: Record | None):
+        self.spec = spec
+        self.state = None if record is None else record.state
+        self.finished = False if record is None else record.finished
+        self.undelivered = 0
+
+
+class _Run:
+    """A split being read on one worker: the stream key, the requests in flight."""
+
+    __slots__ = ("sid", "worker", "key", "seq", "opened", "refs", "attempt")
+
+    def __init__(self, sid: int, worker: int, stem: tuple):
+        self.sid, self.worker, self.attempt = sid, worker, 0
+        self.key = (*stem, sid, 0)
+        self.seq, self.opened, self.refs = 0, False, deque()
+
+    def reopen(self, worker: int) -> None:
+        self.attempt += 1
+        self.worker = worker
+        self.key = (*self.key[:-1], self.attempt)
+        self.seq, self.opened = 0, False
+        self.refs.clear()
+
+
+class _Lane:
+    __slots__ = ("worker", "assign", "run", "ended")
+
+    def __init__(self, worker: int):
+        self.worker, self.assign, self.run, self.ended = worker, None, None, False
+
+    def head(self) -> Any:
+        return self.assign if self.assign is not None else self.run.refs[0]
+
+
+class DistributeIterator(OpIterator):
+    """A consumer of a service job (see the module docstring). State: ``job`` (name, uid,
+    epoch, seed, layout, policy), ``consumer``, ``done`` (splits delivered completely) and
+    ``records`` (splits in progress: ``sid``, ``carry`` = received and not delivered,
+    ``state`` = the chain's state after them, ``finished``)."""
+
+    op_name = "distribute"
+
+    def __init__(self, node: Any, ctx: Any, epoch: tuple):
+        super().__init__([])
+        self.node, self.ctx = node, ctx
+        self.deterministic = bool(ctx.deterministic)
+        self.job_epoch = [int(e) for e in epoch]
+        self.seed = int(ctx.seed)
+        self.layout = node.layout()
+        self.uid = "" if node.job_name is not None else uuid.uuid4().hex
+        self.restore: tuple[list, str] | None = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self.info = None  # the joined job (jobs.JobInfo)
+        self.exhausted = False
+        self.lanes: list[_Lane] = []
+        self.turn = 0
+        self.ready: deque = deque()  # [sid, entries, position]: received, in delivery order
+        self.splits: dict[int, _Split] = {}
+        self.done: list[int] = []  # splits whose every element was delivered
+        self.report: list[int] = []  # ... not yet told to the dispatcher
+        self.error: BaseException | None = None
+        self.counts = {"replies": 0, "elements": 0, "resumed": 0}
+
+    # ---- joining -------------------------------------------------------------------------
+    def _key(self) -> tuple:
+        return (self.node.job_name, tuple(self.job_epoch), self.uid)
+
+    def _start(self) -> None:
+        node = self.node
+        self.ray = node.service._ray()
+        self.dispatcher = node.service._dispatcher()
+        restore, restore_id = self.restore if self.restore is not None else (None, None)
+        layout = self.layout
+        args = (self._key(), node.fingerprint + json.dumps(layout_to_state(layout)), layout,
+                self.seed, node.blob_key, node.consumer_index, restore, restore_id)  # fmt: skip
+        got = self._call(self.dispatcher.join, *args)
+        if got is None:  # the service lacks this pipeline: send it once
+            self._call(self.dispatcher.put_pipeline, node.blob_key, node.blob)
+            got = self._call(self.dispatcher.join, *args)
+        self.info, (self.blob_ref,) = got
+        self.seed, self.layout = self.info.seed, self.info.layout
+        self.restore = None
+        if self.info.finished:
+            self.exhausted = True
+            return
+        self.workers = self._call(self.dispatcher.handles)
+        k = len(self.workers)
+        per_worker = 1 if node.processing_mode == "parallel_epochs" else 2
+        self.per_lane = max(1, node.max_outstanding_requests // per_worker)
+        self.lanes = [_Lane(i % k) for i in range(per_worker * k)]
+        for lane in self.lanes:
+            self._ask(lane)
+
+    def _call(self, method: Any, *args: Any) -> Any:
+        """A dispatcher call, waited for; a dead dispatcher is a broken pipeline."""
+        try:
+            return self.ray.get(method.remote(*args))
+        except self.ray.exceptions.RayActorError as e:
+            raise PipelineBrokenError(
+                f"distribute: the service {self.node.service.name!r} is gone (its dispatcher "
+                f"died with the process that started it, or was shut down): {e}"
+            ) from None
+
+    def _ask(self, lane: _Lane) -> None:
+        report, self.report = self.report, []
+        info = self.info
+        lane.assign = self.dispatcher.next_split.remote(info.key, info.token, lane.worker, report)
+
+    # ---- reading -------------------------------------------------------------------------
+    def next_chunk(self, n: int) -> list:
+        raise_pending(self, "error")
+        if self.closed:
+            return []
+        if self.info is None:
+            self._start()
+        while not self.ready:
+            if self.exhausted or not self._pump():
+                self._end()
+                return []
+        return self._take(n)
+
+    def _pump(self) -> bool:
+        """Take one event (a split assignment or a reply) of one lane; False when every
+        lane has ended."""
+        lane = self._pick()
+        if lane is None:
+            return False
+        if lane.assign is not None:
+            ref, lane.assign = lane.assign, None
+            self._assigned(lane, self._wait(ref, None))
+            return True
+        run = lane.run
+        ref = run.refs.popleft()
+        try:
+            reply = self._wait(ref, run)
+        except _WorkerGone:
+            self._worker_failed(run.worker)
+            return True
+        self._received(lane, run, reply)
+        if self.deterministic:
+            self.turn += 1
+        return True
+
+    def _pick(self) -> _Lane | None:
+        live = [lane for lane in self.lanes if not lane.ended]
+        if not live:
+            return None
+        if self.deterministic:  # a fixed rotation: a reproducible order
+            k = len(self.lanes)
+            for step in range(k):
+                lane = self.lanes[(self.turn + step) % k]
+                if not lane.ended:
+                    self.turn = (self.turn + step) % k
+                    return lane
+        heads = {lane.head(): lane for lane in live}
+        ready, _ = self.ray.wait(list(heads), num_returns=1)
+        return heads[ready[0]]
+
+    def _wait(self, ref: Any, run: _Run | None) -> Any:
+        ray = self.ray
+        try:
+            return ray.get(ref)
+        except ray.exceptions.RayTaskError as e:  # a bug in the service code: raise it
+            raise e.as_instanceof_cause() from None
+        except ray.exceptions.RayActorError as e:
+            if run is None:
+                raise PipelineBrokenError(
+                    f"distribute: the service's dispatcher is gone: {e}"
+                ) from None
+            raise _WorkerGone() from None
+        except ray.exceptions.RayError:  # an object lost with its node: read it again
+            if run is None:
+                raise
+            raise _WorkerGone() from None
+
+    def _assigned(self, lane: _Lane, a: Any) -> None:
+        if a is None:
+            lane.ended = True
+            return
+        sid = a.spec.sid
+        split = self.splits[sid] = _Split(a.spec, a.record)
+        if a.record is not None:
+            self.counts["resumed"] += 1
+            carry = buffer_from_state(a.record.carry, "distribute") if a.record.carry else []
+            self._push(sid, carry)
+        if split.finished:
+            self._maybe_done(sid)
+            self._ask(lane)
+            return
+        stem = (self.info.key[2] or self.info.key[0], self.info.token)
+        lane.run = _Run(sid, a.worker, stem)
+        self._submit(lane)
+
+    def _received(self, lane: _Lane, run: _Run, reply: Any) -> None:
+        split = self.splits[run.sid]
+        self.counts["replies"] += 1
+        if reply.elements:
+            self.counts["elements"] += len(reply.elements)
+            self._push(run.sid, reply.elements)
+        if reply.done:
+            split.finished, split.state = True, None
+            run.refs.clear()  # their replies are empty: the stream ended
+            lane.run = None
+            self._maybe_done(run.sid)
+            self._ask(lane)
+        else:
+            split.state = reply.state
+            self._submit(lane)
+
+    def _submit(self, lane: _Lane) -> None:
+        run = lane.run
+        worker = self.workers[run.worker]
+        while len(run.refs) < self.per_lane:
+            first = not run.opened
+            open_args = self._open_args(run.sid) if first else None
+            blob = self.blob_ref if first else None
+            ref = worker.read.remote(run.key, run.seq, self.node.blob_key, blob, open_args,
+                                     REPLY_ELEMENTS, REPLY_SECONDS, REPLY_BYTES)  # fmt: skip
+            run.seq += 1
+            run.opened = True
+            run.refs.append(ref)
+
+    def _open_args(self, sid: int) -> dict:
+        split = self.splits[sid]
+        return {
+            "policy": self.node.plan.policy,
+            "spec": split.spec.to_state(),
+            "epoch": self.job_epoch,
+            "seed": self.seed,
+            "state": split.state,
+        }
+
+    def _worker_failed(self, slot: int) -> None:
+        """Worker ``slot`` died: the dispatcher replaces it, and every split this consumer
+        read on it continues on the new one from the state after its last reply taken."""
+        affected = [lane for lane in self.lanes if lane.run is not None and lane.run.worker == slot]
+        seen = [self.workers[slot]]
+        self.workers = self._call(self.dispatcher.report_dead, slot, seen)
+        for lane in affected:
+            run = lane.run
+            if run.attempt + 1 >= MAX_ATTEMPTS:
+                raise WorkerDiedError(
+                    f"distribute: split {run.sid} of job {self.node.job_name!r} lost its worker "
+                    f"{MAX_ATTEMPTS} times (the last on slot {slot}); the pipeline before "
+                    "distribute may crash its worker process (out of memory, a signal)"
+                )
+            run.reopen(slot)
+            self.counts["resumed"] += 1
+            self._submit(lane)
+
+    # ---- delivering ----------------------------------------------------------------------
+    def _push(self, sid: int, entries: list) -> None:
+        if entries:
+            self.ready.append([sid, entries, 0])
+            self.splits[sid].undelivered += len(entries)
+
+    def _take(self, n: int) -> list:
+        item = self.ready[0]
+        sid, entries, pos = item
+        if type(entries[pos]) is Failed:  # the failure's position: raise it, move past it
+            self.error = entries[pos].error
+            self._advance(item, pos + 1, 1)
+            raise_pending(self, "error")
+        stop = pos
+        while stop < len(entries) and stop - pos < n and type(entries[stop]) is not Failed:
+            stop += 1
+        out = entries[pos:stop]
+        self._advance(item, stop, len(out))
+        return out
+
+    def _advance(self, item: list, pos: int, delivered: int) -> None:
+        item[2] = pos
+        if pos == len(item[1]):
+            self.ready.popleft()
+        sid = item[0]
+        self.splits[sid].undelivered -= delivered
+        self._maybe_done(sid)
+
+    def _maybe_done(self, sid: int) -> None:
+        split = self.splits[sid]
+        if split.finished and split.undelivered == 0:
+            del self.splits[sid]
+            self.done.append(sid)
+            self.report.append(sid)
+
+    def _end(self) -> None:
+        """The input ended: tell the dispatcher what was delivered (once)."""
+        if not self.exhausted and self.info is not None:
+            self._release([])
+        self.exhausted = True
+
+    def _release(self, records: list[Record]) -> None:
+        report, self.report = self.report, []
+        info = self.info
+        self.dispatcher.release.remote(info.key, info.token, records, report)
+
+    # ---- state ---------------------------------------------------------------------------
+    def _carry(self, sid: int) -> list:
+        out: list = []
+        for item_sid, entries, pos in self.ready:
+            if item_sid == sid:
+                out.extend(entries[pos:])
+        return out
+
+    def _records(self) -> list[Record]:
+        return [
+            Record(sid, buffer_to_state(self._carry(sid)), s.state, s.finished)
+            for sid, s in self.splits.items()
+        ]
+
+    def get_state(self) -> dict:
+        key = self._key() if self.info is None else self.info.key
+        return {
+            "job": {
+                "name": key[0],
+                "uid": key[2],
+                "epoch": list(key[1]),
+                "seed": self.seed,
+                "mode": self.node.processing_mode,
+                "layout": layout_to_state(self.layout),
+            },
+            "consumer": self.node.consumer_index,
+            "done": sorted(self.done),
+            "records": [
+                {"sid": r.sid, "carry": r.carry, "state": r.state, "finished": r.finished}
+                for r in self._records()
+            ],
+        }
+
+    def set_state(self, state: Any) -> None:
+        """Resume from this consumer's state, or from the list of all consumers' states of
+        a shared job (see ``distribute``); the job is rejoined at the next element."""
+        states = _check_states(state, self.node)
+        job = states[0]["job"]
+        layout = layout_from_state(job["layout"])
+        me = self.node.consumer_index
+        if me is not None and not any(s["consumer"] == me for s in states):
+            raise ValueError(
+                f"distribute: none of the {len(states)} states was saved by consumer_index={me}"
+            )
+        ids = [[s["consumer"], sorted(s["done"]), sorted(r["sid"] for r in s["records"])]
+               for s in states]  # fmt: skip
+        restore_id = hashlib.sha1(json.dumps(ids).encode()).hexdigest()
+        self._leave()
+        self._reset()
+        self.layout, self.seed = layout, int(job["seed"])
+        self.job_epoch = [int(e) for e in job["epoch"]]
+        suffix = "resumed" if me is not None else f"resumed-{restore_id[:16]}"
+        self.uid = f"{job['uid']}:{suffix}"
+        self.restore = ([_own(s) for s in states], restore_id)
+
+    # ---- stopping ------------------------------------------------------------------------
+    def _leave(self) -> None:
+        """Give back the splits in progress (with what was received and not delivered) and
+        close this consumer's streams on the workers."""
+        if self.info is None or self.exhausted:
+            return
+        try:
+            self._release(self._records())
+            for lane in self.lanes:
+                if lane.run is not None and lane.run.opened:
+                    self.workers[lane.run.worker].close.remote([lane.run.key])
+        except Exception:  # noqa: BLE001 - Ray already shut down (interpreter exit)
+            pass
+        self.exhausted = True
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self._leave()
+        self.lanes, self.ready = [], deque()
+        super().close()
+
+
+class _WorkerGone(Exception):
+    """A request's worker died (or its reply was lost): read the split elsewhere."""
+
+
+def _own(state: dict) -> dict:
+    """The part of a consumer state the dispatcher needs to resume a job."""
+    return {"consumer": state["consumer"], "done": list(state["done"]),
+            "records": list(state["records"])}  # fmt: skip
+
+
+def _check_states(state: Any, node: Any) -> list[dict]:
+    """``state`` as a list of consumer states of one job of ``node``'s kind.
+
+    Raises:
+        ValueError: not the dict ``get_state`` made (or a list of them), states of
+            different jobs, or of another processing mode / number of consumers.
+    """
+    states = list(state) if isinstance(state, (list, tuple)) else [state]
+    if not states:
+        raise ValueError("distribute: set_state got an empty list of states")
+    for j, s in enumerate(states):
+        if not isinstance(s, dict) or any(k not in s for k in STATE_KEYS):
+            raise ValueError(
+                f"distribute: state {j} is not a distribute consumer's state (expected the "
+                f"dict get_state() returned, with keys {list(STATE_KEYS)})"
+            )
+        job = s["job"]
+        if not isinstance(job, dict) or any(
+            k not in job for k in ("name", "uid", "epoch", "seed", "mode", "layout")
+        ):
+            raise ValueError(f"distribute: state {j} has a malformed 'job' entry")
+    first = states[0]["job"]
+    for s in states[1:]:
+        if (s["job"]["name"], s["job"]["uid"], list(s["job"]["epoch"])) != (
+            first["name"],
+            first["uid"],
+            list(first["epoch"]),
+        ):
+            raise ValueError("distribute: the states were saved by consumers of different jobs")
+    if first["mode"] != node.processing_mode:
+        raise ValueError(
+            f"distribute: the state was saved in {first['mode']!r} mode, this pipeline runs "
+            f"{node.processing_mode!r}"
+        )
+    saved = layout_from_state(first["layout"])
+    if saved.consumers != node.num_consumers:
+        raise ValueError(
+            f"distribute: the state was saved with num_consumers={saved.consumers}, this "
+            f"consumer has num_consumers={node.num_consumers}"
+        )
+    if first["name"] != node.job_name:
+        raise ValueError(
+            f"distribute: the state was saved by job_name={first['name']!r}, this pipeline "
+            f"uses job_name={node.job_name!r}"
+        )
+    return states
