@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import uuid
 from collections import deque
 from typing import Any
@@ -41,6 +42,8 @@ from datapipe.service.worker import REPLY_BYTES, REPLY_ELEMENTS, REPLY_SECONDS
 
 # Worker deaths one split may see before the consumer gives up with WorkerDiedError.
 MAX_ATTEMPTS = 3
+# How long a dead worker's replacement may take to start (Ray places it where a CPU is free).
+REPLACE_TIMEOUT_S = 120.0
 STATE_KEYS = ("job", "consumer", "done", "records")
 
 
@@ -102,6 +105,9 @@ class DistributeIterator(OpIterator):
         self.layout = node.layout()
         self.uid = "" if node.job_name is not None else uuid.uuid4().hex
         self.restore: tuple[list, str] | None = None
+        # A parallel stage or prefetch after distribute may pull on its thread while the
+        # consumer takes a checkpoint: one at a time.
+        self.lock = threading.Lock()
         self._reset()
 
     def _reset(self) -> None:
@@ -163,16 +169,16 @@ class DistributeIterator(OpIterator):
 
     # ---- reading -------------------------------------------------------------------------
     def next_chunk(self, n: int) -> list:
-        raise_pending(self, "error")
-        if self.closed:
-            return []
-        if self.info is None:
-            self._start()
-        while not self.ready:
-            if self.exhausted or not self._pump():
-                self._end()
+        with self.lock:
+            if self.closed:
                 return []
-        return self._take(n)
+            if self.info is None:
+                self._start()
+            while not self.ready:
+                if self.exhausted or self.closed or not self._pump():
+                    self._end()
+                    return []
+            return self._take(n)
 
     def _pump(self) -> bool:
         """Take one event (a split assignment or a reply) of one lane; False when every
@@ -291,6 +297,14 @@ class DistributeIterator(OpIterator):
         affected = [lane for lane in self.lanes if lane.run is not None and lane.run.worker == slot]
         seen = [self.workers[slot]]
         self.workers = self._call(self.dispatcher.report_dead, slot, seen)
+        try:  # a replacement the cluster cannot place would leave us waiting for ever
+            self.ray.get(self.workers[slot].pid.remote(), timeout=REPLACE_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001 - not started in time, or died again
+            raise WorkerDiedError(
+                f"distribute: worker {slot} of service {self.node.service.name!r} died and its "
+                f"replacement did not start within {REPLACE_TIMEOUT_S:g} s ({type(e).__name__}); "
+                "the cluster may lack a free CPU for it"
+            ) from None
         for lane in affected:
             run = lane.run
             if run.attempt + 1 >= MAX_ATTEMPTS:
@@ -364,6 +378,10 @@ class DistributeIterator(OpIterator):
         ]
 
     def get_state(self) -> dict:
+        with self.lock:
+            return self._state()
+
+    def _state(self) -> dict:
         key = self._key() if self.info is None else self.info.key
         return {
             "job": {
@@ -385,7 +403,10 @@ class DistributeIterator(OpIterator):
     def set_state(self, state: Any) -> None:
         """Resume from this consumer's state, or from the list of all consumers' states of
         a shared job (see ``distribute``); the job is rejoined at the next element."""
-        states = _check_states(state, self.node)
+        with self.lock:
+            self._restore(_check_states(state, self.node))
+
+    def _restore(self, states: list[dict]) -> None:
         job = states[0]["job"]
         layout = layout_from_state(job["layout"])
         me = self.node.consumer_index

@@ -9,11 +9,13 @@ from __future__ import annotations
 import os
 import re
 import socket
+import time
 from typing import Any
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-# Dispatcher handles of this process, by service name (checked once against the config).
-_HANDLES: dict[str, Any] = {}
+# Dispatcher handles of this process, by (service name, Ray job id): checked once against
+# the config.
+_HANDLES: dict[tuple, Any] = {}
 
 
 def _check_int(arg: str, value: Any, minimum: int, optional: bool = False) -> int | None:
@@ -74,6 +76,15 @@ def probe(host: str, port: int, timeout_s: float, address: str) -> None:
         ) from None
 
 
+def _wait_for_cpus(ray: Any, want: float, timeout_s: float = 10.0) -> None:
+    """Wait (bounded) until the killed workers' CPUs are free again, so a service started
+    right after ``shutdown()`` finds them (Ray frees them as the processes exit)."""
+    want = min(want, ray.cluster_resources().get("CPU", 0))
+    end = time.monotonic() + timeout_s
+    while ray.available_resources().get("CPU", 0) < want and time.monotonic() < end:
+        time.sleep(0.05)
+
+
 class RayService:
     """A preprocessing service on Ray (``distribute``'s ``service``): a dispatcher actor and
     ``num_workers`` worker actors that run the pipeline before ``distribute``.
@@ -103,7 +114,8 @@ class RayService:
             the extra (``pip install "datapipe[ray]"``) without Ray.
 
     The service lives as long as the process that created its dispatcher (the first
-    consumer, or ``start()``); ``shutdown()`` stops it earlier.
+    consumer, or ``start()``; it keeps the dispatcher's handle, and Ray ends an actor with
+    its owner); ``shutdown()`` stops it earlier.
 
     Example:
         >>> import datapipe as dp
@@ -199,10 +211,12 @@ class RayService:
             )
 
     def _dispatcher(self) -> Any:
-        handle = _HANDLES.get(self.name)
+        ray = self._ray()
+        # by Ray session too: a handle of an earlier ray.init() is of no use
+        key = (self.name, ray.get_runtime_context().get_job_id())
+        handle = _HANDLES.get(key)
         if handle is not None:
             return handle
-        ray = self._ray()
         from datapipe.service.actors import NAMESPACE, Dispatcher
 
         actor_name = f"datapipe-service-{self.name}"
@@ -220,7 +234,7 @@ class RayService:
                 f"with {config}; this one asks for {self.config} (use another name, or "
                 "the same settings)"
             )
-        _HANDLES[self.name] = handle
+        _HANDLES[key] = handle
         return handle
 
     def _check_resources(self, ray: Any) -> None:
@@ -254,21 +268,28 @@ class RayService:
 
     def shutdown(self) -> None:
         """Stop the dispatcher and the workers (jobs in progress end with an error)."""
-        handle = _HANDLES.pop(self.name, None)
         try:
             import ray
         except ImportError:
             return
         if not ray.is_initialized():
+            _HANDLES.clear()
             return
-        if handle is None:
-            from datapipe.service.actors import NAMESPACE
+        from datapipe.service.actors import NAMESPACE
 
+        cached = [k for k in _HANDLES if k[0] == self.name]
+        handle = _HANDLES.get(cached[-1]) if cached else None
+        if handle is None:
             try:
                 handle = ray.get_actor(f"datapipe-service-{self.name}", namespace=NAMESPACE)
             except ValueError:
                 return
+        free = ray.available_resources().get("CPU", 0)
         try:
+            config = ray.get(handle.get_config.remote(), timeout=30)
             ray.get(handle.shutdown.remote(), timeout=30)
-        finally:
             ray.kill(handle)
+        finally:  # (only now: the owner's last handle going away ends the actor)
+            for key in cached:
+                del _HANDLES[key]
+        _wait_for_cpus(ray, free + config["num_workers"] * config["num_cpus_per_worker"])

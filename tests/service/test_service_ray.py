@@ -76,18 +76,34 @@ def test_distributed_and_parallel_epochs(ray_local, threads):
 
 
 @pytest.mark.slow
-def test_worker_killed_mid_epoch_loses_and_repeats_nothing(ray_local):
+@pytest.mark.parametrize("mode", ["distributed_epoch", "parallel_epochs"])
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_worker_killed_mid_epoch_loses_and_repeats_nothing(ray_local, mode, deterministic):
     svc = service(split_size=40)
     before = svc.stats()["workers_replaced"]
-    ds = dp.range(800).map(slow_double).apply(distribute("distributed_epoch", svc))
+    opts = dp.Options(deterministic=deterministic)
+    n = 800 if mode == "distributed_epoch" else 300
+    ds = dp.range(n).map(slow_double).apply(distribute(mode, svc)).with_options(opts)
     it = iter(ds)
     got = [int(next(it)) for _ in range(100)]
     ray_local.kill(svc.workers()[0])
     got += [int(x) for x in it]
-    assert collections.Counter(got) == {2 * i: 1 for i in range(800)}
+    copies = 1 if mode == "distributed_epoch" else 2
+    assert collections.Counter(got) == {2 * i: copies for i in range(n)}
     assert svc.stats()["workers_replaced"] == before + 1
     assert it._root.counts["resumed"] >= 1  # splits continued from their last reply
-    assert sorted(values(ds)) == [2 * i for i in range(800)]  # the new worker serves
+    assert collections.Counter(values(ds)) == {2 * i: copies for i in range(n)}  # new worker
+
+
+@pytest.mark.slow
+def test_a_ranks_worker_context_does_not_shard_the_job_again(ray_local):
+    # rank 1 of 2 without job_name: its own job, the whole dataset (tf.data's rule); the
+    # service's splits are the only sharding, on the consumer and on the workers
+    rank = dp.Options(distribute=dp.DistributeOptions(num_workers=2, worker_index=1))
+    ds = dp.range(50).with_options(rank).apply(distribute("distributed_epoch", service()))
+    ds = ds.map(lambda x: x + 1).with_options(rank)
+    assert len(ds) == 50
+    assert sorted(values(ds)) == list(range(1, 51))
 
 
 @pytest.mark.slow
