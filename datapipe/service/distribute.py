@@ -174,13 +174,15 @@ def _check_outstanding(n: Any) -> int:
 class Plan:
     """What the pipeline before ``distribute`` looks like to the service (found when the
     node is built): the auto-shard policy that splits it (None: parallel_epochs without
-    consumers), each shard point's pool size and whether only element-wise ops lie between
-    the (single) shard point and ``distribute``."""
+    consumers), each shard point's pool size, whether only element-wise ops lie between
+    the (single) shard point and ``distribute``, and whether the pool is a shuffling
+    ``list_files`` (its splits are then handed out in a new random order each iteration)."""
 
     policy: str | None
     pools: tuple[int, ...] = ()
     units: bool = False
     elementwise: bool = False
+    shuffle: bool = False
 
 
 def _probe_rewrite(ds: Dataset, policy: str, index: int, count: int) -> IterContext:
@@ -262,7 +264,9 @@ def _pool_plan(ctx: IterContext, policy: str) -> Plan:
             raise ValueError(f"distribute: the length of '{src._name}' is unknown; cannot split it")
         pools.append(INFINITE if n == INFINITE_CARDINALITY else n)
     _refuse_repeat(ctx.root)
-    return Plan(policy, tuple(pools), cuts[0].kind == "units", _elementwise_above(ctx.root))
+    shuffle = any(getattr(cut, "permute", None) is not None for cut in cuts)
+    units = cuts[0].kind == "units"
+    return Plan(policy, tuple(pools), units, _elementwise_above(ctx.root), shuffle)
 
 
 def _refuse_repeat(root: Dataset) -> None:
@@ -362,7 +366,8 @@ class DistributeDataset(Dataset):
                 size = INFINITE_SPLIT
             else:
                 size = max(1, min(MAX_SPLIT, math.ceil(n / (SPLITS_PER_WORKER * k))))
-        return PoolSplits(self.plan.pools, size, self.num_consumers, uneven_of(self.options))
+        uneven = uneven_of(self.options)
+        return PoolSplits(self.plan.pools, size, self.num_consumers, uneven, self.plan.shuffle)
 
     def cardinality(self) -> int:
         n = self._inputs[0].cardinality()

@@ -84,7 +84,7 @@ class Job:
     done: set = field(default_factory=set)
     assigned: dict = field(default_factory=dict)  # sid -> consumer token
     requeued: OrderedDict = field(default_factory=OrderedDict)  # sid -> Record
-    cursors: dict = field(default_factory=dict)  # owner (None: any) -> next fresh sid
+    cursors: dict = field(default_factory=dict)  # owner (None: any) -> place in its order
     consumers: dict = field(default_factory=dict)  # token -> consumer index (None: any)
     restored_from: str | None = None
 
@@ -231,21 +231,25 @@ class JobTable:
         return None
 
     def _fresh(self, job: Job, owner: int | None) -> tuple | None:
+        """The next split of ``owner``'s sequence (``layout.order``) that is neither done,
+        handed out nor given back; empty splits are marked done on the way."""
         layout = job.layout
-        count = layout.count()
-        sid = job.cursors.get(owner, 0 if owner is None else owner)
-        step = 1 if owner is None else layout.consumers
-        while count is None or sid < count:
+        i = job.cursors.get(owner, 0)
+        seed = hash((job.seed, tuple(job.key[1])))  # a new order each iteration (epoch)
+        while True:
+            sid = layout.order(i, owner, seed)
+            if sid is None:
+                job.cursors[owner] = i
+                return None
+            i += 1
+            if sid in job.done or sid in job.assigned or sid in job.requeued:
+                continue
             spec = layout.spec(sid)
-            taken = sid in job.done or sid in job.assigned or sid in job.requeued
-            if not taken and spec.size != 0:
-                job.cursors[owner] = sid + step
-                return spec, None
-            if not taken:
+            if spec.size == 0:
                 job.done.add(sid)  # an empty split (the last round's): nothing to read
-            sid += step
-        job.cursors[owner] = sid
-        return None
+                continue
+            job.cursors[owner] = i
+            return spec, None
 
     def release(
         self, key: tuple, token: int, records: list[Record], finished: list[int] = ()

@@ -31,6 +31,7 @@ description (``SplitSpec``) is JSON-like, so it travels in consumer checkpoints 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from datapipe.distribute.share import Pad, Share, Split, split_counts
@@ -77,12 +78,17 @@ class PoolSplits:
         split_size: pool positions per split (the last split of a round may hold fewer).
         consumers: ``num_consumers`` (round-robin), or None (first come, first served).
         uneven: how the last round is evened out across consumers.
+        shuffle: hand the splits out in a random order (the pool is a shuffling
+            ``list_files``: its files are read in a new order each iteration, drawn from
+            the job's seed; with consumers, the rounds are shuffled, so each consumer still
+            reads the same number of elements).
     """
 
     pools: tuple[int, ...]
     split_size: int
     consumers: int | None = None
     uneven: str = "drop"
+    shuffle: bool = False
 
     @property
     def size(self) -> int:
@@ -102,6 +108,19 @@ class PoolSplits:
             return -(-n // s)
         full = n // (self.consumers * s)
         return (full + 1) * self.consumers
+
+    def order(self, i: int, owner: int | None, seed: int) -> int | None:
+        """The ``i``-th split of ``owner``'s sequence (None past its end): ``i`` itself,
+        or for consumer ``c`` of ``n`` the split ``c`` of round ``i``; rounds (or splits) in
+        a random order drawn from ``seed`` when ``shuffle``."""
+        count = self.count()
+        k = self.consumers or 1
+        rounds = None if count is None else count // k
+        if rounds is not None and i >= rounds:
+            return None
+        if self.shuffle and rounds is not None:
+            i = int(_permutation(rounds, seed)[i])
+        return i * k + (owner or 0)
 
     def _range(self, sid: int) -> tuple[int, int, tuple[int, ...]]:
         """``(start, count, padding)``: the positions ``start .. start + count - 1`` of the
@@ -157,6 +176,11 @@ class ParallelSlots:
     def count(self) -> int:
         return self.slots * (self.consumers or 1)
 
+    def order(self, i: int, owner: int | None, seed: int) -> int | None:
+        """The ``i``-th split of ``owner``'s sequence: slot ``i``'s (share of its) copy."""
+        k = self.consumers or 1
+        return None if i >= self.slots else i * k + (owner or 0)
+
     def slot(self, sid: int) -> int:
         return sid // (self.consumers or 1)
 
@@ -169,6 +193,13 @@ class ParallelSlots:
 Layout = PoolSplits | ParallelSlots
 
 
+@lru_cache(maxsize=8)
+def _permutation(n: int, seed: int) -> Any:
+    import numpy as np
+
+    return np.random.Generator(np.random.PCG64([int(seed) % 2**63, n])).permutation(n)
+
+
 def layout_to_state(layout: Layout) -> dict[str, Any]:
     """A JSON-like description (kept in consumer checkpoints: a resumed job is cut the same
     way, whatever the new worker count)."""
@@ -179,6 +210,7 @@ def layout_to_state(layout: Layout) -> dict[str, Any]:
             "split_size": layout.split_size,
             "consumers": layout.consumers,
             "uneven": layout.uneven,
+            "shuffle": layout.shuffle,
         }
     return {"kind": "slots", "slots": layout.slots, "consumers": layout.consumers}
 
@@ -196,6 +228,7 @@ def layout_from_state(doc: Any) -> Layout:
                 int(doc["split_size"]),
                 None if doc["consumers"] is None else int(doc["consumers"]),
                 str(doc["uneven"]),
+                bool(doc.get("shuffle", False)),
             )
         if doc["kind"] == "slots":
             consumers = None if doc["consumers"] is None else int(doc["consumers"])

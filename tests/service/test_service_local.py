@@ -420,3 +420,31 @@ def test_distribute_node_traits():
     assert isinstance(ds, DistributeDataset)
     assert ds.distributes and not ds.elementwise and not ds.commutes_with_shard
     assert not ds.keeps_random_access
+
+
+def test_shuffling_file_lists_hand_out_splits_in_a_new_order_each_iteration(tmp_path):
+    for i in range(12):
+        (tmp_path / f"f{i:02d}.txt").write_text("x\n")
+    shuffled = dist(dp.list_files(str(tmp_path / "*.txt"), seed=3))
+    assert shuffled.plan.shuffle and shuffled.layout().shuffle
+    assert not dist(dp.list_files(str(tmp_path / "*.txt"), shuffle=False)).plan.shuffle
+
+    def order(layout, epoch, owners=(None,)):
+        table = JobTable(2)
+        key = ("j", epoch, "")
+        tokens = [table.join(key, "fp", layout, 7, "b", o).token for o in owners]
+        out = []
+        for t in tokens:
+            while (a := table.next_split(key, t, 0)) is not None:
+                out.append(a.spec.sid)
+        return out
+
+    layout = PoolSplits((12,), 1, None, "drop", shuffle=True)
+    first, again, other = order(layout, (0,)), order(layout, (0,)), order(layout, (1,))
+    assert sorted(first) == list(range(12)) and first != list(range(12))
+    assert first == again and first != other  # the seed and the iteration decide it
+    dealt = PoolSplits((12,), 1, 3, "drop", shuffle=True)
+    got = order(dealt, (0,), owners=(0, 1, 2))
+    per = [got[:4], got[4:8], got[8:]]
+    assert [sorted(s % 3 for s in p) for p in per] == [[0] * 4, [1] * 4, [2] * 4]
+    assert [s // 3 for s in per[0]] == [s // 3 for s in per[1]] != [0, 1, 2, 3]  # rounds
