@@ -36,7 +36,7 @@ from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._positions import Failed, buffer_from_state, buffer_to_state
 from datapipe.errors import PipelineBrokenError, WorkerDiedError
-from datapipe.service.jobs import Record
+from datapipe.service.jobs import Assignment, Record
 from datapipe.service.layout import layout_from_state, layout_to_state
 from datapipe.service.worker import REPLY_BYTES, REPLY_ELEMENTS, REPLY_SECONDS
 
@@ -119,6 +119,7 @@ class DistributeIterator(OpIterator):
         self.splits: dict[int, _Split] = {}
         self.done: list[int] = []  # splits whose every element was delivered
         self.report: list[int] = []  # ... not yet told to the dispatcher
+        self.adopted: deque = deque()  # a checkpoint's splits in progress, read first
         self.error: BaseException | None = None
         self.counts = {"replies": 0, "elements": 0, "resumed": 0}
 
@@ -141,6 +142,12 @@ class DistributeIterator(OpIterator):
         self.info, (self.blob_ref,) = got
         self.seed, self.layout = self.info.seed, self.info.layout
         self.restore = None
+        if self.info.adopted is not None:
+            self.done = list(self.info.adopted["done"])
+            self.adopted = deque(
+                Record(int(r["sid"]), r["carry"], r["state"], bool(r["finished"]))
+                for r in self.info.adopted["records"]
+            )
         if self.info.finished:
             self.exhausted = True
             return
@@ -163,6 +170,13 @@ class DistributeIterator(OpIterator):
             ) from None
 
     def _ask(self, lane: _Lane) -> None:
+        """The lane's next split: an adopted one (no call), else the dispatcher's."""
+        if self.adopted:
+            record = self.adopted.popleft()
+            spec = self.layout.spec(record.sid)
+            slot = spec.epoch_extra[0] if spec.epoch_extra else lane.worker
+            lane.assign = _Adopted(Assignment(spec, slot % len(self.workers), record))
+            return
         report, self.report = self.report, []
         info = self.info
         lane.assign = self.dispatcher.next_split.remote(info.key, info.token, lane.worker, report)
@@ -188,7 +202,8 @@ class DistributeIterator(OpIterator):
             return False
         if lane.assign is not None:
             ref, lane.assign = lane.assign, None
-            self._assigned(lane, self._wait(ref, None))
+            a = ref.assignment if isinstance(ref, _Adopted) else self._wait(ref, None)
+            self._assigned(lane, a)
             return True
         run = lane.run
         ref = run.refs.popleft()
@@ -213,6 +228,9 @@ class DistributeIterator(OpIterator):
                 if not lane.ended:
                     self.turn = (self.turn + step) % k
                     return lane
+        for lane in live:
+            if isinstance(lane.assign, _Adopted):
+                return lane
         heads = {lane.head(): lane for lane in live}
         ready, _ = self.ray.wait(list(heads), num_returns=1)
         return heads[ready[0]]
@@ -372,16 +390,21 @@ class DistributeIterator(OpIterator):
         return out
 
     def _records(self) -> list[Record]:
-        return [
+        """The splits in progress (with what was received and not delivered), then the
+        adopted ones not started yet."""
+        reading = [
             Record(sid, buffer_to_state(self._carry(sid)), s.state, s.finished)
             for sid, s in self.splits.items()
         ]
+        return reading + list(self.adopted)
 
     def get_state(self) -> dict:
         with self.lock:
             return self._state()
 
     def _state(self) -> dict:
+        if self.restore is not None:  # restored, not joined yet: the checkpoint it holds
+            return self._restored_state()
         key = self._key() if self.info is None else self.info.key
         return {
             "job": {
@@ -400,6 +423,14 @@ class DistributeIterator(OpIterator):
             ],
         }
 
+    def _restored_state(self) -> dict:
+        me = self.node.consumer_index
+        mine = [s for s in self.restore[0] if me is None or s["consumer"] == me]
+        records = {int(r["sid"]): r for s in mine for r in s["records"]}
+        done = sorted({int(sid) for s in mine for sid in s["done"]})
+        return {"job": dict(self.restore_job), "consumer": me, "done": done,
+                "records": list(records.values())}  # fmt: skip
+
     def set_state(self, state: Any) -> None:
         """Resume from this consumer's state, or from the list of all consumers' states of
         a shared job (see ``distribute``); the job is rejoined at the next element."""
@@ -414,8 +445,11 @@ class DistributeIterator(OpIterator):
             raise ValueError(
                 f"distribute: none of the {len(states)} states was saved by consumer_index={me}"
             )
-        ids = [[s["consumer"], sorted(s["done"]), sorted(r["sid"] for r in s["records"])]
-               for s in states]  # fmt: skip
+        ids = [
+            [s["consumer"] if s["consumer"] is None else int(s["consumer"]),
+             sorted(int(sid) for sid in s["done"]), sorted(int(r["sid"]) for r in s["records"])]
+            for s in states
+        ]  # fmt: skip
         restore_id = hashlib.sha1(json.dumps(ids).encode()).hexdigest()
         self._leave()
         self._reset()
@@ -424,6 +458,7 @@ class DistributeIterator(OpIterator):
         suffix = "resumed" if me is not None else f"resumed-{restore_id[:16]}"
         self.uid = f"{job['uid']}:{suffix}"
         self.restore = ([_own(s) for s in states], restore_id)
+        self.restore_job = job
 
     # ---- stopping ------------------------------------------------------------------------
     def _leave(self) -> None:
@@ -446,6 +481,15 @@ class DistributeIterator(OpIterator):
         self._leave()
         self.lanes, self.ready = [], deque()
         super().close()
+
+
+class _Adopted:
+    """A lane's next split taken from the adopted ones (no dispatcher call to wait for)."""
+
+    __slots__ = ("assignment",)
+
+    def __init__(self, assignment: Assignment):
+        self.assignment = assignment
 
 
 class _WorkerGone(Exception):

@@ -15,8 +15,10 @@ Exactly once, by construction:
   element it received (``datapipe.service.consumer``).
 - A checkpoint (each consumer's ``get_state``) names the splits whose elements were all
   *delivered* and, for the others, the elements received but not delivered plus the chain
-  state after them; resuming registers them here (``restore``) before any split is handed
-  out, so a resumed job reads the rest, and nothing twice.
+  state after them; resuming registers them here (``_restore``) before any split is handed
+  out, and one consumer adopts them as its own (reads the splits in progress, keeps the
+  done ones in its later checkpoints), so a resumed job reads the rest, nothing twice,
+  however many times it is checkpointed and resumed.
 """
 
 from __future__ import annotations
@@ -64,7 +66,8 @@ class Assignment:
 
 @dataclass
 class JobInfo:
-    """What a consumer needs to read a job it joined."""
+    """What a consumer needs to read a job it joined; ``adopted``: the checkpointed
+    progress it resumes (``{"done": [...], "records": [...]}``), see ``JobTable._restore``."""
 
     key: tuple
     token: int
@@ -72,6 +75,7 @@ class JobInfo:
     layout: Layout
     blob: Any
     finished: bool = False
+    adopted: dict | None = None
 
 
 @dataclass
@@ -141,16 +145,22 @@ class JobTable:
                 f"distribute: consumer_index={consumer} already reads job {_name(key)}; each "
                 "consumer of a shared job needs its own index"
             )
-        if restore is not None:
-            self._restore(job, restore, restore_id, consumer)
         token = next(self.tokens)
+        adopted = None
+        if restore is not None:
+            adopted = self._restore(job, restore, restore_id, consumer, token)
         job.consumers[token] = consumer
-        return JobInfo(key, token, job.seed, job.layout, job.blob)
+        return JobInfo(key, token, job.seed, job.layout, job.blob, adopted=adopted)
 
-    def _restore(self, job: Job, states: list[dict], restore_id: str | None, me: int | None):
-        """Register checkpointed progress. With consumer indices each consumer restores its
-        own splits (those ``owner(sid) == me``) whenever it joins; without, the first joiner
-        registers every consumer's progress and later joiners must bring the same list."""
+    def _restore(
+        self, job: Job, states: list[dict], restore_id: str | None, me: int | None, token: int
+    ) -> dict:
+        """Adopt checkpointed progress for consumer ``token``, which keeps it as its own (so
+        its own later checkpoints carry it on, resume after resume): the done splits, and
+        the splits in progress, which it reads itself before any other (they are assigned
+        to it here, so no other consumer gets them). With consumer indices each consumer
+        adopts the states saved under its index; without, the first joiner adopts them all
+        and later joiners must bring the same list (and adopt nothing)."""
         if me is None:
             if job.restored_from is not None:
                 if job.restored_from != restore_id:
@@ -159,23 +169,27 @@ class JobTable:
                         "checkpoint in this service; pass the same list of all consumers' "
                         "states to every consumer"
                     )
-                return
-            job.restored_from = restore_id
+                return {"done": [], "records": []}
             if job.assigned or job.done or job.cursors:
                 raise ValueError(
                     f"distribute: job {_name(job.key)} has started; resume it before any "
                     "consumer reads from it"
                 )
+            job.restored_from = restore_id
             mine = states
         else:
             mine = [s for s in states if s.get("consumer") == me]
             self._forget_owner(job, me)
+        done: set[int] = set()
+        records: dict[int, dict] = {}
         for s in mine:
-            job.done.update(int(sid) for sid in s["done"])
-            for rec in s["records"]:
-                job.requeued[int(rec["sid"])] = Record(
-                    int(rec["sid"]), rec["carry"], rec["state"], bool(rec["finished"])
-                )
+            done.update(int(sid) for sid in s["done"])
+            records.update((int(rec["sid"]), rec) for rec in s["records"])
+        job.done |= done
+        for sid in records:
+            job.assigned[sid] = token
+        self.stats["splits_resumed"] += len(records)
+        return {"done": sorted(done), "records": list(records.values())}
 
     def _forget_owner(self, job: Job, owner: int) -> None:
         """Drop what the job knows of consumer ``owner``'s splits (it restores them)."""

@@ -294,32 +294,34 @@ def test_job_table_round_robin_consumers_and_their_restores():
     assert [table.next_split(key, c0.token, 0).spec.sid for _ in range(3)] == [0, 2, 4]
     assert table.next_split(key, c0.token, 0) is None
     assert table.next_split(key, c1.token, 0).spec.sid == 1
-    # consumer 1 restarts from its checkpoint: split 1 half read, nothing done
+    # consumer 1 restarts from its checkpoint: split 3 done, split 1 half read
     table.release(key, c1.token, [])
-    state = {
-        "consumer": 1,
-        "done": [],
-        "records": [
-            {"sid": 1, "carry": {"items": [], "failed": []}, "state": "s", "finished": False}
-        ],
-    }
-    c1 = table.join(key, "fp", layout, 1, "blob", 1, [state], "r")
-    first = table.next_split(key, c1.token, 0)
-    assert first.spec.sid == 1 and first.record.state == "s"
-    assert [table.next_split(key, c1.token, 0).spec.sid for _ in range(2)] == [3, 5]
+    rec = {"sid": 1, "carry": {"items": [], "failed": []}, "state": "s", "finished": False}
+    state = {"consumer": 1, "done": [3], "records": [rec]}
+    other = {"consumer": 0, "done": [0, 2], "records": []}
+    c1 = table.join(key, "fp", layout, 1, "blob", 1, [other, state], "r")
+    assert c1.adopted == {"done": [3], "records": [rec]}  # its own, to read and keep
+    assert table.next_split(key, c1.token, 0).spec.sid == 5  # 1 is its own, 3 is done
+    assert table.next_split(key, c1.token, 0, [1, 5]) is None
+    assert {1, 3, 5} <= table.jobs[key].done
 
 
 def test_job_table_first_come_restore_needs_the_same_list():
     layout = PoolSplits((6,), 2)
     table, key = _table(layout)
+    rec = {"sid": 1, "carry": None, "state": None, "finished": False}
     states = [{"consumer": None, "done": [0], "records": []},
-              {"consumer": None, "done": [], "records": [
-                  {"sid": 1, "carry": None, "state": None, "finished": False}]}]  # fmt: skip
+              {"consumer": None, "done": [], "records": [rec]}]  # fmt: skip
     a = table.join(key, "fp", layout, 1, "blob", None, states, "r1")
-    table.join(key, "fp", layout, 1, "blob", None, states, "r1")
+    b = table.join(key, "fp", layout, 1, "blob", None, states, "r1")
+    assert a.adopted == {"done": [0], "records": [rec]}  # the first joiner adopts it all
+    assert b.adopted == {"done": [], "records": []}
     with pytest.raises(ValueError, match="already resumed from another checkpoint"):
         table.join(key, "fp", layout, 1, "blob", None, states[:1], "r2")
-    assert [table.next_split(key, a.token, 0).spec.sid for _ in range(2)] == [1, 2]
+    assert table.next_split(key, b.token, 0).spec.sid == 2  # 0 done, 1 adopted by a
+    table.release(key, a.token, [Record(1, None, "mid")])  # a stops: b finishes its split
+    again = table.next_split(key, b.token, 0, [2])
+    assert again.spec.sid == 1 and again.record.state == "mid"
 
 
 # ---- a worker's split chains ------------------------------------------------------------------
@@ -448,3 +450,21 @@ def test_shuffling_file_lists_hand_out_splits_in_a_new_order_each_iteration(tmp_
     per = [got[:4], got[4:8], got[8:]]
     assert [sorted(s % 3 for s in p) for p in per] == [[0] * 4, [1] * 4, [2] * 4]
     assert [s // 3 for s in per[0]] == [s // 3 for s in per[1]] != [0, 1, 2, 3]  # rounds
+
+
+def test_a_restored_consumer_reports_the_checkpoint_until_it_joins():
+    ds = dist(dp.range(100), job_name="j", consumer_index=1, num_consumers=2)
+    op = iter(ds)._root  # the consumer; nothing joins the service before the first element
+    fresh = op.get_state()
+    assert (fresh["done"], fresh["records"], fresh["consumer"]) == ([], [], 1)
+    rec = {"sid": 1, "carry": {"items": [7], "failed": []}, "state": None, "finished": False}
+    other = dict(fresh, consumer=0, done=[0, 2])
+    op.set_state([other, dict(fresh, done=[3], records=[rec])])
+    again = op.get_state()
+    assert (again["done"], again["records"], again["job"]) == ([3], [rec], fresh["job"])
+    with pytest.raises(ValueError, match="none of the 1 states was saved by consumer_index=1"):
+        op.set_state([other])
+    with pytest.raises(ValueError, match="saved with num_consumers=None"):
+        op.set_state(iter(dist(dp.range(100)))._root.get_state())
+    with pytest.raises(ValueError, match="not a distribute consumer's state"):
+        op.set_state({"epoch": [0]})

@@ -153,13 +153,16 @@ def test_checkpoint_resumes_the_job(ray_local, tmp_path, mode):
     base = dp.range(240).shuffle(50, seed=4).map(slow_double)
     ds = base.apply(distribute(mode, svc)).batch(4)
     it = iter(ds)
-    first = [b.tolist() for b in (next(it) for _ in range(20))]
-    dp.save_state(it.get_state(), tmp_path / "ckpt.state")
-    it.close()
-    resumed = iter(ds)
-    resumed.set_state(dp.load_state(tmp_path / "ckpt.state"))
-    rest = [b.tolist() for b in resumed]
-    flat = [x for b in first + rest for x in b]
+    seen = [b.tolist() for b in (next(it) for _ in range(20))]
+    for cycle in range(2):  # checkpoint, stop, resume -- twice (resume after resume)
+        dp.save_state(it.get_state(), tmp_path / f"ckpt{cycle}.state")
+        it.close()
+        it = iter(ds)
+        it.set_state(dp.load_state(tmp_path / f"ckpt{cycle}.state"))
+        if cycle == 0:
+            seen += [b.tolist() for b in (next(it) for _ in range(15))]
+    seen += [b.tolist() for b in it]
+    flat = [x for b in seen for x in b]
     copies = 2 if mode == "parallel_epochs" else 1
     assert collections.Counter(flat) == {2 * i: copies for i in range(240)}
 
