@@ -38,6 +38,9 @@ MAX_PIPELINES = 8
 # Streams closed because they ended, remembered so that requests already in flight for
 # them get an empty final reply (not an error).
 MAX_ENDED = 4096
+# Open streams per worker (a consumer reads 2 per worker; one that died without closing
+# leaves its streams open): beyond this, the least recently read one is closed.
+MAX_STREAMS = 1024
 
 
 @dataclass
@@ -176,7 +179,7 @@ class WorkerCore:
     def __init__(self, cpu_budget: int | None = None):
         self.cpu_budget = cpu_budget
         self.pipelines: OrderedDict = OrderedDict()
-        self.streams: dict[tuple, Stream] = {}
+        self.streams: OrderedDict = OrderedDict()  # key -> Stream, least recently read first
         self.ended: OrderedDict = OrderedDict()
         self.stats = {"replies": 0, "elements": 0, "compute_s": 0.0, "open_s": 0.0, "opens": 0}
 
@@ -223,6 +226,10 @@ class WorkerCore:
             stream = self.streams[key] = Stream(ctx, root)
             self.stats["open_s"] += time.perf_counter() - t0
             self.stats["opens"] += 1
+            while len(self.streams) > MAX_STREAMS:
+                _, gone = self.streams.popitem(last=False)
+                gone.close()
+        self.streams.move_to_end(key)
         reply = stream.read(limit, seconds, max_bytes)
         self.stats["replies"] += 1
         self.stats["elements"] += len(reply.elements)

@@ -468,3 +468,19 @@ def test_a_restored_consumer_reports_the_checkpoint_until_it_joins():
         op.set_state(iter(dist(dp.range(100)))._root.get_state())
     with pytest.raises(ValueError, match="not a distribute consumer's state"):
         op.set_state({"epoch": [0]})
+
+
+def test_a_worker_closes_its_least_recently_read_streams_beyond_its_limit(monkeypatch):
+    import datapipe.service.worker as worker
+
+    monkeypatch.setattr(worker, "MAX_STREAMS", 2)
+    ds = dp.range(30)
+    blob = cloudpickle.dumps(ds)
+    core = WorkerCore()
+    layout = PoolSplits((30,), 10)
+    for sid in range(3):  # a third stream closes the first (its consumer went away)
+        core.read(("k", sid, 0), "b", blob, _open(ds, layout.spec(sid)), limit=2)
+    assert list(core.streams) == [("k", 1, 0), ("k", 2, 0)]
+    with pytest.raises(RuntimeError, match="never opened on this worker"):
+        core.read(("k", 0, 0), "b", None, None)
+    assert core.read(("k", 1, 0), "b", None, None, limit=3).elements == [12, 13, 14]
