@@ -32,13 +32,15 @@ import uuid
 from collections import deque
 from typing import Any
 
+import numpy as np
+
 from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._positions import Failed, buffer_from_state, buffer_to_state
 from datapipe.errors import PipelineBrokenError, WorkerDiedError
 from datapipe.service.jobs import Assignment, Record
 from datapipe.service.layout import layout_from_state, layout_to_state
-from datapipe.service.worker import REPLY_BYTES, REPLY_ELEMENTS, REPLY_SECONDS
+from datapipe.service.worker import REPLY_BYTES, REPLY_ELEMENTS, REPLY_SECONDS, elements_of
 
 # Worker deaths one split may see before the consumer gives up with WorkerDiedError.
 MAX_ATTEMPTS = 3
@@ -115,7 +117,8 @@ class DistributeIterator(OpIterator):
         self.exhausted = False
         self.lanes: list[_Lane] = []
         self.turn = 0
-        self.ready: deque = deque()  # [sid, entries, position]: received, in delivery order
+        # [sid, entries, position, failure positions]: received, in delivery order
+        self.ready: deque = deque()
         self.splits: dict[int, _Split] = {}
         self.done: list[int] = []  # splits whose every element was delivered
         self.report: list[int] = []  # ... not yet told to the dispatcher
@@ -261,7 +264,7 @@ class DistributeIterator(OpIterator):
         if a.record is not None:
             self.counts["resumed"] += 1
             carry = buffer_from_state(a.record.carry, "distribute") if a.record.carry else []
-            self._push(sid, carry)
+            self._push(sid, carry, last_only=False)
         if split.finished:
             self._maybe_done(sid)
             self._ask(lane)
@@ -273,9 +276,10 @@ class DistributeIterator(OpIterator):
     def _received(self, lane: _Lane, run: _Run, reply: Any) -> None:
         split = self.splits[run.sid]
         self.counts["replies"] += 1
-        if reply.elements:
-            self.counts["elements"] += len(reply.elements)
-            self._push(run.sid, reply.elements)
+        elements = writable(elements_of(reply))
+        if elements:
+            self.counts["elements"] += len(elements)
+            self._push(run.sid, elements)
         if reply.done:
             split.finished, split.state = True, None
             run.refs.clear()  # their replies are empty: the stream ended
@@ -336,21 +340,25 @@ class DistributeIterator(OpIterator):
             self._submit(lane)
 
     # ---- delivering ----------------------------------------------------------------------
-    def _push(self, sid: int, entries: list) -> None:
+    def _push(self, sid: int, entries: list, last_only: bool = True) -> None:
+        """Queue ``entries`` of split ``sid`` for delivery; ``last_only``: a failure can
+        only be the last entry (a reply), else anywhere (a checkpoint's carry)."""
         if entries:
-            self.ready.append([sid, entries, 0])
+            failures = [len(entries) - 1] if type(entries[-1]) is Failed else []
+            if not last_only:
+                failures = [i for i, x in enumerate(entries) if type(x) is Failed]
+            self.ready.append([sid, entries, 0, deque(failures)])
             self.splits[sid].undelivered += len(entries)
 
     def _take(self, n: int) -> list:
         item = self.ready[0]
-        sid, entries, pos = item
-        if type(entries[pos]) is Failed:  # the failure's position: raise it, move past it
+        sid, entries, pos, failures = item
+        if failures and failures[0] == pos:  # the failure's position: raise, move past it
+            failures.popleft()
             self.error = entries[pos].error
             self._advance(item, pos + 1, 1)
             raise_pending(self, "error")
-        stop = pos
-        while stop < len(entries) and stop - pos < n and type(entries[stop]) is not Failed:
-            stop += 1
+        stop = min(len(entries), pos + n, failures[0] if failures else len(entries))
         out = entries[pos:stop]
         self._advance(item, stop, len(out))
         return out
@@ -384,7 +392,7 @@ class DistributeIterator(OpIterator):
     # ---- state ---------------------------------------------------------------------------
     def _carry(self, sid: int) -> list:
         out: list = []
-        for item_sid, entries, pos in self.ready:
+        for item_sid, entries, pos, _ in self.ready:
             if item_sid == sid:
                 out.extend(entries[pos:])
         return out
@@ -481,6 +489,39 @@ class DistributeIterator(OpIterator):
         self._leave()
         self.lanes, self.ready = [], deque()
         super().close()
+
+
+def _copy_read_only(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return x.copy() if not x.flags.writeable else x
+    if type(x) is tuple:
+        return tuple(_copy_read_only(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _copy_read_only(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_copy_read_only(v) for v in x]
+    return x
+
+
+def _has_read_only(x: Any) -> bool:
+    if isinstance(x, np.ndarray):
+        return not x.flags.writeable
+    if isinstance(x, (tuple, list)):
+        return any(_has_read_only(v) for v in x)
+    if isinstance(x, dict):
+        return any(_has_read_only(v) for v in x.values())
+    return False
+
+
+def writable(elements: list) -> list:
+    """The elements with every read-only array copied. Ray hands large replies out of its
+    object store as read-only views (zero copy); elements here are writable, as the same
+    pipeline's are in one process (an in-place op after ``distribute`` must not fail, nor
+    ``torch.from_numpy`` warn). Elements of one reply share a layout: the first one says
+    whether any copy is needed."""
+    if not elements or not _has_read_only(elements[0]):
+        return elements
+    return [_copy_read_only(x) for x in elements]
 
 
 class _Adopted:

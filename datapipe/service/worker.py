@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import cloudpickle
+import numpy as np
 
 from datapipe._positions import Failed
 from datapipe.errors import PipelineError
@@ -43,13 +44,44 @@ MAX_ENDED = 4096
 MAX_STREAMS = 1024
 
 
+class Packed:
+    """Elements that are numpy scalars of one dtype, travelling as one array: pickling
+    4,096 ``np.int64`` scalars one by one costs ~8 ms here, as one array ~0.02 ms.
+    ``unpack()`` gives the same scalars back."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+
+    def unpack(self) -> list:
+        return list(self.array)
+
+
+def pack(elements: list) -> list | Packed:
+    """``elements`` as a ``Packed`` array when they are all numpy scalars of one type and
+    dtype (``range``'s, a column's), else unchanged."""
+    if len(elements) < 2:
+        return elements
+    first = elements[0]
+    kind = type(first)
+    if not isinstance(first, np.generic) or first.dtype.hasobject:
+        return elements
+    dtype = first.dtype
+    for x in elements:
+        if type(x) is not kind or x.dtype != dtype:
+            return elements
+    return Packed(np.array(elements, dtype=dtype))
+
+
 @dataclass
 class Reply:
-    """One reply: ``elements`` (a ``Failed`` entry last when the next element failed),
-    ``state`` (the chain's state after them), ``done`` (the split has no more elements),
-    ``compute_s`` (seconds spent producing them, for statistics)."""
+    """One reply: ``elements`` (a ``Failed`` entry last when the next element failed; a
+    ``Packed`` array for numpy scalars), ``state`` (the chain's state after them), ``done``
+    (the split has no more elements), ``compute_s`` (seconds spent producing them, for
+    statistics)."""
 
-    elements: list
+    elements: list | Packed
     state: Any
     done: bool
     compute_s: float = 0.0
@@ -166,10 +198,16 @@ class Stream:
                 break
         compute = time.perf_counter() - t0
         state = None if done else self.root.get_state()
-        return Reply(out, state, done, compute)
+        return Reply(pack(out), state, done, compute)
 
     def close(self) -> None:
         self.root.close()
+
+
+def elements_of(reply: Reply) -> list:
+    """A reply's elements as a list (unpacked)."""
+    got = reply.elements
+    return got.unpack() if isinstance(got, Packed) else got
 
 
 class WorkerCore:
@@ -232,7 +270,7 @@ class WorkerCore:
         self.streams.move_to_end(key)
         reply = stream.read(limit, seconds, max_bytes)
         self.stats["replies"] += 1
-        self.stats["elements"] += len(reply.elements)
+        self.stats["elements"] += len(elements_of(reply))
         self.stats["compute_s"] += reply.compute_s
         if reply.done:
             self.close([key])

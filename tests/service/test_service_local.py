@@ -30,7 +30,7 @@ from datapipe.service.layout import (
     layout_to_state,
 )
 from datapipe.service.ray_service import RayService, parse_address
-from datapipe.service.worker import WorkerCore, build_chain
+from datapipe.service.worker import Packed, WorkerCore, build_chain, elements_of, pack
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -337,18 +337,18 @@ def test_a_split_resumes_on_another_worker_from_the_last_reply():
     layout = PoolSplits((200,), 50)
     spec = layout.spec(1)
     whole = WorkerCore().read(("k", 1, 0), "b", blob, _open(ds, spec), limit=10**6)
-    assert whole.done and sorted(whole.elements) == [10 * i for i in range(50, 100)]
+    assert whole.done and sorted(elements_of(whole)) == [10 * i for i in range(50, 100)]
     first = WorkerCore()
     got = []
     reply = first.read(("k", 1, 1), "b", blob, _open(ds, spec), limit=7)
-    got += reply.elements
+    got += elements_of(reply)
     reply = first.read(("k", 1, 1), "b", None, None, limit=7)
-    got += reply.elements
+    got += elements_of(reply)
     first.shutdown()  # the worker "dies"; another opens the split at the last state
     second = WorkerCore()
     reply = second.read(("k", 1, 2), "b", blob, _open(ds, spec, reply.state), limit=10**6)
-    got += reply.elements
-    assert reply.done and got == whole.elements
+    got += elements_of(reply)
+    assert reply.done and got == elements_of(whole)
 
 
 def test_a_split_is_not_sharded_again_on_the_worker(monkeypatch):
@@ -377,10 +377,10 @@ def test_element_failures_keep_their_position():
     core = WorkerCore()
     spec = PoolSplits((6,), 6).spec(0)
     reply = core.read(("k", 0, 0), "b", cloudpickle.dumps(ds), _open(ds, spec), limit=100)
-    assert reply.elements[:3] == [0, 1, 2] and len(reply.elements) == 4
+    assert elements_of(reply)[:3] == [0, 1, 2] and len(reply.elements) == 4
     assert "bad element" in str(reply.elements[3].error) and not reply.done
     rest = core.read(("k", 0, 0), "b", None, None, limit=100)
-    assert rest.elements == [4, 5] and rest.done
+    assert elements_of(rest) == [4, 5] and rest.done
 
 
 def test_parallel_epochs_splits_differ_by_slot_and_deal_among_consumers():
@@ -391,10 +391,10 @@ def test_parallel_epochs_splits_differ_by_slot_and_deal_among_consumers():
         out = []
         core, key = WorkerCore(), ("k", spec.sid, 0)
         reply = core.read(key, "b", blob, _open(ds, spec, policy=None), limit=1000)
-        out += reply.elements
+        out += elements_of(reply)
         while not reply.done:
             reply = core.read(key, "b", None, None, limit=1000)
-            out += reply.elements
+            out += elements_of(reply)
         return out
 
     slots = ParallelSlots(2)
@@ -483,4 +483,28 @@ def test_a_worker_closes_its_least_recently_read_streams_beyond_its_limit(monkey
     assert list(core.streams) == [("k", 1, 0), ("k", 2, 0)]
     with pytest.raises(RuntimeError, match="never opened on this worker"):
         core.read(("k", 0, 0), "b", None, None)
-    assert core.read(("k", 1, 0), "b", None, None, limit=3).elements == [12, 13, 14]
+    assert elements_of(core.read(("k", 1, 0), "b", None, None, limit=3)) == [12, 13, 14]
+
+
+def test_numpy_scalars_travel_as_one_array_and_come_back_the_same():
+    xs = [np.int64(i) for i in range(5)]
+    packed = pack(xs)
+    assert isinstance(packed, Packed) and packed.array.dtype == np.int64
+    back = cloudpickle.loads(cloudpickle.dumps(packed)).unpack()
+    assert back == xs and all(type(x) is np.int64 for x in back)
+    mixed = [np.int64(1), np.int32(2)]
+    assert pack(mixed) is mixed  # two dtypes: as they are
+    assert pack([np.float32(1), 2.0]) == [np.float32(1), 2.0]
+    strings = [np.str_("a"), np.str_("bc")]
+    assert pack(strings) is strings  # '<U1' and '<U2'
+
+
+def test_consumers_hand_out_writable_arrays():
+    from datapipe.service.consumer import writable
+
+    ro = np.arange(6).reshape(2, 3)
+    ro.flags.writeable = False
+    out = writable([(ro, 1), (ro[::-1], 2)])
+    assert all(x[0].flags.writeable for x in out) and out[0][0].tolist() == ro.tolist()
+    ok = [np.zeros(3)]
+    assert writable(ok) is ok
