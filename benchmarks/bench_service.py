@@ -67,8 +67,11 @@ def checksum(batches) -> tuple[int, int]:
     return count, total
 
 
-def timed(run, repeats: int) -> tuple[float, tuple]:
+def timed(run, repeats: int) -> tuple[float, tuple, float]:
+    """Median wall seconds, the result, and this process's CPU seconds per run (all its
+    threads: Ray's receiving threads in a consumer count)."""
     times, out = [], None
+    cpu0 = time.process_time()
     for _ in range(repeats):
         t0 = time.perf_counter()
         got = run()
@@ -76,7 +79,7 @@ def timed(run, repeats: int) -> tuple[float, tuple]:
         if out is not None and got != out:
             raise RuntimeError(f"runs disagree: {got} vs {out}")
         out = got
-    return statistics.median(times), out
+    return statistics.median(times), out, (time.process_time() - cpu0) / repeats
 
 
 def start_ray():
@@ -107,9 +110,9 @@ def pipeline_rows(n: int, repeats: int) -> list[dict]:
     rows = []
 
     def add(system, run, note=""):
-        secs, (count, total) = timed(run, repeats)
+        secs, (count, total), cpu = timed(run, repeats)
         rows.append({"system": system, "seconds": secs, "count": count, "sum": total,
-                     "rate": count / secs, "note": note})  # fmt: skip
+                     "rate": count / secs, "cpu_s": cpu, "note": note})  # fmt: skip
         print(f"  {system:55s} {count / secs:10,.0f} el/s  ({secs:.2f} s)", flush=True)
 
     add("in-process map (sequential)", lambda: checksum(dp.range(n).map(w6.f).batch(BATCH)))
@@ -128,11 +131,11 @@ def pipeline_rows(n: int, repeats: int) -> list[dict]:
 def overhead_rows(n: int, repeats: int) -> list[dict]:
     svc, ds = served(n, 1, identity)
     before = worker_totals(svc)
-    secs, (count, total) = timed(lambda: checksum(ds), repeats)
+    secs, (count, total), cpu = timed(lambda: checksum(ds), repeats)
     after = worker_totals(svc)
     svc.shutdown()
     row = {"system": "Ray service, K=1, identity map", "seconds": secs, "count": count,
-           "sum": total, "rate": count / secs,
+           "sum": total, "rate": count / secs, "cpu_s": cpu,
            "workers": {key: after[key] - before[key] for key in after}}  # fmt: skip
     print(f"  {row['system']:55s} {count / secs:10,.0f} el/s  ({secs:.2f} s)", flush=True)
     return [row]
@@ -235,6 +238,20 @@ def component_costs(ray) -> dict:
     return out
 
 
+def consumer_costs(rows: list[dict], repeats: int) -> dict:
+    """The consumer's CPU per reply and per element, from two service runs (K=1): W6's
+    (replies of ~100 elements) and the identity map's (replies of ~4,096), each
+    ``cpu = replies x per_reply + elements x per_element`` (batch(64) included)."""
+    a = next(r for r in rows if r["system"].endswith("K=1"))
+    b = next(r for r in rows if "identity" in r["system"])
+    ra, rb = a["workers"]["replies"] / repeats, b["workers"]["replies"] / repeats
+    ea, eb = a["count"], b["count"]
+    per_element = (a["cpu_s"] * rb - b["cpu_s"] * ra) / (ea * rb - eb * ra)
+    per_reply = (a["cpu_s"] - ea * per_element) / ra
+    return {"consumer_cpu_per_reply_us": per_reply * 1e6,
+            "consumer_cpu_per_element_us": per_element * 1e6}  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20_000)
@@ -252,6 +269,7 @@ def main() -> None:
         raise RuntimeError(f"the systems disagree: {sums}")
     print("components:", flush=True)
     parts = component_costs(ray)
+    parts.update(consumer_costs(rows, args.repeats))
     for name, v in parts.items():
         print(f"  {name:40s} {v:10.1f}", flush=True)
     ray.shutdown()

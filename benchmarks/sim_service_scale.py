@@ -76,10 +76,8 @@ def costs_from_bench(path: str | None, element: float, latency: float) -> Costs:
         c["worker_element"] = m["pickle_reply_100_ints_us"] * 1e-6 / 100
         c["open_split"] = m["open_split_us"] * 1e-6
         c["dispatcher_call"] = m["dispatcher_next_split_pipelined_us"] * 1e-6
-        c["consumer_reply"] = (m["consumer_submit_us"] + m["consumer_get_ready_reply_us"]) * 1e-6
-        c["consumer_element"] = m["consumer_pipeline_per_element_us"] * 1e-6 + (
-            m["pickle_reply_100_ints_us"] * 1e-6 / 100
-        )
+        c["consumer_reply"] = max(0.0, m["consumer_cpu_per_reply_us"]) * 1e-6
+        c["consumer_element"] = max(0.0, m["consumer_cpu_per_element_us"]) * 1e-6
     return Costs(element=element, latency=latency, **c)
 
 
@@ -249,8 +247,11 @@ def main() -> None:
     parser.add_argument("--latency-us", type=float, default=100.0)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--splits", default="1600,400,100,25")
+    parser.add_argument("--consumer-reply-us", type=float, default=None, help="override")
     args = parser.parse_args()
     c = costs_from_bench(args.costs, args.element_us * 1e-6, args.latency_us * 1e-6)
+    if args.consumer_reply_us is not None:
+        c.consumer_reply = args.consumer_reply_us * 1e-6
     print(f"costs (µs): { {k: round(v * 1e6, 1) for k, v in vars(c).items()} }")
     print(f"elements per reply: {c.per_reply}; {args.workers} workers x {args.consumers} "
           f"consumers, {LANES_PER_WORKER} lanes per worker per consumer")  # fmt: skip

@@ -62,6 +62,7 @@ def values(ds) -> list[int]:
 
 
 def test_distributed_and_parallel_epochs(ray_local, threads):
+    before = service().stats()["splits_done"]
     base = dp.range(60).map(lambda x: x * 3)
     once = base.apply(distribute("distributed_epoch", service(split_size=7)))
     got = values(once)
@@ -71,7 +72,7 @@ def test_distributed_and_parallel_epochs(ray_local, threads):
     got = values(twice)
     assert collections.Counter(got) == {3 * i: 2 for i in range(60)}
     stats = service().stats()
-    assert stats["splits_done"] == 9 + 2  # ceil(60 / 7) splits, then two whole copies
+    assert stats["splits_done"] - before == 9 + 2  # ceil(60 / 7) splits, then two copies
     assert stats["live_jobs"] == 0 and threads.settle() == []
 
 
@@ -126,6 +127,11 @@ def test_round_robin_consumers_share_one_job(ray_local):
     dropped = [values(dp.range(53).apply(distribute("distributed_epoch", svc, "rr2", c, 2)))
                for c in range(2)]  # fmt: skip
     assert len(dropped[0]) == len(dropped[1]) == 26  # uneven="drop"
+    # parallel_epochs: each consumer reads its round-robin share of every worker's copy
+    dealt = [values(dp.range(41).with_options(allow).apply(
+        distribute("parallel_epochs", svc, "rr3", c, 2))) for c in range(2)]  # fmt: skip
+    assert collections.Counter(dealt[0] + dealt[1]) == {i: 2 for i in range(41)}
+    assert sorted(dealt[0]) == sorted(2 * [i for i in range(0, 41, 2)])
 
 
 @pytest.mark.slow
