@@ -8,9 +8,10 @@ shared jobs, round-robin consumers, checkpoints) and ``RayService`` for the clus
 Importing this package does not import Ray (the optional extra ``datapipe[ray]``): Ray is
 imported when a pipeline with ``distribute`` first runs.
 
-Modules: ``distribute`` (the op), ``consumer`` (reading a job), ``layout`` (splits),
-``jobs`` (the dispatcher's bookkeeping), ``worker`` (a worker's split chains),
-``actors`` (the Ray actors), ``ray_service`` (joining or starting Ray).
+Modules: ``distribute`` (the op), ``consumer`` (reading a job), ``state`` (a consumer's
+checkpoint), ``layout`` (splits), ``jobs`` (the dispatcher's bookkeeping), ``worker`` (a
+worker's split chains, and how replies travel), ``actors`` (the Ray actors),
+``ray_service`` (joining or starting Ray).
 """
 
 from datapipe.service.distribute import DistributeDataset, distribute

@@ -32,21 +32,25 @@ import uuid
 from collections import deque
 from typing import Any
 
-import numpy as np
-
 from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._positions import Failed, buffer_from_state, buffer_to_state
 from datapipe.errors import PipelineBrokenError, WorkerDiedError
 from datapipe.service.jobs import Assignment, Record
 from datapipe.service.layout import layout_from_state, layout_to_state
-from datapipe.service.worker import REPLY_BYTES, REPLY_ELEMENTS, REPLY_SECONDS, elements_of
+from datapipe.service.state import check_states, own_part
+from datapipe.service.worker import (
+    REPLY_BYTES,
+    REPLY_ELEMENTS,
+    REPLY_SECONDS,
+    elements_of,
+    writable,
+)
 
 # Worker deaths one split may see before the consumer gives up with WorkerDiedError.
 MAX_ATTEMPTS = 3
 # How long a dead worker's replacement may take to start (Ray places it where a CPU is free).
 REPLACE_TIMEOUT_S = 120.0
-STATE_KEYS = ("job", "consumer", "done", "records")
 
 
 class _Split:
@@ -443,7 +447,7 @@ class DistributeIterator(OpIterator):
         """Resume from this consumer's state, or from the list of all consumers' states of
         a shared job (see ``distribute``); the job is rejoined at the next element."""
         with self.lock:
-            self._restore(_check_states(state, self.node))
+            self._restore(check_states(state, self.node))
 
     def _restore(self, states: list[dict]) -> None:
         job = states[0]["job"]
@@ -465,7 +469,7 @@ class DistributeIterator(OpIterator):
         self.job_epoch = [int(e) for e in job["epoch"]]
         suffix = "resumed" if me is not None else f"resumed-{restore_id[:16]}"
         self.uid = f"{job['uid']}:{suffix}"
-        self.restore = ([_own(s) for s in states], restore_id)
+        self.restore = ([own_part(s) for s in states], restore_id)
         self.restore_job = job
 
     # ---- stopping ------------------------------------------------------------------------
@@ -491,39 +495,6 @@ class DistributeIterator(OpIterator):
         super().close()
 
 
-def _copy_read_only(x: Any) -> Any:
-    if isinstance(x, np.ndarray):
-        return x.copy() if not x.flags.writeable else x
-    if type(x) is tuple:
-        return tuple(_copy_read_only(v) for v in x)
-    if isinstance(x, dict):
-        return {k: _copy_read_only(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_copy_read_only(v) for v in x]
-    return x
-
-
-def _has_read_only(x: Any) -> bool:
-    if isinstance(x, np.ndarray):
-        return not x.flags.writeable
-    if isinstance(x, (tuple, list)):
-        return any(_has_read_only(v) for v in x)
-    if isinstance(x, dict):
-        return any(_has_read_only(v) for v in x.values())
-    return False
-
-
-def writable(elements: list) -> list:
-    """The elements with every read-only array copied. Ray hands large replies out of its
-    object store as read-only views (zero copy); elements here are writable, as the same
-    pipeline's are in one process (an in-place op after ``distribute`` must not fail, nor
-    ``torch.from_numpy`` warn). Elements of one reply share a layout: the first one says
-    whether any copy is needed."""
-    if not elements or not _has_read_only(elements[0]):
-        return elements
-    return [_copy_read_only(x) for x in elements]
-
-
 class _Adopted:
     """A lane's next split taken from the adopted ones (no dispatcher call to wait for)."""
 
@@ -535,57 +506,3 @@ class _Adopted:
 
 class _WorkerGone(Exception):
     """A request's worker died (or its reply was lost): read the split elsewhere."""
-
-
-def _own(state: dict) -> dict:
-    """The part of a consumer state the dispatcher needs to resume a job."""
-    return {"consumer": state["consumer"], "done": list(state["done"]),
-            "records": list(state["records"])}  # fmt: skip
-
-
-def _check_states(state: Any, node: Any) -> list[dict]:
-    """``state`` as a list of consumer states of one job of ``node``'s kind.
-
-    Raises:
-        ValueError: not the dict ``get_state`` made (or a list of them), states of
-            different jobs, or of another processing mode / number of consumers.
-    """
-    states = list(state) if isinstance(state, (list, tuple)) else [state]
-    if not states:
-        raise ValueError("distribute: set_state got an empty list of states")
-    for j, s in enumerate(states):
-        if not isinstance(s, dict) or any(k not in s for k in STATE_KEYS):
-            raise ValueError(
-                f"distribute: state {j} is not a distribute consumer's state (expected the "
-                f"dict get_state() returned, with keys {list(STATE_KEYS)})"
-            )
-        job = s["job"]
-        if not isinstance(job, dict) or any(
-            k not in job for k in ("name", "uid", "epoch", "seed", "mode", "layout")
-        ):
-            raise ValueError(f"distribute: state {j} has a malformed 'job' entry")
-    first = states[0]["job"]
-    for s in states[1:]:
-        if (s["job"]["name"], s["job"]["uid"], list(s["job"]["epoch"])) != (
-            first["name"],
-            first["uid"],
-            list(first["epoch"]),
-        ):
-            raise ValueError("distribute: the states were saved by consumers of different jobs")
-    if first["mode"] != node.processing_mode:
-        raise ValueError(
-            f"distribute: the state was saved in {first['mode']!r} mode, this pipeline runs "
-            f"{node.processing_mode!r}"
-        )
-    saved = layout_from_state(first["layout"])
-    if saved.consumers != node.num_consumers:
-        raise ValueError(
-            f"distribute: the state was saved with num_consumers={saved.consumers}, this "
-            f"consumer has num_consumers={node.num_consumers}"
-        )
-    if first["name"] != node.job_name:
-        raise ValueError(
-            f"distribute: the state was saved by job_name={first['name']!r}, this pipeline "
-            f"uses job_name={node.job_name!r}"
-        )
-    return states

@@ -12,6 +12,9 @@ mechanism elastic resume uses to make a shard point read a given share). A
 Every reply carries the chain's state after its last element: the consumer keeps the
 latest, so a split resumes exactly there on another worker if this one dies, and the
 consumer's checkpoint names positions inside the splits it reads.
+
+How replies travel: numpy scalars of one dtype as one array (``pack``); on arrival, arrays
+Ray handed out read-only from its object store are copied (``writable``).
 """
 
 from __future__ import annotations
@@ -208,6 +211,39 @@ def elements_of(reply: Reply) -> list:
     """A reply's elements as a list (unpacked)."""
     got = reply.elements
     return got.unpack() if isinstance(got, Packed) else got
+
+
+def _copy_read_only(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return x.copy() if not x.flags.writeable else x
+    if type(x) is tuple:
+        return tuple(_copy_read_only(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _copy_read_only(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_copy_read_only(v) for v in x]
+    return x
+
+
+def _has_read_only(x: Any) -> bool:
+    if isinstance(x, np.ndarray):
+        return not x.flags.writeable
+    if isinstance(x, (tuple, list)):
+        return any(_has_read_only(v) for v in x)
+    if isinstance(x, dict):
+        return any(_has_read_only(v) for v in x.values())
+    return False
+
+
+def writable(elements: list) -> list:
+    """The elements with every read-only array copied. Ray hands large replies out of its
+    object store as read-only views (zero copy); elements here are writable, as the same
+    pipeline's are in one process (an in-place op after ``distribute`` must not fail, nor
+    ``torch.from_numpy`` warn). Elements of one reply share a layout: the first one says
+    whether any copy is needed."""
+    if not elements or not _has_read_only(elements[0]):
+        return elements
+    return [_copy_read_only(x) for x in elements]
 
 
 class WorkerCore:

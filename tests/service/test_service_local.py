@@ -500,7 +500,7 @@ def test_numpy_scalars_travel_as_one_array_and_come_back_the_same():
 
 
 def test_consumers_hand_out_writable_arrays():
-    from datapipe.service.consumer import writable
+    from datapipe.service.worker import writable
 
     ro = np.arange(6).reshape(2, 3)
     ro.flags.writeable = False
