@@ -39,14 +39,15 @@ REPLY_SECONDS = 0.02
 LANES_PER_WORKER = 2
 OUTSTANDING_PER_LANE = 2
 
-# Defaults: bench_service.py on the 2-core dev machine (see benchmarks/README.md), in s.
+# Defaults: medians of three bench_service.py runs on the 2-core dev machine, shared with
+# other jobs (load average 4-6; see benchmarks/README.md), in seconds.
 DEFAULTS = {
-    "worker_reply": 368e-6,  # an actor call's cost at the actor (pipelined calls)
-    "worker_element": 0.8e-6,  # pickling one int of a reply (100 ints: 81 µs)
-    "open_split": 717e-6,  # building a split's chain on a worker
-    "dispatcher_call": 1132e-6,  # next_split, pipelined calls
-    "consumer_reply": 400e-6,  # submitting a request + taking a ready reply
-    "consumer_element": 3e-6,  # deserialise + deliver + batch(64), per element
+    "worker_reply": 303e-6,  # an actor call's cost at the actor (pipelined calls)
+    "worker_element": 0.13e-6,  # pickling one int of a reply (100 ints: 12.9 µs)
+    "open_split": 306e-6,  # building a split's chain on a worker
+    "dispatcher_call": 690e-6,  # next_split, pipelined calls from one consumer
+    "consumer_reply": 1425e-6,  # the consumer's CPU per reply in a real run (all threads)
+    "consumer_element": 0.4e-6,  # deserialise + deliver + batch(64), per element
 }
 
 
@@ -232,7 +233,9 @@ def on_paper(c: Costs, workers: int, consumers: int, split: int) -> dict:
     bounds = {
         "workers": workers / per_element,
         "dispatcher": split / c.dispatcher_call,
-        "consumers": consumers / (c.consumer_element + c.consumer_reply / m),
+        # per element, per reply, and per split (sending a new split's first requests)
+        "consumers": consumers
+        / (c.consumer_element + c.consumer_reply / m + c.consumer_reply / split),
     }
     by = min(bounds, key=bounds.get)
     return {"per_consumer": bounds[by] / consumers, "bound_by": by}
