@@ -74,8 +74,16 @@ def distribute(
       worker in flight (each reply at most 4,096 elements, ~1 MiB of arrays or 20 ms of
       work), which is also its prefetch; workers compute only what was requested.
     - Order: with ``Options.deterministic`` (default True) a single consumer takes the
-      replies of its splits in a fixed rotation, so a run is reproducible; with
-      ``deterministic=False``, whichever reply is ready first (faster when workers differ).
+      replies of its splits in a fixed rotation, so a run without worker failures is
+      reproducible; with ``deterministic=False``, whichever reply is ready first (faster
+      when workers differ).
+    - A consumer that stops early (``close``, a ``break`` and garbage collection) gives
+      its splits in progress back to the job, with the elements it had received and not
+      passed on (what the ops after ``distribute`` had read ahead goes with them), so the
+      job's other consumers finish them.
+    - The pipeline before ``distribute`` is pickled (cloudpickle) when the op is built and
+      sent to the workers once per service: lambdas and closures travel by value, functions
+      of an importable module by reference (the module must be importable on the workers).
     - Checkpoints: the consumer's iterator ``get_state()`` / ``set_state()`` resume a job:
       the splits it delivered completely, and for each split in progress the elements it
       had received and not delivered plus the split chain's state after them. A shared
@@ -104,8 +112,9 @@ def distribute(
     Raises:
         TypeError / ValueError: at once, for a bad argument, a pipeline that cannot be
             pickled (names the op), and in ``distributed_epoch`` a source that cannot be
-            split (a generator, a filtered or interleaved stream: use parallel_epochs), an
-            explicit ``shard()`` or a ``repeat`` before ``distribute``. A cluster that is
+            split (a generator, or a stream such as ``scan``'s that is neither random
+            access nor files: use parallel_epochs), an explicit ``shard()`` or a ``repeat``
+            before ``distribute``. A cluster that is
             not there raises when the pipeline first runs (see ``RayService``).
         WorkerDiedError (at iteration): a split's worker died 3 times.
 
