@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import sys
 import time
 from typing import Any
 
@@ -167,6 +168,9 @@ class RayService:
 
     # ---- connecting --------------------------------------------------------------------------
     def _ray(self) -> Any:
+        loaded = sys.modules.get("ray")
+        if loaded is None or not loaded.is_initialized():
+            target = self._target()  # probed before importing Ray (seconds) or joining it
         try:
             import ray
         except ImportError as e:
@@ -174,19 +178,25 @@ class RayService:
                 'datapipe.service.RayService needs Ray: pip install "datapipe[ray]"'
             ) from e
         if not ray.is_initialized():
-            self._init(ray)
+            self._init(ray, *target)
         elif self.address not in (None, "auto"):
             self._check_same_cluster(ray)
         return ray
 
-    def _init(self, ray: Any) -> None:
+    def _target(self) -> tuple[str, str | None]:
+        """``(kind, address)`` to join (``RAY_ADDRESS`` when ``address`` is None), after
+        checking that something listens there (``probe``)."""
         kind, host, port = parse_address(self.address)
+        target = self.address
         env = os.environ.get("RAY_ADDRESS")
         if kind == "process" and env:
-            kind, host, port = parse_address(env)[0], *parse_address(env)[1:]
+            (kind, host, port), target = parse_address(env), env
         if kind in ("gcs", "client"):
-            probe(host, port, self.connect_timeout_s, self.address or env)
-            target = self.address if self.address is not None else env
+            probe(host, port, self.connect_timeout_s, target)
+        return kind, target
+
+    def _init(self, ray: Any, kind: str, target: str | None) -> None:
+        if kind in ("gcs", "client"):
             ray.init(address=target)
         elif kind == "auto":
             try:
