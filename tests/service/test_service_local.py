@@ -60,6 +60,8 @@ def test_import_does_not_import_ray():
         "    next(iter(dp.range(3).apply(dp.service.distribute('parallel_epochs', bad))))\n"
         "except ValueError as e:\n"
         "    assert 'no Ray cluster reachable' in str(e)\n"
+        "else:\n"
+        "    raise SystemExit('no ValueError for a refused address')\n"
         "print('ray' in sys.modules)\n"  # the bad address failed before Ray was imported
     )
     env = dict(os.environ, PYTHONPATH=ROOT)
