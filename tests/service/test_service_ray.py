@@ -6,6 +6,7 @@ short test in the default run, the rest marked slow."""
 from __future__ import annotations
 
 import collections
+import json
 import os
 import sys
 import time
@@ -255,3 +256,44 @@ def test_numpy_batches_travel_and_arrays_stay_exact(ray_local):
     batches = list(ds)
     assert all(b.dtype == np.float32 and b.shape[1] == 3 for b in batches)
     assert np.array_equal(np.sort(np.concatenate(batches), axis=0), x)
+
+
+RANK_SCRIPT = """
+import json, sys
+import datapipe as dp
+from datapipe.service import RayService, distribute
+
+address, rank, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+svc = RayService(num_workers=2, name="test", address=address, split_size=6)
+ds = dp.range(100).map(lambda x: x * 5).apply(
+    distribute("distributed_epoch", svc, job_name="ddp", consumer_index=rank, num_consumers=2)
+)
+json.dump([int(x) for x in ds], open(out, "w"))
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_share_one_job_as_ranks(ray_local, tmp_path):
+    import subprocess
+
+    service().start()  # the service lives with this process; the ranks join it
+    address = ray_local.get_runtime_context().gcs_address
+    script = tmp_path / "rank.py"
+    script.write_text(RANK_SCRIPT)
+    env = dict(os.environ)  # PYTHONPATH and the loopback switch, from the fixture
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), address, str(r), str(tmp_path / f"r{r}.json")],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )  # fmt: skip
+        for r in range(2)
+    ]
+    for p in procs:
+        out, _ = p.communicate(timeout=180)
+        assert p.returncode == 0, out[-3000:]
+    got = [json.loads((tmp_path / f"r{r}.json").read_text()) for r in range(2)]
+    assert sorted(got[0] + got[1]) == [5 * i for i in range(100)]
+    assert len(got[0]) == len(got[1]) == 50
