@@ -518,3 +518,22 @@ def test_consumers_hand_out_writable_arrays():
     assert all(x[0].flags.writeable for x in out) and out[0][0].tolist() == ro.tolist()
     ok = [np.zeros(3)]
     assert writable(ok) is ok
+
+
+def test_sharded_record_files_are_split_by_shard(tmp_path):
+    samples = [{"__key__": f"s{i:03d}", "txt": f"sample {i}"} for i in range(10)]
+    shards = dp.write_webdataset(samples, str(tmp_path / "shard-%03d.tar"), max_count=4)
+    ds = dist(dp.WebDataset(shards))
+    assert (ds.plan.policy, ds.plan.pools, ds.plan.units) == ("FILE", (3,), True)
+    blob = cloudpickle.dumps(ds._inputs[0])
+    got = []
+    for sid in range(ds.layout().count()):  # each split on its own "worker"
+        spec = ds.layout().spec(sid)
+        core, key = WorkerCore(), ("k", sid, 0)
+        reply = core.read(key, "b", blob, _open(ds, spec, policy="FILE"), limit=100)
+        while True:
+            got += [x["__key__"] for x in elements_of(reply)]
+            if reply.done:
+                break
+            reply = core.read(key, "b", None, None, limit=100)
+    assert sorted(got) == [f"s{i:03d}" for i in range(10)]
