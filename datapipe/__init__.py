@@ -163,6 +163,11 @@ __all__ += [
     "write_webdataset",
 ]
 
+# A preprocessing service on Ray (datapipe.service; Ray itself is imported on first use).
+from datapipe import service  # noqa: E402
+
+__all__ += ["service"]
+
 # Stream ops (window): the spec of a Dataset-valued component.
 from datapipe._spec import DatasetSpec  # noqa: E402
 

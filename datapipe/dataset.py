@@ -45,6 +45,14 @@ _SPEC_ATTEMPTS = 16
 REWRITES: list[Callable[[Dataset, IterContext], Dataset]] = []
 
 _RAW = threading.local()
+_INFER = threading.local()
+
+
+def inferring_spec() -> bool:
+    """Whether this thread is computing a first element for ``element_spec`` inference
+    (``Dataset._first_element``): an op that would hand its input to a service
+    (``distribute``) then runs it here instead, so inference never starts or joins a job."""
+    return getattr(_INFER, "depth", 0) > 0
 
 
 @contextmanager
@@ -110,6 +118,9 @@ class Dataset:
       resume cannot split a pool read below one.
     - ``aligns_inputs``: pairs its inputs' elements by position (``zip``); a shard point
       below it passes only ``elementwise`` ops, so the pairs stay the same.
+    - ``distributes``: hands its input to a preprocessing service whose dispatcher splits it
+      among workers and consumers (``datapipe.service.distribute``); auto-sharding leaves
+      a pipeline with such an op alone, as it does one with an explicit ``shard()``.
 
     Every method checks its arguments when it builds the node, not when the pipeline first
     runs: a wrong type raises ``TypeError`` (``take("a")``, ``batch(2.0)``, a flag that is
@@ -135,6 +146,7 @@ class Dataset:
     selects_indices: ClassVar[bool] = False
     repeats_input: ClassVar[bool] = False
     aligns_inputs: ClassVar[bool] = False
+    distributes: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -304,13 +316,21 @@ class Dataset:
         ``element_spec`` inference). Elements whose computation fails are passed over (a
         few, then the first error is raised), so a bad first record does not stop a
         ``map(decode).ignore_errors()`` pipeline from being built. Never auto-sharded: every
-        worker infers the same spec, whatever its share."""
-        from datapipe._functions import raise_pending
-        from datapipe.errors import PipelineError
+        worker infers the same spec, whatever its share; never run by a service (see
+        ``inferring_spec``)."""
         from datapipe.options import AutoShardPolicy, DistributeOptions
 
         off = Options(distribute=DistributeOptions(auto_shard_policy=AutoShardPolicy.OFF))
-        it = iter(self.with_options(off))
+        _INFER.depth = getattr(_INFER, "depth", 0) + 1
+        try:
+            return self._first_of(iter(self.with_options(off)))
+        finally:
+            _INFER.depth -= 1
+
+    def _first_of(self, it: Iterator) -> Any:
+        from datapipe._functions import raise_pending
+        from datapipe.errors import PipelineError
+
         # The first error is kept on `held`, never in a local: a local would make
         # error -> traceback -> this frame -> error a cycle, keeping the pipeline and its
         # threads alive until a gc run (see datapipe._functions.raise_pending).

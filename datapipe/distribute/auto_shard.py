@@ -6,9 +6,12 @@
 every worker. Nothing changes without a worker context (a plain process: no
 ``Options.distribute``, no process group, no launcher variables, no DataLoader worker),
 with ``AutoShardPolicy.OFF``, or when the pipeline has an explicit ``shard()`` anywhere
-(that shard is then the only sharding). With a context of one worker (e.g. torchrun with
-one process) the shard points are inserted with the whole pool as the share, so that a
-checkpoint can later resume on more workers.
+(that shard is then the only sharding) or a ``distribute`` (``datapipe.service``: the
+service's dispatcher splits the data among its workers and consumers, so neither the part
+before it, which runs on the service's workers, nor the part after it is sharded again).
+With a context of one worker (e.g. torchrun with one process) the shard points are
+inserted with the whole pool as the share, so that a checkpoint can later resume on more
+workers.
 
 Policies (tf.data's names):
 
@@ -167,9 +170,11 @@ def _is(node: Dataset, cls: type | None) -> bool:
 
 
 def _explicit_shard(nodes: list[Dataset]) -> Dataset | None:
+    """A node that shards the pipeline itself: an explicit ``shard()`` (or a shard point),
+    or a ``distribute`` whose service splits the data (trait ``distributes``)."""
     from datapipe.ops.shard import ShardDataset
 
-    return next((n for n in nodes if isinstance(n, (ShardDataset, _Cut))), None)
+    return next((n for n in nodes if isinstance(n, (ShardDataset, _Cut)) or n.distributes), None)
 
 
 def _varies_between_workers(node: Dataset, options: Options) -> bool:
@@ -463,7 +468,12 @@ def auto_shard(root: Dataset, ctx: IterContext) -> Dataset:
     explicit = _explicit_shard(nodes)
     if explicit is not None:
         if worker.count > 1 and not ctx.dry_run:
-            _announce(root, worker, "off: the pipeline shards itself with an explicit shard()")
+            how = (
+                "a distribute() hands the data to a service whose dispatcher splits it"
+                if explicit.distributes
+                else "the pipeline shards itself with an explicit shard()"
+            )
+            _announce(root, worker, f"off: {how}")
         return root
     if ctx.resume is not None and ctx.resume.policy:
         policy, why = AutoShardPolicy(ctx.resume.policy), "the checkpoint's"

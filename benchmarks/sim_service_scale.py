@@ -1,0 +1,281 @@
+"""What the service would do at 100 workers x 8 consumers: a discrete-event simulation of
+``distribute("distributed_epoch")`` driven by the costs ``bench_service.py`` measured.
+
+The model is the implementation's protocol, not a guess at it:
+
+* every consumer runs 2 lanes per worker; a lane asks the dispatcher for a split
+  (first come, first served), then keeps ``max_outstanding_requests / 2`` = 2 read requests
+  in flight to its worker, one more each time it takes a reply, and asks for the next split
+  when a reply says the split ended;
+* a worker serves its queue of requests one at a time (one Ray actor, FIFO): a reply costs
+  ``worker_reply`` + its elements x (``element`` + ``worker_element``), holds as many
+  elements as fit in 20 ms (the service's ``REPLY_SECONDS``), and the first reply of a
+  split also pays ``open_split`` (building the split's chain);
+* the dispatcher serves ``next_split`` calls one at a time, ``dispatcher_call`` each;
+* a consumer handles one arrival at a time: a reply costs ``consumer_reply`` + its
+  elements x ``consumer_element`` (deserialising, delivering, the ops after
+  ``distribute``), an assignment ``consumer_submit`` per request it sends;
+* every message takes ``latency`` one way (a cluster network; replies of ~100 ints are
+  ~1 KB, so bandwidth does not count; set ``--latency``).
+
+Consumers take elements as fast as they come (the trainer is not the bottleneck), so the
+figure per consumer is what the service can feed each one. Prints per-consumer elements/s,
+each kind of server's utilisation and the dispatcher's call rate, for a few split sizes.
+
+Usage: ``python benchmarks/sim_service_scale.py [--costs bench.json] [--workers 100]
+[--consumers 8] [--element-us 200] [--seconds 4]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+REPLY_SECONDS = 0.02
+LANES_PER_WORKER = 2
+OUTSTANDING_PER_LANE = 2
+
+# Defaults: medians of three bench_service.py runs on the 2-core dev machine, shared with
+# other jobs (load average 4-6; see benchmarks/README.md), in seconds.
+DEFAULTS = {
+    "worker_reply": 303e-6,  # an actor call's cost at the actor (pipelined calls)
+    "worker_element": 0.13e-6,  # pickling one int of a reply (100 ints: 12.9 µs)
+    "open_split": 306e-6,  # building a split's chain on a worker
+    "dispatcher_call": 690e-6,  # next_split, pipelined calls from one consumer
+    "consumer_reply": 1425e-6,  # the consumer's CPU per reply in a real run (all threads)
+    "consumer_element": 0.4e-6,  # deserialise + deliver + batch(64), per element
+}
+
+
+@dataclass
+class Costs:
+    element: float
+    worker_reply: float
+    worker_element: float
+    open_split: float
+    dispatcher_call: float
+    consumer_reply: float
+    consumer_element: float
+    latency: float
+
+    @property
+    def per_reply(self) -> int:
+        """Elements in a reply: as many as fit in REPLY_SECONDS (at least one)."""
+        return max(1, math.floor(REPLY_SECONDS / (self.element + self.worker_element)) + 1)
+
+
+def costs_from_bench(path: str | None, element: float, latency: float) -> Costs:
+    c = dict(DEFAULTS)
+    if path:
+        with open(path) as f:
+            m = json.load(f)["components"]
+        c["worker_reply"] = m["actor_call_pipelined_us"] * 1e-6
+        c["worker_element"] = m["pickle_reply_100_ints_us"] * 1e-6 / 100
+        c["open_split"] = m["open_split_us"] * 1e-6
+        c["dispatcher_call"] = m["dispatcher_next_split_pipelined_us"] * 1e-6
+        c["consumer_reply"] = max(0.0, m["consumer_cpu_per_reply_us"]) * 1e-6
+        c["consumer_element"] = max(0.0, m["consumer_cpu_per_element_us"]) * 1e-6
+    return Costs(element=element, latency=latency, **c)
+
+
+@dataclass
+class Server:
+    """One-at-a-time FIFO server (a worker actor, the dispatcher, a consumer)."""
+
+    queue: deque = field(default_factory=deque)
+    busy_until: float = 0.0
+    busy: float = 0.0
+    running: bool = False
+
+
+class Sim:
+    def __init__(self, c: Costs, workers: int, consumers: int, split: int, total: int):
+        self.c, self.W, self.C, self.split, self.total = c, workers, consumers, split, total
+        self.events: list = []
+        self.seq = 0
+        self.workers = [Server() for _ in range(workers)]
+        self.dispatcher = Server()
+        self.consumers = [Server() for _ in range(consumers)]
+        self.next_split = 0
+        self.splits = math.ceil(total / split)
+        self.delivered = [0] * consumers
+        self.dispatcher_calls = 0
+        self.window: tuple[float, float] = (0.0, 0.0)
+        self.at_window: list[int] = [0] * consumers
+
+    def at(self, t: float, kind: str, *args) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, (t, self.seq, kind, args))
+
+    # ---- servers --------------------------------------------------------------------------
+    def offer(self, server: Server, t: float, job: tuple, cost: float, done: str) -> None:
+        server.queue.append((job, cost, done))
+        if not server.running:
+            self.start(server, t)
+
+    def start(self, server: Server, t: float) -> None:
+        job, cost, done = server.queue.popleft()
+        server.running = True
+        server.busy += cost
+        self.at(t + cost, "served", server, job, done)
+
+    def served(self, t: float, server: Server, job: tuple, done: str) -> None:
+        server.running = False
+        getattr(self, done)(t, *job)
+        if server.queue:
+            self.start(server, t)
+
+    # ---- the protocol ---------------------------------------------------------------------
+    def ask(self, t: float, lane: list) -> None:
+        self.at(t + self.c.latency, "to_dispatcher", lane)
+
+    def to_dispatcher(self, t: float, lane: list) -> None:
+        self.dispatcher_calls += 1
+        self.offer(self.dispatcher, t, (lane,), self.c.dispatcher_call, "assigned")
+
+    def assigned(self, t: float, lane: list) -> None:
+        if self.next_split >= self.splits:
+            return  # the lane ends
+        sid = self.next_split
+        self.next_split += 1
+        size = min(self.split, self.total - sid * self.split)
+        self.at(t + self.c.latency, "to_consumer_assignment", lane, size)
+
+    def to_consumer_assignment(self, t: float, lane: list, size: int) -> None:
+        cost = OUTSTANDING_PER_LANE * self.c.consumer_reply / 2
+        self.offer(self.consumers[lane[0]], t, (lane, size), cost, "open_lane")
+
+    def open_lane(self, t: float, lane: list, size: int) -> None:
+        lane[2:] = [size, size, True]  # left to request, left to receive, next is first
+        for _ in range(OUTSTANDING_PER_LANE):
+            self.request(t, lane)
+
+    def request(self, t: float, lane: list) -> None:
+        if lane[2] <= 0:
+            return
+        k = min(self.c.per_reply, lane[2])
+        lane[2] -= k
+        first, lane[4] = lane[4], False
+        cost = self.c.worker_reply + k * (self.c.element + self.c.worker_element)
+        cost += self.c.open_split if first else 0.0
+        self.at(t + self.c.latency, "to_worker", lane, k, cost)
+
+    def to_worker(self, t: float, lane: list, k: int, cost: float) -> None:
+        self.offer(self.workers[lane[1]], t, (lane, k), cost, "replied")
+
+    def replied(self, t: float, lane: list, k: int) -> None:
+        self.at(t + self.c.latency, "to_consumer_reply", lane, k)
+
+    def to_consumer_reply(self, t: float, lane: list, k: int) -> None:
+        cost = self.c.consumer_reply + k * self.c.consumer_element
+        self.offer(self.consumers[lane[0]], t, (lane, k), cost, "took")
+
+    def took(self, t: float, lane: list, k: int) -> None:
+        self.delivered[lane[0]] += k
+        lane[3] -= k
+        if lane[3] <= 0:
+            self.ask(t, lane)
+        else:
+            self.request(t, lane)
+
+    # ---- running --------------------------------------------------------------------------
+    def run(self, seconds: float, warmup: float) -> dict:
+        for ci in range(self.C):
+            for w in range(self.W):
+                for _ in range(LANES_PER_WORKER):
+                    self.ask(0.0, [ci, w, 0, 0, True])
+        busy0 = None
+        t = 0.0
+        while self.events:
+            t, _, kind, args = heapq.heappop(self.events)
+            if busy0 is None and t >= warmup:
+                busy0 = self._snapshot()
+            if t >= seconds:
+                break
+            if kind == "served":
+                self.served(t, *args)
+            else:
+                getattr(self, kind)(t, *args)
+        end = min(t, seconds)
+        b0 = busy0 or self._snapshot()
+        span = max(1e-9, end - warmup)
+        per_consumer = [(d - d0) / span for d, d0 in zip(self.delivered, b0["delivered"])]
+        return {
+            "per_consumer": per_consumer,
+            "worker_util": (sum(w.busy for w in self.workers) - b0["workers"]) / span / self.W,
+            "consumer_util": (sum(c.busy for c in self.consumers) - b0["consumers"])
+            / span
+            / self.C,
+            "dispatcher_util": (self.dispatcher.busy - b0["dispatcher"]) / span,
+            "dispatcher_calls_s": (self.dispatcher_calls - b0["calls"]) / span,
+            "finished": self.next_split >= self.splits and not self.events,
+        }
+
+    def _snapshot(self) -> dict:
+        return {
+            "delivered": list(self.delivered),
+            "workers": sum(w.busy for w in self.workers),
+            "consumers": sum(c.busy for c in self.consumers),
+            "dispatcher": self.dispatcher.busy,
+            "calls": self.dispatcher_calls,
+        }
+
+
+def on_paper(c: Costs, workers: int, consumers: int, split: int) -> dict:
+    """The same in closed form: the total rate is the least of what the workers, the
+    dispatcher (one call per split) and the consumers can each sustain alone."""
+    m = c.per_reply
+    per_element = c.element + c.worker_element + c.worker_reply / m + c.open_split / split
+    bounds = {
+        "workers": workers / per_element,
+        "dispatcher": split / c.dispatcher_call,
+        # per element, per reply, and per split (sending a new split's first requests)
+        "consumers": consumers
+        / (c.consumer_element + c.consumer_reply / m + c.consumer_reply / split),
+    }
+    by = min(bounds, key=bounds.get)
+    return {"per_consumer": bounds[by] / consumers, "bound_by": by}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--costs", default=None, help="bench_service.py --json output")
+    parser.add_argument("--workers", type=int, default=100)
+    parser.add_argument("--consumers", type=int, default=8)
+    parser.add_argument("--element-us", type=float, default=200.0)
+    parser.add_argument("--latency-us", type=float, default=100.0)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--splits", default="1600,400,100,25")
+    parser.add_argument("--consumer-reply-us", type=float, default=None, help="override")
+    args = parser.parse_args()
+    c = costs_from_bench(args.costs, args.element_us * 1e-6, args.latency_us * 1e-6)
+    if args.consumer_reply_us is not None:
+        c.consumer_reply = args.consumer_reply_us * 1e-6
+    print(f"costs (µs): { {k: round(v * 1e6, 1) for k, v in vars(c).items()} }")
+    print(f"elements per reply: {c.per_reply}; {args.workers} workers x {args.consumers} "
+          f"consumers, {LANES_PER_WORKER} lanes per worker per consumer")  # fmt: skip
+    print(
+        "| split size | split ms | per consumer el/s (sim) | on paper (bound by) | dispatcher "
+        "util | dispatcher calls/s | worker util | consumer util |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for split in (int(s) for s in args.splits.split(",")):
+        total = 10**9  # never ends within the simulated time
+        sim = Sim(c, args.workers, args.consumers, split, total)
+        r = sim.run(args.seconds, warmup=args.seconds / 3)
+        p = on_paper(c, args.workers, args.consumers, split)
+        split_ms = split * (c.element + c.worker_element) * 1e3
+        print(
+            f"| {split} | {split_ms:.0f} | {sum(r['per_consumer']) / len(r['per_consumer']):,.0f}"
+            f" (min {min(r['per_consumer']):,.0f}) | {p['per_consumer']:,.0f} ({p['bound_by']}) | "
+            f"{r['dispatcher_util']:.0%} | {r['dispatcher_calls_s']:,.0f} | "
+            f"{r['worker_util']:.0%} | {r['consumer_util']:.0%} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

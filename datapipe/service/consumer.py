@@ -1,0 +1,508 @@
+"""The consumer side of ``distribute``: read a job's splits from the workers.
+
+``DistributeIterator`` joins the job (creating it when it is the first consumer), then
+runs *lanes*: a lane asks the dispatcher for a split, reads it from a worker in replies
+(at most ``max_outstanding_requests / lanes per worker`` requests in flight: the prefetch
+and the backpressure), and asks for the next split when the last reply says the split
+ended. ``distributed_epoch`` runs two lanes per worker, so a worker always has a queued
+request while a lane waits for its next split; ``parallel_epochs`` one lane per slot.
+Nothing here starts a thread: requests are Ray ObjectRefs, and ``next_chunk`` waits on
+them.
+
+Exactly once (see also ``datapipe.service.jobs``):
+
+- replies of a split are taken strictly in order, and each carries the split chain's state
+  after its elements; the consumer keeps the state of the last reply it took;
+- when a worker dies, every request in flight to it is dropped (none of their elements was
+  taken), the dispatcher replaces the worker, and each split this consumer was reading on
+  it is opened again on the new worker *from the kept state*, so it continues with the
+  element after the last one taken: nothing is lost, nothing read twice (the chain state
+  is exact: ``get_state``/``set_state`` of every op);
+- a split is reported done only once all its elements were delivered to this consumer's
+  caller, and a consumer's checkpoint records, for each split in progress, the elements
+  received but not delivered and the state after them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import uuid
+from collections import deque
+from typing import Any
+
+from datapipe._functions import raise_pending
+from datapipe._iterator import OpIterator
+from datapipe._positions import Failed, buffer_from_state, buffer_to_state
+from datapipe.errors import PipelineBrokenError, WorkerDiedError
+from datapipe.service.jobs import Assignment, Record
+from datapipe.service.layout import layout_from_state, layout_to_state
+from datapipe.service.state import check_states, own_part
+from datapipe.service.worker import (
+    REPLY_BYTES,
+    REPLY_ELEMENTS,
+    REPLY_SECONDS,
+    elements_of,
+    writable,
+)
+
+# Worker deaths one split may see before the consumer gives up with WorkerDiedError.
+MAX_ATTEMPTS = 3
+# How long a dead worker's replacement may take to start (Ray places it where a CPU is free).
+REPLACE_TIMEOUT_S = 120.0
+
+
+class _Split:
+    """A split this consumer reads: where it is (``state`` after the last reply taken),
+    whether every element was received, and how many received ones are not delivered."""
+
+    __slots__ = ("spec", "state", "finished", "undelivered")
+
+    def __init__(self, spec: Any, record: Record | None):
+        self.spec = spec
+        self.state = None if record is None else record.state
+        self.finished = False if record is None else record.finished
+        self.undelivered = 0
+
+
+class _Run:
+    """A split being read on one worker: the stream key, the requests in flight."""
+
+    __slots__ = ("sid", "worker", "key", "seq", "opened", "refs", "attempt")
+
+    def __init__(self, sid: int, worker: int, stem: tuple):
+        self.sid, self.worker, self.attempt = sid, worker, 0
+        self.key = (*stem, sid, 0)
+        self.seq, self.opened, self.refs = 0, False, deque()
+
+    def reopen(self, worker: int) -> None:
+        self.attempt += 1
+        self.worker = worker
+        self.key = (*self.key[:-1], self.attempt)
+        self.seq, self.opened = 0, False
+        self.refs.clear()
+
+
+class _Lane:
+    __slots__ = ("worker", "assign", "run", "ended")
+
+    def __init__(self, worker: int):
+        self.worker, self.assign, self.run, self.ended = worker, None, None, False
+
+    def head(self) -> Any:
+        return self.assign if self.assign is not None else self.run.refs[0]
+
+
+class DistributeIterator(OpIterator):
+    """A consumer of a service job (see the module docstring). State: ``job`` (name, uid,
+    epoch, seed, layout, policy), ``consumer``, ``done`` (splits delivered completely) and
+    ``records`` (splits in progress: ``sid``, ``carry`` = received and not delivered,
+    ``state`` = the chain's state after them, ``finished``)."""
+
+    op_name = "distribute"
+
+    def __init__(self, node: Any, ctx: Any, epoch: tuple):
+        super().__init__([])
+        self.node, self.ctx = node, ctx
+        self.deterministic = bool(ctx.deterministic)
+        self.job_epoch = [int(e) for e in epoch]
+        self.seed = int(ctx.seed)
+        self.layout = node.layout()
+        self.uid = "" if node.job_name is not None else uuid.uuid4().hex
+        self.restore: tuple[list, str] | None = None
+        # A parallel stage or prefetch after distribute may pull on its thread while the
+        # consumer takes a checkpoint: one at a time.
+        self.lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.info = None  # the joined job (jobs.JobInfo)
+        self.exhausted = False
+        self.lanes: list[_Lane] = []
+        self.turn = 0
+        # [sid, entries, position, failure positions]: received, in delivery order
+        self.ready: deque = deque()
+        self.splits: dict[int, _Split] = {}
+        self.done: list[int] = []  # splits whose every element was delivered
+        self.report: list[int] = []  # ... not yet told to the dispatcher
+        self.adopted: deque = deque()  # a checkpoint's splits in progress, read first
+        self.error: BaseException | None = None
+        self.counts = {"replies": 0, "elements": 0, "resumed": 0}
+
+    # ---- joining -------------------------------------------------------------------------
+    def _key(self) -> tuple:
+        return (self.node.job_name, tuple(self.job_epoch), self.uid)
+
+    def _start(self) -> None:
+        node = self.node
+        self.ray = node.service._ray()
+        self.dispatcher = node.service._dispatcher()
+        restore, restore_id = self.restore if self.restore is not None else (None, None)
+        layout = self.layout
+        args = (self._key(), node.fingerprint + json.dumps(layout_to_state(layout)), layout,
+                self.seed, node.blob_key, node.consumer_index, restore, restore_id)  # fmt: skip
+        got = self._call(self.dispatcher.join, *args)
+        if got is None:  # the service lacks this pipeline: send it once
+            self._call(self.dispatcher.put_pipeline, node.blob_key, node.blob)
+            got = self._call(self.dispatcher.join, *args)
+        self.info, (self.blob_ref,) = got
+        self.seed, self.layout = self.info.seed, self.info.layout
+        self.restore = None
+        if self.info.adopted is not None:
+            self.done = list(self.info.adopted["done"])
+            self.adopted = deque(
+                Record(int(r["sid"]), r["carry"], r["state"], bool(r["finished"]))
+                for r in self.info.adopted["records"]
+            )
+        if self.info.finished:
+            self.exhausted = True
+            return
+        self.workers = self._call(self.dispatcher.handles)
+        k = len(self.workers)
+        per_worker = 1 if node.processing_mode == "parallel_epochs" else 2
+        self.per_lane = max(1, node.max_outstanding_requests // per_worker)
+        self.lanes = [_Lane(i % k) for i in range(per_worker * k)]
+        for lane in self.lanes:
+            self._ask(lane)
+
+    def _call(self, method: Any, *args: Any) -> Any:
+        """A dispatcher call, waited for; a dead dispatcher is a broken pipeline."""
+        try:
+            return self.ray.get(method.remote(*args))
+        except self.ray.exceptions.RayActorError as e:
+            raise PipelineBrokenError(
+                f"distribute: the service {self.node.service.name!r} is gone (its dispatcher "
+                f"died with the process that started it, or was shut down): {e}"
+            ) from None
+
+    def _ask(self, lane: _Lane) -> None:
+        """The lane's next split: an adopted one (no call), else the dispatcher's."""
+        if self.adopted:
+            record = self.adopted.popleft()
+            spec = self.layout.spec(record.sid)
+            slot = spec.epoch_extra[0] if spec.epoch_extra else lane.worker
+            lane.assign = _Adopted(Assignment(spec, slot % len(self.workers), record))
+            return
+        report, self.report = self.report, []
+        info = self.info
+        lane.assign = self.dispatcher.next_split.remote(info.key, info.token, lane.worker, report)
+
+    # ---- reading -------------------------------------------------------------------------
+    def next_chunk(self, n: int) -> list:
+        with self.lock:
+            if self.closed:
+                return []
+            if self.info is None:
+                self._start()
+            while not self.ready:
+                if self.exhausted or self.closed or not self._pump():
+                    self._end()
+                    return []
+            return self._take(n)
+
+    def _pump(self) -> bool:
+        """Take one event (a split assignment or a reply) of one lane; False when every
+        lane has ended."""
+        lane = self._pick()
+        if lane is None:
+            return False
+        if lane.assign is not None:
+            ref, lane.assign = lane.assign, None
+            a = ref.assignment if isinstance(ref, _Adopted) else self._wait(ref, None)
+            self._assigned(lane, a)
+            return True
+        run = lane.run
+        ref = run.refs.popleft()
+        try:
+            reply = self._wait(ref, run)
+        except _WorkerGone:
+            self._worker_failed(run.worker)
+            return True
+        self._received(lane, run, reply)
+        if self.deterministic:
+            self.turn += 1
+        return True
+
+    def _pick(self) -> _Lane | None:
+        live = [lane for lane in self.lanes if not lane.ended]
+        if not live:
+            return None
+        if self.deterministic:  # a fixed rotation: a reproducible order
+            k = len(self.lanes)
+            for step in range(k):
+                lane = self.lanes[(self.turn + step) % k]
+                if not lane.ended:
+                    self.turn = (self.turn + step) % k
+                    return lane
+        for lane in live:
+            if isinstance(lane.assign, _Adopted):
+                return lane
+        heads = {lane.head(): lane for lane in live}
+        ready, _ = self.ray.wait(list(heads), num_returns=1)
+        return heads[ready[0]]
+
+    def _wait(self, ref: Any, run: _Run | None) -> Any:
+        ray = self.ray
+        try:
+            return ray.get(ref)
+        except ray.exceptions.RayTaskError as e:  # a bug in the service code: raise it
+            raise e.as_instanceof_cause() from None
+        except ray.exceptions.RayActorError as e:
+            if run is None:
+                raise PipelineBrokenError(
+                    f"distribute: the service's dispatcher is gone: {e}"
+                ) from None
+            raise _WorkerGone() from None
+        except ray.exceptions.RayError:  # an object lost with its node: read it again
+            if run is None:
+                raise
+            raise _WorkerGone() from None
+
+    def _assigned(self, lane: _Lane, a: Any) -> None:
+        if a is None:
+            lane.ended = True
+            return
+        sid = a.spec.sid
+        split = self.splits[sid] = _Split(a.spec, a.record)
+        if a.record is not None:
+            self.counts["resumed"] += 1
+            carry = buffer_from_state(a.record.carry, "distribute") if a.record.carry else []
+            self._push(sid, carry, last_only=False)
+        if split.finished:
+            self._maybe_done(sid)
+            self._ask(lane)
+            return
+        stem = (self.info.key[2] or self.info.key[0], self.info.token)
+        lane.run = _Run(sid, a.worker, stem)
+        self._submit(lane)
+
+    def _received(self, lane: _Lane, run: _Run, reply: Any) -> None:
+        split = self.splits[run.sid]
+        self.counts["replies"] += 1
+        elements = writable(elements_of(reply))
+        if elements:
+            self.counts["elements"] += len(elements)
+            self._push(run.sid, elements)
+        if reply.done:
+            split.finished, split.state = True, None
+            run.refs.clear()  # their replies are empty: the stream ended
+            lane.run = None
+            self._maybe_done(run.sid)
+            self._ask(lane)
+        else:
+            split.state = reply.state
+            self._submit(lane)
+
+    def _submit(self, lane: _Lane) -> None:
+        run = lane.run
+        worker = self.workers[run.worker]
+        while len(run.refs) < self.per_lane:
+            first = not run.opened
+            open_args = self._open_args(run.sid) if first else None
+            blob = self.blob_ref if first else None
+            ref = worker.read.remote(run.key, run.seq, self.node.blob_key, blob, open_args,
+                                     REPLY_ELEMENTS, REPLY_SECONDS, REPLY_BYTES)  # fmt: skip
+            run.seq += 1
+            run.opened = True
+            run.refs.append(ref)
+
+    def _open_args(self, sid: int) -> dict:
+        split = self.splits[sid]
+        return {
+            "policy": self.node.plan.policy,
+            "spec": split.spec.to_state(),
+            "epoch": self.job_epoch,
+            "seed": self.seed,
+            "state": split.state,
+        }
+
+    def _worker_failed(self, slot: int) -> None:
+        """Worker ``slot`` died: the dispatcher replaces it, and every split this consumer
+        read on it continues on the new one from the state after its last reply taken."""
+        affected = [lane for lane in self.lanes if lane.run is not None and lane.run.worker == slot]
+        seen = [self.workers[slot]]
+        self.workers = self._call(self.dispatcher.report_dead, slot, seen)
+        try:  # a replacement the cluster cannot place would leave us waiting for ever
+            self.ray.get(self.workers[slot].pid.remote(), timeout=REPLACE_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001 - not started in time, or died again
+            raise WorkerDiedError(
+                f"distribute: worker {slot} of service {self.node.service.name!r} died and its "
+                f"replacement did not start within {REPLACE_TIMEOUT_S:g} s ({type(e).__name__}); "
+                "the cluster may lack a free CPU for it"
+            ) from None
+        for lane in affected:
+            run = lane.run
+            if run.attempt + 1 >= MAX_ATTEMPTS:
+                raise WorkerDiedError(
+                    f"distribute: split {run.sid} of job {self.node.job_name!r} lost its worker "
+                    f"{MAX_ATTEMPTS} times (the last on slot {slot}); the pipeline before "
+                    "distribute may crash its worker process (out of memory, a signal)"
+                )
+            run.reopen(slot)
+            self.counts["resumed"] += 1
+            self._submit(lane)
+
+    # ---- delivering ----------------------------------------------------------------------
+    def _push(self, sid: int, entries: list, last_only: bool = True) -> None:
+        """Queue ``entries`` of split ``sid`` for delivery; ``last_only``: a failure can
+        only be the last entry (a reply), else anywhere (a checkpoint's carry)."""
+        if entries:
+            failures = [len(entries) - 1] if type(entries[-1]) is Failed else []
+            if not last_only:
+                failures = [i for i, x in enumerate(entries) if type(x) is Failed]
+            self.ready.append([sid, entries, 0, deque(failures)])
+            self.splits[sid].undelivered += len(entries)
+
+    def _take(self, n: int) -> list:
+        item = self.ready[0]
+        sid, entries, pos, failures = item
+        if failures and failures[0] == pos:  # the failure's position: raise, move past it
+            failures.popleft()
+            self.error = entries[pos].error
+            self._advance(item, pos + 1, 1)
+            raise_pending(self, "error")
+        stop = min(len(entries), pos + n, failures[0] if failures else len(entries))
+        out = entries[pos:stop]
+        self._advance(item, stop, len(out))
+        return out
+
+    def _advance(self, item: list, pos: int, delivered: int) -> None:
+        item[2] = pos
+        if pos == len(item[1]):
+            self.ready.popleft()
+        sid = item[0]
+        self.splits[sid].undelivered -= delivered
+        self._maybe_done(sid)
+
+    def _maybe_done(self, sid: int) -> None:
+        split = self.splits[sid]
+        if split.finished and split.undelivered == 0:
+            del self.splits[sid]
+            self.done.append(sid)
+            self.report.append(sid)
+
+    def _end(self) -> None:
+        """The input ended: tell the dispatcher what was delivered (once)."""
+        if not self.exhausted and self.info is not None:
+            self._release([])
+        self.exhausted = True
+
+    def _release(self, records: list[Record]) -> None:
+        report, self.report = self.report, []
+        info = self.info
+        self.dispatcher.release.remote(info.key, info.token, records, report)
+
+    # ---- state ---------------------------------------------------------------------------
+    def _carry(self, sid: int) -> list:
+        out: list = []
+        for item_sid, entries, pos, _ in self.ready:
+            if item_sid == sid:
+                out.extend(entries[pos:])
+        return out
+
+    def _records(self) -> list[Record]:
+        """The splits in progress (with what was received and not delivered), then the
+        adopted ones not started yet."""
+        reading = [
+            Record(sid, buffer_to_state(self._carry(sid)), s.state, s.finished)
+            for sid, s in self.splits.items()
+        ]
+        return reading + list(self.adopted)
+
+    def get_state(self) -> dict:
+        with self.lock:
+            return self._state()
+
+    def _state(self) -> dict:
+        if self.restore is not None:  # restored, not joined yet: the checkpoint it holds
+            return self._restored_state()
+        key = self._key() if self.info is None else self.info.key
+        return {
+            "job": {
+                "name": key[0],
+                "uid": key[2],
+                "epoch": list(key[1]),
+                "seed": self.seed,
+                "mode": self.node.processing_mode,
+                "layout": layout_to_state(self.layout),
+            },
+            "consumer": self.node.consumer_index,
+            "done": sorted(self.done),
+            "records": [
+                {"sid": r.sid, "carry": r.carry, "state": r.state, "finished": r.finished}
+                for r in self._records()
+            ],
+        }
+
+    def _restored_state(self) -> dict:
+        me = self.node.consumer_index
+        mine = [s for s in self.restore[0] if me is None or s["consumer"] == me]
+        records = {int(r["sid"]): r for s in mine for r in s["records"]}
+        done = sorted({int(sid) for s in mine for sid in s["done"]})
+        return {"job": dict(self.restore_job), "consumer": me, "done": done,
+                "records": list(records.values())}  # fmt: skip
+
+    def set_state(self, state: Any) -> None:
+        """Resume from this consumer's state, or from the list of all consumers' states of
+        a shared job (see ``distribute``); the job is rejoined at the next element."""
+        with self.lock:
+            self._restore(check_states(state, self.node))
+
+    def _restore(self, states: list[dict]) -> None:
+        job = states[0]["job"]
+        layout = layout_from_state(job["layout"])
+        me = self.node.consumer_index
+        if me is not None and not any(s["consumer"] == me for s in states):
+            raise ValueError(
+                f"distribute: none of the {len(states)} states was saved by consumer_index={me}"
+            )
+        ids = [
+            [s["consumer"] if s["consumer"] is None else int(s["consumer"]),
+             sorted(int(sid) for sid in s["done"]), sorted(int(r["sid"]) for r in s["records"])]
+            for s in states
+        ]  # fmt: skip
+        restore_id = hashlib.sha1(json.dumps(ids).encode()).hexdigest()
+        self._leave()
+        self._reset()
+        self.layout, self.seed = layout, int(job["seed"])
+        self.job_epoch = [int(e) for e in job["epoch"]]
+        suffix = "resumed" if me is not None else f"resumed-{restore_id[:16]}"
+        self.uid = f"{job['uid']}:{suffix}"
+        self.restore = ([own_part(s) for s in states], restore_id)
+        self.restore_job = job
+
+    # ---- stopping ------------------------------------------------------------------------
+    def _leave(self) -> None:
+        """Give back the splits in progress (with what was received and not delivered) and
+        close this consumer's streams on the workers."""
+        if self.info is None or self.exhausted:
+            return
+        try:
+            self._release(self._records())
+            for lane in self.lanes:
+                if lane.run is not None and lane.run.opened:
+                    self.workers[lane.run.worker].close.remote([lane.run.key])
+        except Exception:  # noqa: BLE001 - Ray already shut down (interpreter exit)
+            pass
+        self.exhausted = True
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self._leave()
+        self.lanes, self.ready = [], deque()
+        super().close()
+
+
+class _Adopted:
+    """A lane's next split taken from the adopted ones (no dispatcher call to wait for)."""
+
+    __slots__ = ("assignment",)
+
+    def __init__(self, assignment: Assignment):
+        self.assignment = assignment
+
+
+class _WorkerGone(Exception):
+    """A request's worker died (or its reply was lost): read the split elsewhere."""
