@@ -124,6 +124,20 @@ def _slow_identity(x):
     return int(x)
 
 
+class _Gate:
+    """A map function that blocks on elements >= ``at`` until released, so that a state saved
+    meanwhile has chunks in flight whatever the machine's load (no timing luck)."""
+
+    def __init__(self, at: int):
+        self.at, self.started, self.release = at, threading.Event(), threading.Event()
+
+    def __call__(self, x):
+        if int(x) >= self.at:
+            self.started.set()
+            self.release.wait(10.0)
+        return int(x)
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("deterministic", [True, False])
 def test_state_saved_by_threads_restores_into_an_inline_autotune_stage(deterministic, threads):
@@ -132,18 +146,21 @@ def test_state_saved_by_threads_restores_into_an_inline_autotune_stage(determini
     # consumer waited for ever (the nested nondeterministic restore test hung under load).
     opts = dp.Options(deterministic=deterministic)
     src = dp.range(200)
-    saw_redo = False
-    for k in (3, 7, 15, 40):
-        with_threads = src.map(_slow_identity, 2, executor="thread").with_options(opts)
+    # Chunk sizes start at 1 and double while elements are cheap (ChunkSizer): chunks start
+    # at 0, 1, 3, 7, 15, 31, so a head of k elements never shares a chunk with a gated one.
+    for k in (1, 3, 7, 15, 31):
+        gate = _Gate(k)
+        with_threads = src.map(gate, 2, executor="thread").with_options(opts)
         auto = src.map(_slow_identity, dp.AUTOTUNE).with_options(opts)
         it = iter(with_threads)
         head = [int(next(it)) for _ in range(k)]
+        assert gate.started.wait(10.0)  # a worker holds an element >= k: a chunk is in flight
         state = it.get_state()
+        gate.release.set()
         it.close()
-        saw_redo |= bool(state["root"]["replay"])
+        if not deterministic:  # chunks to recompute: the case that hung
+            assert state["root"]["replay"], k
         it2 = iter(auto)
         it2.set_state(state)
         assert sorted(head + [int(x) for x in it2]) == list(range(200)), k
-        if deterministic:
-            assert head == list(range(k))
-    assert saw_redo  # at least one state had chunks to recompute (the case that hung)
+        assert head == list(range(k))  # only elements < k can complete before the release
