@@ -3,11 +3,20 @@ under the name ``conftest``, so several of them in package-less folders collide)
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
 import pytest
+from hypothesis import settings
 from PIL import Image
+
+# The README's test command draws the same examples on every run (a property test that finds
+# a new counterexample on one CI run in ten reads as flaky). HYPOTHESIS_PROFILE=explore draws
+# fresh ones, for hunting bugs on purpose.
+settings.register_profile("ci", derandomize=True, database=None)
+settings.register_profile("explore", max_examples=500)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 # ---- parallel execution: counting the pipeline's own threads --------------------------
