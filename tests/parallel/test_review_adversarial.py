@@ -1,0 +1,76 @@
+"""Adversarial review of the engine (issue 10): races between a restore or a repeat epoch
+and work still in flight in worker processes, and what they leave behind."""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import time
+
+import pytest
+
+import datapipe as dp
+from datapipe.parallel import shm
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def ours() -> list[str]:
+    mine = f"{shm.SHM_PREFIX}{os.getpid()}-"
+    return sorted(f for f in os.listdir(shm.SHM_DIR) if f.startswith(mine))
+
+
+def worker_processes() -> list:
+    return [p for p in multiprocessing.active_children() if p.name.startswith("datapipe-")]
+
+
+def settle_processes(deadline_s: float = 2.0) -> list:
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end and worker_processes():
+        time.sleep(0.02)
+    return worker_processes()
+
+
+@pytest.fixture
+def clean(threads):
+    assert settle_processes() == []
+    yield threads
+    gc.collect()
+    assert threads.settle(2.0) == []
+    assert settle_processes() == []
+    assert ours() == []
+
+
+BIG = 300_000  # characters: a string travels inside the pickle, past a pipe's 64 KiB buffer
+
+
+def _big(i):
+    return "a" * BIG + str(int(i))
+
+
+def _slow_append(s):
+    time.sleep(0.2)  # still computing when the restore (or the epoch's end) comes
+    return s + "!"
+
+
+def test_restore_while_a_worker_process_computes_large_in_band_results(clean):
+    # The abandoned task's large result and the next task's large input met in the pipe:
+    # the parent blocked sending, the worker blocked sending back, and the consumer waited
+    # forever.
+    ds = dp.range(12).map(_big).map(_slow_append, 2, executor="process")
+    it = iter(ds)
+    assert next(it) == _big(0) + "!"
+    state = it.get_state()
+    it.set_state(state)  # the workers' second chunks are still being computed
+    rest = list(it)
+    assert rest == [_big(i) + "!" for i in range(1, 12)]
+    it.close()
+
+
+def test_repeat_reuses_workers_with_a_task_in_flight(clean):
+    # take() closes the map stage mid-flight each epoch; repeat parks its processes for the
+    # next epoch, whose first task must not collide with the abandoned one.
+    ds = dp.range(12).map(_big).map(_slow_append, 2, executor="process").take(1).repeat(3)
+    with iter(ds) as it:
+        assert list(it) == [_big(0) + "!"] * 3
