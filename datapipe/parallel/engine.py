@@ -568,4 +568,12 @@ def apply(lane: Lane, elems: list, first: int) -> tuple[list, bool]:
             k = first + len(out)
             out.append(Failed(annotate(lane.op, offset + stride * k, e)))
             failed = True
+            continue
+        if len(out) < n:
+            # ``extend`` took a StopIteration raised by ``fn`` for the end of the elements
+            # (the only way it stops early): a failure of that element, not a retry.
+            k = first + len(out)
+            err = StopIteration(f"raised by the function of '{lane.op}'")
+            out.append(Failed(annotate(lane.op, offset + stride * k, err)))
+            failed = True
     return out, failed
