@@ -74,3 +74,60 @@ def test_repeat_reuses_workers_with_a_task_in_flight(clean):
     ds = dp.range(12).map(_big).map(_slow_append, 2, executor="process").take(1).repeat(3)
     with iter(ds) as it:
         assert list(it) == [_big(0) + "!"] * 3
+
+
+def _stops_at_2(x):
+    if int(x) == 2:
+        raise StopIteration  # e.g. next() on an exhausted iterator inside the function
+    return int(x)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"num_parallel_calls": 2},
+        {"num_parallel_calls": dp.AUTOTUNE},
+        {"num_parallel_calls": 2, "executor": "process"},
+    ],
+    ids=["sequential", "threads", "autotune", "processes"],
+)
+def test_stop_iteration_in_the_function_is_an_error_at_its_position(kw, clean):
+    # list.extend(map(fn, ...)) took the StopIteration for the end of the chunk: the worker
+    # retried the same element for ever and the consumer waited.
+    it = iter(dp.range(6).map(_stops_at_2, **kw))
+    assert [next(it), next(it)] == [0, 1]
+    with pytest.raises(dp.PipelineError) as info:
+        next(it)
+    assert (info.value.op, info.value.index) == ("map", 2)
+    assert isinstance(info.value.cause, StopIteration)
+    assert list(it) == [3, 4, 5]
+    it.close()
+
+
+def test_stop_iteration_in_random_map_and_batch_on_threads(clean):
+    def draw(x, rng):
+        return _stops_at_2(x)
+
+    it = iter(dp.range(5).random_map(draw, seed=1, num_parallel_calls=2))
+    with pytest.raises(dp.PipelineError, match="random_map at element 2: StopIteration"):
+        list(it)
+    assert list(it) == [3, 4]
+    it.close()
+
+
+def _pid(x):
+    return os.getpid()
+
+
+@pytest.mark.parametrize("op", ["map", "random_map"])
+def test_executor_process_without_num_parallel_calls_runs_in_a_worker_process(op, clean):
+    # executor="process" was ignored without num_parallel_calls: the function ran inline.
+    ds = dp.range(6)
+    if op == "map":
+        ds = ds.map(_pid, executor="process")
+    else:
+        ds = ds.random_map(lambda x, rng: os.getpid(), seed=1, executor="process")
+    with iter(ds) as it:
+        pids = {int(p) for p in it}
+    assert len(pids) == 1 and os.getpid() not in pids
