@@ -236,7 +236,11 @@ class Workers:
             proc.fn_key = self.fn_key
         try:
             payload = shm.dumps(elems, f"{proc.prefix}i{task}")
+        except OSError:
+            raise  # not the elements' fault (shared memory): the stage cannot go on
         except Exception:  # noqa: BLE001 - some element cannot be pickled: fail those only
+            if all(_picklable(x) for x in elems):
+                raise  # the chunk as a whole: _run_sendable would come back here for ever
             return self._run_sendable(wid, lane, elems, first, gen)
         try:
             proc.conn.send(("run", task, self.fn_key, lane.indexed, first, payload))

@@ -6,7 +6,11 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +18,8 @@ import datapipe as dp
 from datapipe.parallel import shm
 
 pytestmark = pytest.mark.timeout(60)
+
+ROOT = Path(__file__).parents[2]
 
 
 def ours() -> list[str]:
@@ -131,3 +137,61 @@ def test_executor_process_without_num_parallel_calls_runs_in_a_worker_process(op
     with iter(ds) as it:
         pids = {int(p) for p in it}
     assert len(pids) == 1 and os.getpid() not in pids
+
+
+# ---- shared memory that has no room ------------------------------------------------------
+NO_ROOM_SCRIPT = """
+import os, resource, sys, warnings
+import numpy as np
+import datapipe as dp
+from datapipe.parallel import shm
+if sys.argv[1] != "-":
+    shm.SHM_DIR = sys.argv[1]
+else:  # segments over this process's file size limit fail like a full /dev/shm
+    hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, hard))
+src = dp.from_tensor_slices(np.ones((8, 200_000)))  # 1.6 MB rows: past the room there is
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    out = list(src.map(lambda r: float(r.sum()) + os.getpid() * 0, 2, executor="process"))
+assert out == [200_000.0] * 8, out
+assert any("no room for a" in str(w.message) for w in caught), [str(w.message) for w in caught]
+left = [f for f in os.listdir(shm.SHM_DIR) if f.startswith(f"datapipe-{os.getpid()}-")]
+assert left == [], left
+print("ok")
+"""
+
+
+def test_segments_over_the_file_size_limit_go_in_band(tmp_path, clean):
+    # The segment could not be created: run() took the OSError for an element that cannot
+    # be pickled and recursed until RecursionError.
+    script = tmp_path / "no_room.py"
+    script.write_text(NO_ROOM_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, str(script), "-"], env=env, capture_output=True,
+                          text=True, timeout=50)  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+@pytest.mark.slow  # a subprocess importing torch (~5 s); the file size limit test is the quick one
+def test_a_full_shared_memory_mount_is_not_a_bus_error(tmp_path, clean):
+    # Docker's /dev/shm is 64 MB by default: writing a segment through its mapping past the
+    # room there killed the training process with SIGBUS. A 1 MB tmpfs stands in for it
+    # (mounted in a private mount namespace: needs root and unshare).
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare to mount a small tmpfs")
+    mnt = tmp_path / "shm"
+    mnt.mkdir()
+    script = tmp_path / "no_room.py"
+    script.write_text(NO_ROOM_SCRIPT)
+    cmd = (f"mount -t tmpfs -o size=1m tmpfs {mnt} || exit 77; "
+           f"exec {sys.executable} {script} {mnt}")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", cmd], env=env, capture_output=True,
+                          text=True, timeout=50)  # fmt: skip
+    if proc.returncode == 77 or "unshare failed" in proc.stderr:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr[-300:]}")
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", (
+        proc.returncode,
+        proc.stderr[-2000:],
+    )
