@@ -308,10 +308,21 @@ class Engine(SharedStage):
         worker runs: the executor is inline). The results go straight to the consumer, as
         a sequential op's would: no chunk, no lock waits, no RAM reservation, and an input
         failure propagates as it is. Only a chunk in which the function failed is kept
-        (the good elements go first); None then, and when chunks are outstanding."""
+        (the good elements go first); None then, and when chunks are outstanding. A chunk
+        a restore queued for recomputation (``lane.redo``: the snapshot came from threads
+        or processes) is computed here too, into a ready chunk: no worker runs inline."""
         with self.cond:
-            if lane.pending or lane.redo or lane.chunks or self.closed or lane.input_done:
+            redo = bool(lane.redo) and not lane.pending and not self.closed
+            if redo:
+                lane.pending += 1
+            elif lane.pending or lane.redo or lane.chunks or self.closed or lane.input_done:
                 return None if lane.pending or lane.redo or lane.chunks else []
+        if redo:  # re-taken by a restore (or left by workers): no worker will compute it
+            gen = self.generation
+            chunk, elems = take_input(self, lane, 1, 0, gen)
+            if chunk is not None:
+                compute(self, lane, chunk, elems, -1, gen)
+            return None  # the consumer takes it from the chunk, now ready
         t0, c0 = time.perf_counter(), time.thread_time()  # a buffer's work is its reading
         with lane.input_lock:
             start = lane.next_index

@@ -195,3 +195,35 @@ def test_a_full_shared_memory_mount_is_not_a_bus_error(tmp_path, clean):
         proc.returncode,
         proc.stderr[-2000:],
     )
+
+
+# ---- AUTOTUNE's inline executor and restores ------------------------------------------------
+def _half_ms(x):
+    time.sleep(0.0005)
+    return int(x) * 2
+
+
+@pytest.mark.parametrize("resume_on", ["fresh", "same"])
+def test_inline_stage_restored_from_a_threaded_snapshot(resume_on, clean):
+    # AUTOTUNE starts every stage inline. A snapshot taken while the stage ran on threads
+    # with a chunk partly consumed queues that chunk for recomputation; inline, no worker
+    # ever computed it and the consumer waited for ever.
+    ds = dp.range(400).map(_half_ms, num_parallel_calls=dp.AUTOTUNE)
+    it = iter(ds)
+    stage = it._root.stage
+    stage.phase = "done"  # the test's switches, not the tuner's
+    assert stage.set_executor("thread", 2)
+    got = []
+    while not it._root.get_state()["replay"]:  # until the cut falls inside a chunk
+        assert len(got) < 300, "the workers' chunks never grew past one element"
+        got += it._root.next_chunk(1)  # one at a time: the workers' chunks are left partly read
+    state = it.get_state()
+    if resume_on == "fresh":
+        it.close()
+        it = iter(ds)  # a new stage starts inline
+    else:
+        assert stage.set_executor("inline", 0)
+    assert it._root.executor == "inline"
+    it.set_state(state)
+    assert [int(x) for x in it] == [2 * i for i in range(len(got), 400)]
+    it.close()
