@@ -518,14 +518,18 @@ def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: i
     """Compute a taken chunk's results (on this thread, or in worker process ``wid``) and
     hand them to the consumer."""
     t0, c0 = time.perf_counter(), time.thread_time()
+    # Decided once per chunk: the executor may change while it is computed (AUTOTUNE), and
+    # a thread of a larger thread group that has not retired yet has no process of its own.
+    procs = eng.processes
+    remote = wid >= 0 and eng.executor == PROCESS and procs is not None and wid < len(procs.procs)
     if chunk.input_error is not None:
         items: list = [Failed(chunk.input_error)]
         chunk.input_error = True  # keep the fact, not the exception (see take_ready)
         chunk.failed = True
     elif lane.transform is None:
         items = elems
-    elif wid >= 0 and eng.executor == PROCESS and eng.processes is not None:
-        got = eng.processes.run(wid, lane, elems, chunk.start + chunk.skip, gen)
+    elif remote:
+        got = procs.run(wid, lane, elems, chunk.start + chunk.skip, gen)
         if got is None:  # stopped (close, restore) while the process computed
             with eng.cond:
                 eng.ram.release(chunk.reserved)
@@ -535,7 +539,7 @@ def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: i
     else:
         items, chunk.failed = apply(lane, elems, chunk.start + chunk.skip)
     dt, dcpu = time.perf_counter() - t0, time.thread_time() - c0
-    if lane.transform is not None and trace.ENABLED and not (wid >= 0 and eng.executor == PROCESS):
+    if lane.transform is not None and trace.ENABLED and not remote:
         # datapipe.stats: a span per chunk on this worker's own track
         trace.record_span(f"{eng.op} workers", "chunk", t0, t0 + dt, {"elements": len(items)})
     nbytes = autotune.chunk_nbytes([x for x in items[:1] if type(x) is not Failed]) * len(items)
@@ -552,7 +556,7 @@ def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: i
             nbytes = 0
         eng.ram.try_reserve(nbytes, force=True)
         chunk.reserved = nbytes
-        if lane.transform is not None and not (wid >= 0 and eng.executor == PROCESS):
+        if lane.transform is not None and not remote:  # processes.run accounted for it
             _account(eng, len(items), dt, dcpu)
         eng.cond.notify_all()
 

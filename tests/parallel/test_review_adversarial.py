@@ -227,3 +227,30 @@ def test_inline_stage_restored_from_a_threaded_snapshot(resume_on, clean):
     it.set_state(state)
     assert [int(x) for x in it] == [2 * i for i in range(len(got), 400)]
     it.close()
+
+
+def test_thread_that_took_a_chunk_before_a_switch_to_fewer_processes(clean):
+    # AUTOTUNE moved a stage from 2 threads to 1 process while thread 1 was reading its
+    # chunk's input: it then computed "in process 1", which does not exist (IndexError:
+    # WorkerDiedError for the whole pipeline).
+    import threading
+
+    gate = threading.Event()
+
+    def gated(x):
+        gate.wait(10)
+        return x
+
+    it = iter(dp.range(40).map(gated).map(_half_ms, num_parallel_calls=dp.AUTOTUNE))
+    stage, eng = it._root.stage, it._root._eng
+    stage.phase = "done"  # the test's switches, not the tuner's
+    assert stage.set_executor("thread", 2)
+    eng.start()
+    end = time.monotonic() + 10
+    while it._root._lane.pending < 2:
+        assert time.monotonic() < end, "the two threads never took their chunks"
+        time.sleep(0.005)
+    assert stage.set_executor("process", 1)  # while both threads wait inside their chunks
+    gate.set()
+    assert [int(x) for x in it] == [2 * i for i in range(40)]
+    it.close()
