@@ -114,6 +114,8 @@ class IterContext:
         if seed is None:
             seed = opts.seed
         seed = int(seed) if seed is not None else int(np.random.SeedSequence().entropy % 2**63)
+        if seed < 0:  # an int64 seed as tf.data takes it; numpy's seeds are non-negative
+            seed %= 2**64
         positions: dict[int, int] = {}
         index_ops = False
         for node in nodes:

@@ -161,6 +161,27 @@ def _int(minimum: int | None) -> Callable[[str, str, Any], Any]:
     return lambda cls, name, v: check_optional_int(cls, name, v, minimum=minimum)
 
 
+def _one_of(choices: Callable[[], list[str]]) -> Callable[[str, str, Any], Any]:
+    """None or one of ``choices()`` (a typo here silently ran threads, or failed deep in
+    ``multiprocessing`` at ``iter()``)."""
+
+    def check(cls: str, name: str, value: Any) -> Any:
+        allowed = choices()
+        if value is not None and value not in allowed:
+            close = difflib.get_close_matches(str(value), allowed, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"{cls}: {name} must be one of {allowed} or None, got {value!r}{hint}")
+        return value
+
+    return check
+
+
+def _start_methods() -> list[str]:
+    import multiprocessing
+
+    return multiprocessing.get_all_start_methods()
+
+
 # (class, field) -> check(class, field, value) -> value, run whenever the field is set.
 # The distribute fields are checked where the worker context is resolved (at iter()).
 _CHECKS: dict[tuple[str, str], Callable[[str, str, Any], Any]] = {
@@ -172,6 +193,8 @@ _CHECKS: dict[tuple[str, str], Callable[[str, str, Any], Any]] = {
     ("Options", "stats"): _group(StatsOptions),
     ("ThreadingOptions", "private_threadpool_size"): _int(1),
     ("ThreadingOptions", "max_intra_op_parallelism"): _int(1),
+    ("ThreadingOptions", "executor"): _one_of(lambda: ["thread", "process"]),
+    ("ThreadingOptions", "process_start_method"): _one_of(_start_methods),
     ("AutotuneOptions", "enabled"): check_optional_bool,
     ("AutotuneOptions", "cpu_budget"): _int(1),
     ("AutotuneOptions", "ram_budget"): _int(0),

@@ -98,8 +98,10 @@ class ResumePlan:
         shares: cut id -> the share a shard point built while the plan applies reads.
         drain: the chain is drained (later passes of its shard points read nothing).
         active: while the chain is built and restored, every build reads ``shares``;
-            after that only a shard point's first build (e.g. ``concatenate``'s second input).
-        built: cut ids built so far.
+            after that only the builds in the pass of a shard point's first build (e.g.
+            ``concatenate``'s second input, both branches of ``zip(ds, ds.map(f))`` built
+            lazily), not a later pass (``repeat``'s next epoch).
+        built: cut id -> the epoch (pass) of its first build.
         elastic: the layout changed (file sources no longer even out rows).
     """
 
@@ -107,16 +109,17 @@ class ResumePlan:
     shares: dict[int, Share] = field(default_factory=dict)
     drain: bool = False
     active: bool = True
-    built: set = field(default_factory=set)
+    built: dict = field(default_factory=dict)
     elastic: bool = False
 
-    def share_for(self, cut_id: int, build: bool = True) -> Share | None:
-        """The planned share of a shard point built now (``build=False``: would be built),
-        or None for its own."""
+    def share_for(self, cut_id: int, build: bool = True, epoch: Any = None) -> Share | None:
+        """The planned share of a shard point built now in pass ``epoch`` (``build=False``:
+        would be built), or None for its own."""
         first = cut_id not in self.built
-        if build:
-            self.built.add(cut_id)
-        if cut_id in self.shares and (self.active or first):
+        same_pass = not first and epoch is not None and self.built[cut_id] == epoch
+        if build and first:
+            self.built[cut_id] = epoch
+        if cut_id in self.shares and (self.active or first or same_pass):
             return self.shares[cut_id]
         return Share() if self.drain else None
 

@@ -59,11 +59,12 @@ class _Cut(Dataset):
             return UNKNOWN_CARDINALITY if n == UNKNOWN_CARDINALITY else INFINITE_CARDINALITY
         return len(self.share)
 
-    def active_share(self, ctx: Any, build: bool = True) -> Share:
-        """The share an iterator built now reads: a restored checkpoint's (see
-        ``ResumePlan.share_for``), else ``share``. ``build=False``: only look."""
+    def active_share(self, ctx: Any, build: bool = True, epoch: Any = None) -> Share:
+        """The share an iterator built now (for pass ``epoch``) reads: a restored
+        checkpoint's (see ``ResumePlan.share_for``), else ``share``. ``build=False``: only
+        look."""
         plan = ctx.resume
-        planned = None if plan is None else plan.share_for(self.cut_id, build)
+        planned = None if plan is None else plan.share_for(self.cut_id, build, epoch)
         return self.share if planned is None else planned
 
     def uneven_after_resume(self, options: Any) -> str:
@@ -102,14 +103,14 @@ class IndexCut(_Cut):
         ctx.cuts_by_access.add(self.cut_id)
         return self._access(ctx)
 
-    def _access(self, ctx: Any) -> ShareAccess:
+    def _access(self, ctx: Any, epoch: Any = None) -> ShareAccess:
         permute = None if self.permute is None else (ctx, self.permute)
         return ShareAccess(
-            self._inputs[0]._make_random_access(ctx), self.active_share(ctx), permute
+            self._inputs[0]._make_random_access(ctx), self.active_share(ctx, True, epoch), permute
         )
 
     def _make_iterator(self, ctx, epoch):
-        it = IndexCutIterator(self._access(ctx), epoch, self._name)
+        it = IndexCutIterator(self._access(ctx, tuple(epoch)), epoch, self._name)
         ctx.register_cut(self.cut_id, it)
         return it
 
@@ -203,7 +204,7 @@ class StreamCut(_Cut):
     kind = "stream"
 
     def _make_iterator(self, ctx, epoch):
-        it = StreamCutIterator(self, ctx, epoch, self.active_share(ctx))
+        it = StreamCutIterator(self, ctx, epoch, self.active_share(ctx, True, tuple(epoch)))
         ctx.register_cut(self.cut_id, it)
         return it
 
@@ -354,7 +355,7 @@ class UnitCut(_Cut):
         return "allow"  # units are split; rows are evened out only in a first layout
 
     def _make_iterator(self, ctx, epoch):
-        share = self.active_share(ctx)
+        share = self.active_share(ctx, True, tuple(epoch))
         elastic = ctx.resume is not None and ctx.resume.elastic
         it = UnitCutIterator(self, ctx, epoch, share, None if elastic else self.limit,
                              0 if elastic else self.pad, elastic)  # fmt: skip

@@ -51,6 +51,7 @@ class MapDataset(RandomAccessUnaryDataset):
             hold the GIL; the function is sent with cloudpickle, so lambdas and closures
             work), or None (``Options.threading.executor``; by default threads, and with
             ``AUTOTUNE`` the tuner measures and picks inline, threads or processes).
+            ``executor="process"`` with ``num_parallel_calls=None`` runs one worker process.
 
     Raises (at iteration):
         PipelineError: ``map_func`` raised; names the op and the element's index. Elements

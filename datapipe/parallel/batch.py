@@ -1,10 +1,14 @@
 """Parallel ``batch``: groups of ``batch_size`` elements stacked on worker threads.
 
-A ``GroupIterator`` cuts the input into lists of ``batch_size`` consecutive elements (the
-last one shorter, or dropped with ``drop_remainder``); a ``ParallelMapIterator`` in
-``indexed`` mode stacks them, so parallel batching inherits its ordering (``deterministic``),
-error positions, AUTOTUNE and exact checkpoints. An error names the batch op and the index
-of the batch's first element in the batch's input stream, as the sequential batch does.
+The sequential ``BatchIterator`` with a ``make`` that only groups cuts the input into lists
+of ``batch_size`` consecutive elements (the last one shorter, or dropped with
+``drop_remainder``), so a failing input element is handled exactly as by the sequential
+batch: raised at its position, and the elements read before it are kept for the next
+group (the batch minus the failing element, filled with the next ones). A
+``ParallelMapIterator`` in ``indexed`` mode stacks the groups, so parallel batching
+inherits its ordering (``deterministic``), error positions, AUTOTUNE and exact
+checkpoints. An error names the batch op and the index of the batch's first element in the
+batch's input stream, as the sequential batch does.
 """
 
 from __future__ import annotations
@@ -12,49 +16,29 @@ from __future__ import annotations
 from typing import Any
 
 from datapipe._batching import stack
-from datapipe._iterator import OpIterator, pull_exactly
+from datapipe._iterator import OpIterator
+from datapipe.ops.batch import BatchIterator
 from datapipe.parallel.map import ParallelMapIterator
 from datapipe.parallel.plan import Plan
 
 
-class GroupIterator(OpIterator):
-    """Lists of ``batch_size`` consecutive input elements."""
+def _group(part: list, start: int) -> tuple[int, list]:
+    return start, part
 
-    op_name = "batch"
+
+class GroupIterator(BatchIterator):
+    """``(index of the first element, [batch_size consecutive input elements])``."""
 
     def __init__(self, inner: OpIterator, batch_size: int, drop_remainder: bool):
-        super().__init__([inner])
-        self.inner, self.b, self.drop = inner, batch_size, drop_remainder
-        self.done = False
-
-    def next_chunk(self, n: int) -> list:
-        if self.done:
-            return []
-        b = self.b
-        elems = pull_exactly(self.inner, n * b)
-        if len(elems) < n * b:
-            self.done = True
-        groups = [elems[s : s + b] for s in range(0, len(elems), b)]
-        if groups and self.drop and len(groups[-1]) < b:
-            groups.pop()
-        return groups
-
-    def get_state(self) -> dict:
-        return {"done": self.done, "input": self.inner.get_state()}
-
-    def set_state(self, state: dict) -> None:
-        self.done = bool(state["done"])
-        self.inner.set_state(state["input"])
+        super().__init__(inner, batch_size, drop_remainder, make=_group)
 
 
 class _Stack:
-    """Stacks group ``index`` (picklable, for worker processes)."""
+    """Stacks a group (picklable, for worker processes)."""
 
-    def __init__(self, batch_size: int):
-        self.batch_size = batch_size
-
-    def __call__(self, index: int, group: list) -> Any:
-        return stack(group, "batch", index * self.batch_size)
+    def __call__(self, index: int, group: tuple[int, list]) -> Any:
+        start, elements = group
+        return stack(elements, "batch", start)
 
 
 def parallel_batch_iterator(
@@ -62,6 +46,6 @@ def parallel_batch_iterator(
 ) -> OpIterator:
     groups = GroupIterator(inner, batch_size, drop_remainder)
     return ParallelMapIterator(
-        groups, _Stack(batch_size), "batch", plan.value, plan.deterministic, ctx,
+        groups, _Stack(), "batch", plan.value, plan.deterministic, ctx,
         indexed=True, plan=plan,
     )  # fmt: skip

@@ -331,9 +331,11 @@ class Engine(SharedStage):
         worker runs: the executor is inline). The results go straight to the consumer, as
         a sequential op's would: no chunk, no lock waits, no RAM reservation, and an input
         failure propagates as it is. Only a chunk in which the function failed is kept
-        (the good elements go first); None then, and when chunks are outstanding."""
+        (the good elements go first); None then, and when chunks are outstanding. A chunk
+        a restore queued for recomputation (``lane.redo``: the snapshot came from threads
+        or processes) is computed here too, into a ready chunk: no worker runs inline."""
         with self.cond:
-            redo = bool(lane.redo) and not lane.chunks and not self.closed
+            redo = bool(lane.redo) and not lane.chunks and not lane.pending and not self.closed
             if redo:
                 lane.pending += 1  # as a worker's admission does
             elif lane.pending or lane.redo or lane.chunks or self.closed or lane.input_done:
@@ -346,7 +348,7 @@ class Engine(SharedStage):
             chunk, elems = take_input(self, lane, 1, 0, gen)
             if chunk is not None:
                 compute(self, lane, chunk, elems, -1, gen)
-            return None
+            return None  # the consumer takes it from the chunk, now ready
         t0, c0 = time.perf_counter(), time.thread_time()  # a buffer's work is its reading
         with lane.input_lock:
             start = lane.next_index
@@ -547,14 +549,18 @@ def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: i
     """Compute a taken chunk's results (on this thread, or in worker process ``wid``) and
     hand them to the consumer."""
     t0, c0 = time.perf_counter(), time.thread_time()
+    # Decided once per chunk: the executor may change while it is computed (AUTOTUNE), and
+    # a thread of a larger thread group that has not retired yet has no process of its own.
+    procs = eng.processes
+    remote = wid >= 0 and eng.executor == PROCESS and procs is not None and wid < len(procs.procs)
     if chunk.input_error is not None:
         items: list = [Failed(chunk.input_error)]
         chunk.input_error = True  # keep the fact, not the exception (see take_ready)
         chunk.failed = True
     elif lane.transform is None:
         items = elems
-    elif wid >= 0 and eng.executor == PROCESS and eng.processes is not None:
-        got = eng.processes.run(wid, lane, elems, chunk.start + chunk.skip, gen)
+    elif remote:
+        got = procs.run(wid, lane, elems, chunk.start + chunk.skip, gen)
         if got is None:  # stopped (close, restore) while the process computed
             with eng.cond:
                 eng.ram.release(chunk.reserved)
@@ -564,7 +570,7 @@ def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: i
     else:
         items, chunk.failed = apply(lane, elems, chunk.start + chunk.skip)
     dt, dcpu = time.perf_counter() - t0, time.thread_time() - c0
-    if lane.transform is not None and trace.ENABLED and not (wid >= 0 and eng.executor == PROCESS):
+    if lane.transform is not None and trace.ENABLED and not remote:
         # datapipe.stats: a span per chunk on this worker's own track
         trace.record_span(f"{eng.op} workers", "chunk", t0, t0 + dt, {"elements": len(items)})
     nbytes = autotune.chunk_nbytes([x for x in items[:1] if type(x) is not Failed]) * len(items)
@@ -581,7 +587,7 @@ def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: i
             nbytes = 0
         eng.ram.try_reserve(nbytes, force=True)
         chunk.reserved = nbytes
-        if lane.transform is not None and not (wid >= 0 and eng.executor == PROCESS):
+        if lane.transform is not None and not remote:  # processes.run accounted for it
             _account(eng, len(items), dt, dcpu)
         eng.cond.notify_all()
 
@@ -607,5 +613,13 @@ def apply(lane: Lane, elems: list, first: int) -> tuple[list, bool]:
         except BaseException as e:  # noqa: BLE001 - the consumer raises it at this position
             k = first + len(out)
             out.append(Failed(annotate(lane.op, offset + stride * k, e)))
+            failed = True
+            continue
+        if len(out) < n:
+            # ``extend`` took a StopIteration raised by ``fn`` for the end of the elements
+            # (the only way it stops early): a failure of that element, not a retry.
+            k = first + len(out)
+            err = StopIteration(f"raised by the function of '{lane.op}'")
+            out.append(Failed(annotate(lane.op, offset + stride * k, err)))
             failed = True
     return out, failed

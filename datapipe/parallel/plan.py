@@ -24,7 +24,7 @@ from typing import Any
 def is_buffering(node: Any) -> bool:
     """Whether ``node`` computes ahead of its consumer on its own (a buffer or workers)."""
     calls = getattr(node, "_num_parallel_calls", None)
-    if calls not in (None, 1):
+    if calls not in (None, 1) or getattr(node, "_executor", None) == "process":
         return True
     if getattr(node, "_name", None) in ("prefetch", "prefetch_to_device"):
         return getattr(node, "_buffer_size", 0) != 0
@@ -121,7 +121,8 @@ def decide(node: Any, ctx: Any) -> Plan | None:
     runs sequentially (None) or as a parallel stage, and how (its ``Plan``).
 
     Sequential: ``num_parallel_calls`` None or 1 (unless ``executor="process"`` asks for a
-    worker process), ``prefetch(0)``. Otherwise the node's own arguments decide, then
+    worker process: the op's own argument with None, or with 1 also the option's),
+    ``prefetch(0)``. Otherwise the node's own arguments decide, then
     ``Options.threading.executor`` (the executor of maps that name none).
     ``prefetch_to_device`` is always a stage (its ``buffer_size`` is at least 1).
     """
@@ -150,6 +151,8 @@ def decide(node: Any, ctx: Any) -> Plan | None:
     calls = getattr(node, "_num_parallel_calls", None)
     maps = hasattr(node, "_executor")  # map, random_map: their function may go to processes
     executor = getattr(node, "_executor", None) or ctx.options.threading.executor
+    if calls is None and getattr(node, "_executor", None) == "process":
+        calls = 1  # the op itself asked for a worker process: one (it was silently inline)
     if calls is None or (calls == 1 and executor != "process"):
         return None
     if not maps and executor == "process":

@@ -160,6 +160,10 @@ class _Proc:
         self.process, self.conn, self.prefix = process, conn, prefix
         self.fn_key: int | None = None
         self.task = 0
+        # A task whose result was not read (the stage stopped while it was computed). It
+        # must be read before anything is sent: a large result and a large message the
+        # other way would fill the pipe in both directions, each side blocked in send().
+        self.abandoned: int | None = None
 
 
 class Workers:
@@ -219,6 +223,12 @@ class Workers:
         """(results, any failed) of ``lane.transform`` over ``elems`` computed in process
         ``wid`` (``Failed`` items in place of failures); None if the stage stopped."""
         proc = self.procs[wid]
+        if proc.abandoned is not None:  # its result first (see _Proc.abandoned)
+            late = self._wait(proc, proc.abandoned, gen, first, len(elems))
+            if late is None:
+                return None
+            proc.abandoned = None
+            shm.discard(late[2][1])
         proc.task += 1
         task = proc.task
         if proc.fn_key != self.fn_key:
@@ -226,7 +236,11 @@ class Workers:
             proc.fn_key = self.fn_key
         try:
             payload = shm.dumps(elems, f"{proc.prefix}i{task}")
+        except OSError:
+            raise  # not the elements' fault (shared memory): the stage cannot go on
         except Exception:  # noqa: BLE001 - some element cannot be pickled: fail those only
+            if all(_picklable(x) for x in elems):
+                raise  # the chunk as a whole: _run_sendable would come back here for ever
             return self._run_sendable(wid, lane, elems, first, gen)
         try:
             proc.conn.send(("run", task, self.fn_key, lane.indexed, first, payload))
@@ -236,6 +250,7 @@ class Workers:
             raise self._died(proc, first, len(elems)) from None
         msg = self._wait(proc, task, gen, first, len(elems))
         if msg is None:
+            proc.abandoned = task
             return None
         _, _, result, t0, t1, cpu = msg
         out = shm.loads(*result)
@@ -370,6 +385,9 @@ def _shutdown(procs: list[_Proc], prefix: str) -> None:
     segment of the pool."""
     for p in procs:
         try:
+            # Never block here: a worker that is not reading (busy, or stuck sending a
+            # result nobody reads now) would hold close() forever; it gets SIGTERM below.
+            os.set_blocking(p.conn.fileno(), False)
             p.conn.send(("stop",))
         except (OSError, ValueError):
             pass

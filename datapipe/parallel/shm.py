@@ -18,6 +18,7 @@ Where ``/dev/shm`` is missing (not Linux) everything goes in band.
 
 from __future__ import annotations
 
+import errno
 import io
 import mmap
 import os
@@ -87,11 +88,30 @@ def dumps(obj: Any, name: str | None) -> tuple[bytes, str | None, list]:
         n = b.raw().nbytes
         layout.append((off, n))
         off += -(-n // _ALIGN) * _ALIGN
-    path = os.path.join(SHM_DIR, name)
+    try:
+        _write_segment(os.path.join(SHM_DIR, name), big, layout, off)
+    except OSError as e:
+        if e.errno not in _NO_ROOM:
+            raise
+        _warn_no_room(off, e)
+        return dumps(obj, None)  # in band: slower, but the pipeline goes on
+    return data, name, layout
+
+
+# A segment that does not fit: /dev/shm full (Docker gives 64 MB by default), over the
+# process's file size limit, out of memory.
+_NO_ROOM = (errno.ENOSPC, errno.EFBIG, errno.ENOMEM, getattr(errno, "EDQUOT", errno.ENOSPC))
+
+
+def _write_segment(path: str, big: list, layout: list, size: int) -> None:
     fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
     try:
-        os.ftruncate(fd, off)
-        with mmap.mmap(fd, off) as mm:
+        os.ftruncate(fd, size)
+        # Allocate the pages now: writing through the mapping to a tmpfs that is full
+        # raises SIGBUS, which kills the process (the training process, for inputs).
+        if hasattr(os, "posix_fallocate"):
+            os.posix_fallocate(fd, 0, size)
+        with mmap.mmap(fd, size) as mm:
             for b, (o, n) in zip(big, layout):
                 mm[o : o + n] = b.raw()
     except BaseException:
@@ -99,7 +119,19 @@ def dumps(obj: Any, name: str | None) -> tuple[bytes, str | None, list]:
         raise
     finally:
         os.close(fd)
-    return data, name, layout
+
+
+def _warn_no_room(size: int, e: OSError) -> None:
+    import warnings
+
+    warnings.warn(
+        f"datapipe: no room for a {size}-byte shared-memory segment in {SHM_DIR} "
+        f"({os.strerror(e.errno)}); worker processes' elements go through the pipe instead "
+        "(a copy). Give the machine or container more shared memory (e.g. docker run "
+        "--shm-size=2g) for the fast path.",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 def loads(data: bytes, name: str | None, layout: list) -> Any:
