@@ -171,6 +171,51 @@ def _grid_normalise(grid: torch.Tensor, norm: torch.Tensor) -> torch.Tensor:
     return grid.mul_(torch.diagonal(norm)[:2]).add_(norm[:2, 2])
 
 
+def _fold(coord: torch.Tensor, size: int, fill_mode: str) -> torch.Tensor:
+    """Fold pixel coordinates into [0, size - 1] for the modes ``grid_sample`` lacks."""
+    if fill_mode == "mirror":  # c d c b | a b c d | c b a b: period 2 (n - 1)
+        if size == 1:
+            return torch.zeros_like(coord)
+        period = 2.0 * (size - 1)
+        t = torch.remainder(coord, period)
+        return torch.where(t > size - 1, period - t, t)
+    return coord
+
+
+def sample_pixels(
+    images: torch.Tensor,
+    grid: torch.Tensor,
+    interpolation: str = "bilinear",
+    fill_mode: str = "reflect",
+    fill_value: float = 0.0,
+) -> torch.Tensor:
+    """Sample a float (B, C, H, W) batch at pixel-index coordinates ``grid`` (B, H', W', 2)
+    (x, y), with Keras's fill modes (``FILL_MODES``) plus ``"mirror"`` (``c d c b | a b c d
+    | c b a b``, about the edge pixels' centres). The dtype is kept."""
+    _, _, h, w = images.shape
+    dtype = images.dtype
+    x = images if dtype in (torch.float32, torch.float64) else images.to(torch.float32)
+    grid = grid.to(x.dtype)
+    pad = 0
+    if fill_mode == "wrap":
+        x = F.pad(x, (1, 1, 1, 1), mode="circular")
+        sizes = torch.tensor([w, h], device=x.device, dtype=x.dtype)
+        grid, pad = torch.remainder(grid, sizes), 1
+    elif fill_mode == "mirror":
+        grid = torch.stack([_fold(grid[..., 0], w, "mirror"), _fold(grid[..., 1], h, "mirror")], -1)
+    norm = _normaliser(h, w, pad=pad).to(device=x.device, dtype=x.dtype)
+    grid = grid * torch.diagonal(norm)[:2] + norm[:2, 2]
+    padding = {"reflect": "reflection", "constant": "zeros"}.get(fill_mode, "border")
+    shift = float(fill_value) if fill_mode == "constant" else 0.0
+    if shift:
+        x = x - shift
+    mode = "bilinear" if interpolation == "bilinear" else "nearest"
+    out = F.grid_sample(x, grid, mode=mode, padding_mode=padding, align_corners=False)
+    if shift:
+        out = out + shift
+    return out.to(dtype)
+
+
 def radians(turns: torch.Tensor) -> torch.Tensor:
     """Keras expresses rotations as fractions of a full turn."""
     return turns * (2.0 * math.pi)

@@ -10,10 +10,12 @@ consistently with its pixels:
   spans [i, i + 1); a projective bottom row is allowed);
 - ``output_size(params, height, width)`` when the output size differs from the input's.
 
-Boxes: the four corners of each box go through ``point_matrix``; the new box is their
-extent (exact for flips, crops and resizes; for rotations, shears and perspective it is the
-smallest axis-aligned box holding the moved box), clipped to the output image; a box left
-with no area gets label -1 (Keras's ``clip_to_image_size``). Keypoints go through the same
+Boxes: the four corners of each box go through ``point_matrix``; the new box is the
+extent of the moved box's part inside the output image (exact for flips, crops and
+resizes; for rotations, shears and perspective it is the smallest axis-aligned box holding
+what remains visible of the moved box, which is tighter than clipping the moved box's
+extent as Keras does when a turned box is cut by the border); a box left with no area gets
+label -1 (Keras's ``clip_to_image_size``). Keypoints go through the same
 matrix: a keypoint at the centre of pixel (i, j) lands at the centre of the output pixel
 that samples pixel (i, j). Masks are resampled with ``"nearest"`` and keep their dtype.
 
@@ -43,15 +45,78 @@ def apply_points(matrix: torch.Tensor, xy: torch.Tensor) -> torch.Tensor:
     return torch.stack([out_x, out_y], dim=-1)
 
 
-def boxes_extent(matrix: torch.Tensor, boxes: torch.Tensor) -> torch.Tensor:
-    """xyxy boxes ``(B, N, 4)`` -> the extent of their four corners mapped by ``matrix``."""
+def _cross(o: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """z of (a - o) x (b - o) over the last axis (x, y)."""
+    return (a[..., 0] - o[..., 0]) * (b[..., 1] - o[..., 1]) - (a[..., 1] - o[..., 1]) * (
+        b[..., 0] - o[..., 0]
+    )
+
+
+def quad_extent(quad: torch.Tensor, height: float, width: float) -> torch.Tensor:
+    """xyxy extent of (convex quadrilateral ``quad`` (..., 4, 2), corners in polygon order)
+    intersected with the image ``[0, width] x [0, height]``; a zero box if they do not meet.
+
+    The extent of a convex polygon clipped to a rectangle is reached at a quad corner
+    inside the image, an image corner inside the quad, or where a quad edge crosses an
+    image border; all three kinds of candidate are computed and the valid ones kept.
+    """
+    dtype = quad.dtype
+    a, b = quad, quad.roll(-1, dims=-2)  # edges a -> b
+    inside_img = (a[..., 0] >= 0) & (a[..., 0] <= width) & (a[..., 1] >= 0) & (a[..., 1] <= height)
+    cands, valid = [a], [inside_img]
+    # Image corners inside the quad: on the same side of every edge (either orientation).
+    img = torch.tensor([[0.0, 0.0], [width, 0.0], [width, height], [0.0, height]], dtype=dtype)
+    img = img.to(quad.device)
+    side = _cross(a.unsqueeze(-2), b.unsqueeze(-2), img.view(*([1] * (quad.ndim - 2)), 1, 4, 2))
+    in_quad = (side >= -1e-6).all(dim=-2) | (side <= 1e-6).all(dim=-2)  # (..., 4)
+    cands.append(img.expand(*quad.shape[:-2], 4, 2))
+    valid.append(in_quad)
+    # Quad edges crossing the four border lines.
+    for axis, value, other_max in (
+        (0, 0.0, height),
+        (0, width, height),
+        (1, 0.0, width),
+        (1, height, width),
+    ):
+        d = b[..., axis] - a[..., axis]
+        t = (value - a[..., axis]) / torch.where(d == 0, torch.ones_like(d), d)
+        other = a[..., 1 - axis] + t * (b[..., 1 - axis] - a[..., 1 - axis])
+        ok = (d != 0) & (t >= 0) & (t <= 1) & (other >= 0) & (other <= other_max)
+        point = torch.stack(
+            [torch.full_like(other, value), other]
+            if axis == 0
+            else [other, torch.full_like(other, value)],
+            dim=-1,
+        )
+        cands.append(point)
+        valid.append(ok)
+    pts, ok = torch.cat(cands, dim=-2), torch.cat(valid, dim=-1).unsqueeze(-1)
+    inf = torch.tensor(float("inf"), dtype=dtype, device=quad.device)
+    low = torch.where(ok, pts, inf).amin(dim=-2)
+    high = torch.where(ok, pts, -inf).amax(dim=-2)
+    found = ok.any(dim=-2)
+    extent = torch.cat([low, high], dim=-1)
+    return torch.where(found, extent, torch.zeros_like(extent))
+
+
+def boxes_extent(
+    matrix: torch.Tensor,
+    boxes: torch.Tensor,
+    height: float | None = None,
+    width: float | None = None,
+) -> torch.Tensor:
+    """xyxy boxes ``(B, N, 4)`` -> the extent of the box's four corners mapped by
+    ``matrix``; with ``height`` and ``width``, of the moved box's part inside the image
+    (tighter than clipping the extent when a turned box is cut by the border)."""
     b, n = boxes.shape[:2]
     x1, y1, x2, y2 = boxes.unbind(-1)
     corners = torch.stack(
-        [torch.stack(c, dim=-1) for c in ((x1, y1), (x2, y1), (x1, y2), (x2, y2))], dim=2
-    )  # (B, N, 4, 2)
+        [torch.stack(c, dim=-1) for c in ((x1, y1), (x2, y1), (x2, y2), (x1, y2))], dim=2
+    )  # (B, N, 4, 2), in polygon order
     moved = apply_points(matrix, corners.reshape(b, n * 4, 2)).reshape(b, n, 4, 2)
-    return torch.cat([moved.amin(dim=2), moved.amax(dim=2)], dim=-1)
+    if height is None or width is None:
+        return torch.cat([moved.amin(dim=2), moved.amax(dim=2)], dim=-1)
+    return quad_extent(moved, float(height), float(width))
 
 
 def window_matrix(
@@ -86,6 +151,7 @@ class GeometricLayer(Layer):
     """
 
     _abstract = True
+    _mask_interpolation = "nearest"  # what warp() is given for segmentation masks
 
     def __init__(self, bounding_box_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -129,7 +195,7 @@ class GeometricLayer(Layer):
         x = self._to_nchw(masks)
         dtype = x.dtype
         work = x if dtype in (torch.float32, torch.float64) else x.to(torch.float32)
-        out = self.warp(work, params, "nearest")
+        out = self.warp(work, params, self._mask_interpolation)
         if not dtype.is_floating_point:
             out = out.round()  # nearest sampling copies values; guard float round-off
         return self._from_nchw(out.to(dtype))
@@ -146,8 +212,10 @@ class GeometricLayer(Layer):
         return fmt
 
     def move_boxes(self, boxes: torch.Tensor, params: Any, height: int, width: int):
-        """xyxy boxes ``(B, N, 4)`` of the input -> xyxy boxes of the output (unclipped)."""
-        return boxes_extent(self.point_matrix(params, height, width), boxes)
+        """xyxy boxes ``(B, N, 4)`` of the input -> xyxy boxes of the output: the extent of
+        the moved box's part inside the output image (clipping then marks empty ones)."""
+        oh, ow = self.output_size(params, height, width)
+        return boxes_extent(self.point_matrix(params, height, width), boxes, oh, ow)
 
     def transform_bounding_boxes(self, bounding_boxes: dict, params: Any) -> dict:
         fmt = self._box_format(params)
