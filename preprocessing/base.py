@@ -282,11 +282,11 @@ class Layer(torch.nn.Module):
         if isinstance(data, dict):
             _targets.check_keys(self, data)
             batch, single = self._as_batch(data["images"])
-            return self._apply(data, batch, single, self._params(batch, generator))
+            return self._apply_targets(data, batch, single, self._params(batch, generator))
         batch, single = self._as_batch(data)
         return self._unbatch(self._images_out(batch, self._params(batch, generator)), single)
 
-    def _apply(self, data: dict, batch: torch.Tensor, single: bool, params: Any) -> dict:
+    def _apply_targets(self, data: dict, batch: torch.Tensor, single: bool, params: Any) -> dict:
         """Apply one draw to every target of ``data`` (a new dict; the input is kept)."""
         out = dict(data)
         out["images"] = self._unbatch(self._images_out(batch, params), single)

@@ -59,5 +59,7 @@ class RandomBrightness(RandomLayer):
     def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
         batch, single = self._as_batch(images)
         x = self._to_float(batch)
-        out = (x + params["delta"].to(x.dtype).view(-1, 1, 1, 1)).clamp(*self._range)
+        # One fresh tensor, clipped in place: a second full-size allocation costs as much
+        # as the arithmetic on CPU.
+        out = (x + params["delta"].to(x.dtype).view(-1, 1, 1, 1)).clamp_(*self._range)
         return self._unbatch(out, single)

@@ -68,5 +68,6 @@ class RandomContrast(RandomLayer):
         dims = (2, 3) if self.data_format == "channels_first" else (1, 2)
         mean = x.mean(dim=dims, keepdim=True)
         f = params["contrast_factor"].to(x.dtype).view(-1, 1, 1, 1)
-        out = ((x - mean) * f + mean).clamp(self._range[0], self._range[1])
+        # The same arithmetic as ((x - mean) * f + mean).clamp(...) on one fresh tensor.
+        out = (x - mean).mul_(f).add_(mean).clamp_(self._range[0], self._range[1])
         return self._unbatch(out, single)

@@ -139,4 +139,4 @@ class Pipeline(Layer):
             self._fail("layers", "fused into one warp must agree on bounding_box_format", formats)
         if formats:
             params["bounding_box_format"] = formats.pop()
-        return anchor._apply(data, batch, single, params)
+        return anchor._apply_targets(data, batch, single, params)

@@ -67,5 +67,6 @@ class Rescaling(Layer):
     def transform_images(self, images: torch.Tensor, params: Any = None) -> torch.Tensor:
         batch, single = self._as_batch(images)
         x = self._to_float(batch)
-        out = x * self._per_channel(self.scale, x) + self._per_channel(self.offset, x)
+        # One fresh tensor, offset in place (the same arithmetic as x * scale + offset).
+        out = (x * self._per_channel(self.scale, x)).add_(self._per_channel(self.offset, x))
         return self._unbatch(out, single)

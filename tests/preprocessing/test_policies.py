@@ -170,3 +170,13 @@ def test_pipeline_keeps_channels_last():
     pipe = pp.Pipeline([pp.RandomFlip(seed=0), pp.RandomRotation(0.1, seed=1), pp.Rescaling(2.0)])
     x = torch.rand(2, 3, 10, 10).contiguous(memory_format=torch.channels_last)
     assert pipe(x).is_contiguous(memory_format=torch.channels_last)
+
+
+def test_module_conversions_work_on_layers():
+    # A base method once shadowed nn.Module._apply, which .to()/.double()/.cuda() call.
+    norm = pp.Normalization(mean=[1.0, 2.0, 3.0], variance=[1.0, 1.0, 1.0])
+    model = torch.nn.Sequential(pp.RandomFlip(seed=0), pp.RandomRotation(0.1, seed=1), norm)
+    assert model.to("cpu") is model and model.float() is model
+    assert norm.mean.dtype == torch.float32  # nn.Module.float() casts float buffers
+    assert model[0]._draws.dtype == torch.int64  # the draw counter stays an integer
+    assert model(torch.rand(2, 3, 6, 6)).shape == (2, 3, 6, 6)
