@@ -3,7 +3,8 @@
 A seeded layer keeps one int64 counter (a buffer). Draw number ``c`` of a layer with seed
 ``s`` is a pure function of ``(s, c, index)``: SplitMix64's finaliser (Steele, Lea and
 Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014) applied to
-``key + index * golden``, with ``key = mix(s + c * golden')``. Everything is int64 tensor
+``(key + index) * golden``, with ``key = mix(s + c * golden')``: SplitMix64's stream started
+at state ``key * golden``. Everything is int64 tensor
 arithmetic on the input's device, so ``torch.compile(fullgraph=True)`` traces it (a
 ``torch.Generator`` is an opaque object that Dynamo refuses) and the compiled and eager
 streams are bit-identical.
@@ -62,7 +63,9 @@ def hashed_uniform(
     key = mix64(c * _STREAM + _signed(int(seed)))
     n = math.prod(shape)
     index = torch.arange(1, n + 1, dtype=torch.int64, device=device)
-    bits = mix64(index * _GOLDEN + key)
+    # (index + key) * golden, not index * golden + key: Inductor folds arange times a
+    # constant into a symbolic index expression and overflows int64 evaluating it.
+    bits = mix64((index + key) * _GOLDEN)
     return (_lsr(bits, 40).to(torch.float32) * (2.0**-24)).view(shape)
 
 

@@ -15,6 +15,7 @@ import difflib
 import inspect
 import json
 import math
+import threading
 from typing import Any, ClassVar
 
 import numpy as np
@@ -363,6 +364,22 @@ class RandomLayer(Layer):
     Subclasses draw with ``_uniform(n, low, high, device, generator)`` (shape ``(n,)``),
     ``_rand(shape, device, generator)`` (U[0, 1)) and ``_randn(shape, device, generator)``
     (standard normal); every value is float32.
+
+    Example: a photometric layer is a draw and a pixel operation; every other target of a
+    dict input passes through untouched (``Layer``'s default ``transform_*`` methods):
+
+        >>> import torch
+        >>> class _Negate(RandomLayer):  # a leading "_" keeps it out of the registry
+        ...     def get_random_transformation(self, images, generator=None):
+        ...         u = self._rand((images.shape[0],), images.device, generator)
+        ...         return {"negate": u < 0.5}
+        ...     def transform_images(self, images, params):
+        ...         x = self._to_float(images)  # the dtype policy
+        ...         return torch.where(params["negate"].view(-1, 1, 1, 1), -x, x)
+        >>> boxes = {"boxes": torch.zeros(4, 1, 4), "labels": torch.zeros(4, 1)}
+        >>> out = _Negate(seed=0)({"images": torch.ones(4, 1, 2, 2), "bounding_boxes": boxes})
+        >>> out["bounding_boxes"] is boxes, out["images"][:, 0, 0, 0].tolist()
+        (True, [1.0, -1.0, -1.0, 1.0])
     """
 
     _abstract = True
@@ -375,6 +392,7 @@ class RandomLayer(Layer):
         _check_seed(self, seed)
         self.seed = seed
         self.register_buffer("_draws", torch.zeros((), dtype=torch.int64), persistent=False)
+        self._draw_lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
         # A copy starts afresh from its seed (as a torch.Generator-based layer did).
@@ -382,7 +400,25 @@ class RandomLayer(Layer):
         buffers = dict(state["_buffers"])
         buffers["_draws"] = torch.zeros((), dtype=torch.int64)
         state["_buffers"] = buffers
+        state.pop("_draw_lock", None)
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._draw_lock = threading.Lock()
+
+    def _next_draw(self) -> torch.Tensor:
+        """This draw's number; the counter moves on. Threads sharing the layer (a
+        ``Dataset.map`` pool) each get their own number: the step is locked in eager
+        mode (under ``torch.compile`` the graph does it, with no Python lock to trace)."""
+        if torch.compiler.is_compiling():
+            c = self._draws.clone()
+            self._draws.add_(1)
+            return c
+        with self._draw_lock:
+            c = self._draws.clone()
+            self._draws.add_(1)
+        return c
 
     def _rand(self, shape: tuple[int, ...], device: torch.device, generator: Any) -> torch.Tensor:
         """float32 draws from U[0, 1) of ``shape`` on ``device`` without a host sync."""
@@ -397,9 +433,7 @@ class RandomLayer(Layer):
             self._fail("generator", "must be a torch.Generator, numpy Generator or None", generator)
         if self.seed is None:
             return torch.rand(shape, device=device)
-        u = hashed_uniform(self.seed, self._draws, shape, device)
-        self._draws.add_(1)
-        return u
+        return hashed_uniform(self.seed, self._next_draw(), shape, device)
 
     def _uniform(
         self, n: int, low: float, high: float, device: torch.device, generator: Any

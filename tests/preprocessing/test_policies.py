@@ -180,3 +180,25 @@ def test_module_conversions_work_on_layers():
     assert norm.mean.dtype == torch.float32  # nn.Module.float() casts float buffers
     assert model[0]._draws.dtype == torch.int64  # the draw counter stays an integer
     assert model(torch.rand(2, 3, 6, 6)).shape == (2, 3, 6, 6)
+
+
+def test_threads_sharing_a_seeded_layer_never_share_a_draw():
+    import threading
+
+    layer = pp.RandomRotation(0.5, seed=3)
+    x = torch.zeros(1, 1, 4, 4)
+    angles, lock = [], threading.Lock()
+
+    def work():
+        for _ in range(200):
+            angle = float(layer.get_random_transformation(x)["angle"][0])
+            with lock:
+                angles.append(angle)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(angles) == 800 and len(set(angles)) == 800
+    assert int(layer._draws) == 800
