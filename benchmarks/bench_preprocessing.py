@@ -16,7 +16,8 @@ Per op -- each layer in ``nn.Sequential`` against hand-written torch for its op 
 draws' distribution, the same kernels a user would call), ratio = ours / hand-written.
 
 Every contender is warmed up once, then rounds of ``--iters`` batches interleave the
-contenders (load on the shared machine hits all alike) and the best round is kept. The
+contenders in a rotating order (load on the shared machine hits all alike) and the best
+round is kept. The
 load average (``os.getloadavg``) is printed before and after.
 
 Usage: python benchmarks/bench_preprocessing.py [--device cpu|cuda] [--iters N]
@@ -215,11 +216,13 @@ def measure(fn, x, iters):
 
 
 def race(fns, x, rounds, iters):
-    """Best-round images/s per contender, rounds interleaved."""
+    """Best-round images/s per contender, rounds interleaved; the order rotates every
+    round, so no contender always runs after the same one (allocator and cache state)."""
     rates = {label: 0.0 for label in fns}
-    for _ in range(rounds):
-        for label, fn in fns.items():
-            rates[label] = max(rates[label], measure(fn, x, iters))
+    labels = list(fns)
+    for r in range(rounds):
+        for label in labels[r % len(labels) :] + labels[: r % len(labels)]:
+            rates[label] = max(rates[label], measure(fns[label], x, iters))
     return rates
 
 
