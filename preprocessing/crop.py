@@ -96,8 +96,9 @@ class RandomCrop(GeometricLayer, RandomLayer):
         n, dev = batch.shape[0], batch.device
         h, w = self._hw(batch)
         # floor(u * (slack + 1)) is uniform over 0..slack; the clamp guards u -> 1.
-        top = self._uniform(n, 0.0, 1.0, dev, generator) * max(h - self.height + 1, 1)
-        left = self._uniform(n, 0.0, 1.0, dev, generator) * max(w - self.width + 1, 1)
+        u = self._rand((2, n), dev, generator)  # one draw for both offsets
+        top = u[0] * max(h - self.height + 1, 1)
+        left = u[1] * max(w - self.width + 1, 1)
         top = top.long().clamp_(0, max(h - self.height, 0))
         left = left.long().clamp_(0, max(w - self.width, 0))
         return {"top": top, "left": left}

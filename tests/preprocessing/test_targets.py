@@ -68,6 +68,20 @@ def as_format(t, fmt):
     return t if fmt == "channels_first" else t.movedim(1, -1)
 
 
+def check_box_against_mask(box, ext, height, width):
+    """The mask (pixel centres inside the moved box) never lies more than a pixel outside
+    the box, and the box reaches at most a pixel past the mask; where the image border
+    clips a turned box, the border and the box's edge make a wedge whose tip may hold no
+    pixel centre, so a coordinate along a clipped border may reach one pixel further."""
+    x1, y1, x2, y2 = box.tolist()
+    clipped_y = y1 <= 0.0 or y2 >= height  # the top or bottom border cuts the box
+    clipped_x = x1 <= 0.0 or x2 >= width
+    slack = [1.0 if clipped_y else 0.0, 1.0 if clipped_x else 0.0] * 2
+    for k, (b, e) in enumerate(zip((x1, y1, x2, y2), ext)):
+        reach = (e - b) if k < 2 else (b - e)  # > 0: the box reaches past the mask
+        assert -1.01 <= reach <= 1.01 + slack[k], (box.tolist(), ext)
+
+
 @pytest.mark.parametrize("fmt", ["channels_first", "channels_last"])
 @pytest.mark.parametrize("name", sorted(GEOMETRIC))
 def test_boxes_follow_a_mask_of_the_box(name, fmt):
@@ -103,7 +117,7 @@ def test_boxes_follow_a_mask_of_the_box(name, fmt):
                 assert got_labels[i, b] == -1 or min(box[2] - box[0], box[3] - box[1]) < 1.01
                 continue
             assert got_labels[i, b] == labels[i, b]
-            np.testing.assert_allclose(got_boxes[i, b].numpy(), ext, atol=1.01)
+            check_box_against_mask(got_boxes[i, b], ext, *got_masks.shape[-2:])
             checked += 1
     assert checked >= n_img * n_box // 2
 
