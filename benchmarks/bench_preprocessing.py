@@ -1,15 +1,27 @@
-"""Augmentation throughput: random horizontal flip + random rotation (+-0.1 turn, bilinear,
-reflect) + normalization on batches of 64x3x224x224 float32, side by side:
+"""Augmentation throughput on batches of 64x3x224x224 float32, side by side in one run.
 
-- ours: ``preprocessing.Pipeline`` (flip and rotation fused into one resampling);
-- kornia.augmentation (RandomHorizontalFlip + RandomAffine(36 degrees, reflection) +
-  Normalize), the closest match;
-- torchvision.transforms.v2 (RandomHorizontalFlip + RandomRotation(36) + Normalize;
-  torchvision has no reflect fill, so it fills with zeros), when importable;
-- a hand-fused reference: one ``affine_grid`` + ``grid_sample`` with the flip folded
-  into the matrix, and the normalization.
+W4 -- random horizontal flip (p = 1/2 per image) + random rotation (+-0.1 turn = +-36
+degrees, bilinear, reflect) + per-channel normalization:
+
+- ours, ``torch.nn.Sequential(RandomFlip, RandomRotation, Normalization)`` (what users
+  write: three layers, three passes);
+- ours, ``preprocessing.Pipeline([...])`` (flip and rotation fused into one resampling);
+- hand-written torch: one ``affine_grid`` + ``grid_sample(reflection)`` with the flip
+  folded into the matrix, then ``(x - mean) / std``;
+- kornia.augmentation (RandomHorizontalFlip + RandomAffine(36, reflection) + Normalize);
+- torchvision.transforms.v2 when importable (its compiled ops do not load beside the
+  CPU torch build here; it is then reported as unavailable).
+
+Per op -- each layer in ``nn.Sequential`` against hand-written torch for its op (the same
+draws' distribution, the same kernels a user would call), ratio = ours / hand-written.
+
+Every contender is warmed up once, then rounds of ``--iters`` batches interleave the
+contenders in a rotating order (load on the shared machine hits all alike) and the best
+round is kept. The
+load average (``os.getloadavg``) is printed before and after.
 
 Usage: python benchmarks/bench_preprocessing.py [--device cpu|cuda] [--iters N]
+       [--rounds N] [--batch N] [--only w4|ops]
 """
 
 from __future__ import annotations
@@ -21,6 +33,7 @@ import sys
 import time
 
 import torch
+import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -28,49 +41,62 @@ import preprocessing as pp  # noqa: E402
 
 MEAN = torch.tensor([0.485, 0.456, 0.406])
 STD = torch.tensor([0.229, 0.224, 0.225])
+TURN = 0.1  # +-0.1 turn = +-36 degrees
 
 
-def ours(device):
-    norm = pp.Normalization(mean=MEAN.tolist(), variance=(STD**2).tolist())
-    pipe = pp.Pipeline([pp.RandomFlip("horizontal", seed=0), pp.RandomRotation(0.1, seed=1), norm])
-    return pipe.to(device).train()
+# ------------------------------------------------------------------------ W4
+def ours_sequential(device):
+    return torch.nn.Sequential(
+        pp.RandomFlip("horizontal", seed=0),
+        pp.RandomRotation(TURN, seed=1),
+        pp.Normalization(mean=MEAN.tolist(), variance=(STD**2).tolist()),
+    ).to(device)
 
 
-def kornia_aug(device):
+def ours_pipeline(device):
+    return pp.Pipeline(list(ours_sequential(device))).to(device)
+
+
+def kornia_w4(device):
     import kornia.augmentation as K
 
     return torch.nn.Sequential(
         K.RandomHorizontalFlip(),
-        K.RandomAffine(degrees=36.0, padding_mode="reflection", p=1.0),
+        K.RandomAffine(degrees=TURN * 360.0, padding_mode="reflection", p=1.0),
         K.Normalize(mean=MEAN, std=STD),
     ).to(device)
 
 
-def torchvision_aug(device):
+def torchvision_w4(device):
     from torchvision.transforms import v2
 
     return v2.Compose(
         [
             v2.RandomHorizontalFlip(),
-            v2.RandomRotation(36.0),
+            v2.RandomRotation(TURN * 360.0),
             v2.Normalize(MEAN.tolist(), STD.tolist()),
         ]
     )
 
 
-def fused_reference(device):
+def _rotation_theta(b, device, flip=None):
+    angle = (torch.rand(b, device=device) * 2 - 1) * (TURN * 2 * math.pi)
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    sign = torch.ones(b, device=device) if flip is None else flip
+    theta = torch.zeros(b, 2, 3, device=device)
+    theta[:, 0, 0], theta[:, 0, 1] = cos * sign, -sin
+    theta[:, 1, 0], theta[:, 1, 1] = sin * sign, cos
+    return theta
+
+
+def hand_w4(device):
     mean, std = MEAN.to(device).view(1, 3, 1, 1), STD.to(device).view(1, 3, 1, 1)
 
     def run(x):
         b = x.shape[0]
-        angle = (torch.rand(b, device=device) * 2 - 1) * (0.1 * 2 * math.pi)
         flip = torch.where(torch.rand(b, device=device) < 0.5, -1.0, 1.0)
-        cos, sin = torch.cos(angle), torch.sin(angle)
-        theta = torch.zeros(b, 2, 3, device=device)
-        theta[:, 0, 0], theta[:, 0, 1] = cos * flip, -sin
-        theta[:, 1, 0], theta[:, 1, 1] = sin * flip, cos
-        grid = torch.nn.functional.affine_grid(theta, list(x.shape), align_corners=False)
-        out = torch.nn.functional.grid_sample(
+        grid = F.affine_grid(_rotation_theta(b, device, flip), list(x.shape), align_corners=False)
+        out = F.grid_sample(
             x, grid, mode="bilinear", padding_mode="reflection", align_corners=False
         )
         return (out - mean) / std
@@ -78,6 +104,104 @@ def fused_reference(device):
     return run
 
 
+W4 = {
+    "ours nn.Sequential": ours_sequential,
+    "ours Pipeline (fused)": ours_pipeline,
+    "hand-written torch (fused)": hand_w4,
+    "kornia.augmentation": kornia_w4,
+    "torchvision.transforms.v2": torchvision_w4,
+}
+
+
+# -------------------------------------------------------------------- per op
+def _hand_flip(x):
+    # A flip of the flipped half: what one writes to avoid flipping everything.
+    idx = (torch.rand(x.shape[0], device=x.device) < 0.5).nonzero().squeeze(1)
+    out = x.clone()
+    out[idx] = x[idx].flip(3)
+    return out
+
+
+def _hand_warp(theta_fn):
+    def run(x):
+        grid = F.affine_grid(theta_fn(x), list(x.shape), align_corners=False)
+        return F.grid_sample(
+            x, grid, mode="bilinear", padding_mode="reflection", align_corners=False
+        )
+
+    return run
+
+
+def _zoom_theta(x):
+    s = 1.0 + (torch.rand(x.shape[0], device=x.device) * 2 - 1) * 0.2
+    theta = torch.zeros(x.shape[0], 2, 3, device=x.device)
+    theta[:, 0, 0] = theta[:, 1, 1] = s
+    return theta
+
+
+def _translate_theta(x):
+    b = x.shape[0]
+    theta = torch.zeros(b, 2, 3, device=x.device)
+    theta[:, 0, 0] = theta[:, 1, 1] = 1.0
+    theta[:, :, 2] = (torch.rand(b, 2, device=x.device) * 2 - 1) * 0.2  # 0.1 of the side
+    return theta
+
+
+def _hand_contrast(x):
+    f = 1.0 + (torch.rand(x.shape[0], 1, 1, 1, device=x.device) * 2 - 1) * 0.3
+    mean = x.mean(dim=(2, 3), keepdim=True)
+    return ((x - mean) * f + mean).clamp(0.0, 1.0)
+
+
+def _hand_brightness(x):
+    d = (torch.rand(x.shape[0], 1, 1, 1, device=x.device) * 2 - 1) * 0.3
+    return (x + d).clamp(0.0, 1.0)
+
+
+def _hand_crop(x):
+    b, _, h, w = x.shape
+    tops = torch.randint(0, h - 192 + 1, (b,)).tolist()
+    lefts = torch.randint(0, w - 192 + 1, (b,)).tolist()
+    return torch.stack(
+        [x[i, :, t : t + 192, s : s + 192] for i, (t, s) in enumerate(zip(tops, lefts))]
+    )
+
+
+def _hand_normalize(device):
+    mean, std = MEAN.to(device).view(1, 3, 1, 1), STD.to(device).view(1, 3, 1, 1)
+    return lambda x: (x - mean) / std
+
+
+def ops(device):
+    """(name, our layer, hand-written torch) per existing layer."""
+    norm = pp.Normalization(mean=MEAN.tolist(), variance=(STD**2).tolist()).to(device)
+    return [
+        ("RandomFlip", pp.RandomFlip(seed=0), _hand_flip),
+        (
+            "RandomRotation",
+            pp.RandomRotation(TURN, seed=0),
+            _hand_warp(lambda x: _rotation_theta(x.shape[0], x.device)),
+        ),
+        ("RandomZoom", pp.RandomZoom(0.2, seed=0), _hand_warp(_zoom_theta)),
+        ("RandomTranslation", pp.RandomTranslation(0.1, 0.1, seed=0), _hand_warp(_translate_theta)),
+        ("RandomContrast", pp.RandomContrast(0.3, value_range=(0, 1), seed=0), _hand_contrast),
+        (
+            "RandomBrightness",
+            pp.RandomBrightness(0.3, value_range=(0, 1), seed=0),
+            _hand_brightness,
+        ),
+        ("RandomCrop 192", pp.RandomCrop(192, 192, seed=0), _hand_crop),
+        (
+            "Resizing 160 bilinear",
+            pp.Resizing(160, 160),
+            lambda x: F.interpolate(x, size=(160, 160), mode="bilinear", align_corners=False),
+        ),
+        ("Rescaling", pp.Rescaling(1 / 255, offset=-0.5), lambda x: x * (1 / 255) + -0.5),
+        ("Normalization", norm, _hand_normalize(device)),
+    ]
+
+
+# ----------------------------------------------------------------- measuring
 def measure(fn, x, iters):
     """Images/s over ``iters`` calls (after the caller's warm-up)."""
     with torch.no_grad():
@@ -91,6 +215,54 @@ def measure(fn, x, iters):
     return iters * x.shape[0] / (time.perf_counter() - start)
 
 
+def race(fns, x, rounds, iters):
+    """Best-round images/s per contender, rounds interleaved; the order rotates every
+    round, so no contender always runs after the same one (allocator and cache state)."""
+    rates = {label: 0.0 for label in fns}
+    labels = list(fns)
+    for r in range(rounds):
+        for label in labels[r % len(labels) :] + labels[: r % len(labels)]:
+            rates[label] = max(rates[label], measure(fns[label], x, iters))
+    return rates
+
+
+def build_w4(device, x):
+    fns = {}
+    for label, build in W4.items():
+        try:
+            fn = build(device)
+            with torch.no_grad():
+                fn(x)  # warm-up
+            fns[label] = fn
+        except Exception as exc:  # noqa: BLE001 - report any import/build failure
+            print(f"{label:30s} unavailable: {type(exc).__name__}: {exc}")
+    return fns
+
+
+def run_w4(device, x, args):
+    print(f"\nW4: flip + rotation +-36 deg bilinear reflect + normalize, {tuple(x.shape)} float32")
+    rates = race(build_w4(device, x), x, args.rounds, args.iters)
+    for label, rate in rates.items():
+        print(f"  {label:30s} {rate:8.1f} images/s")
+    hand, kornia = rates.get("hand-written torch (fused)"), rates.get("kornia.augmentation")
+    for ours in ("ours nn.Sequential", "ours Pipeline (fused)"):
+        if hand:
+            print(f"  {ours} / hand-written torch: {rates[ours] / hand:5.2f}x")
+        if kornia:
+            print(f"  {ours} / kornia:             {rates[ours] / kornia:5.2f}x")
+
+
+def run_ops(device, x, args):
+    print(f"\nPer op in nn.Sequential vs hand-written torch, {tuple(x.shape)} float32")
+    for name, layer, hand in ops(device):
+        seq = torch.nn.Sequential(layer.to(device)).train()
+        with torch.no_grad():
+            seq(x), hand(x)
+        rates = race({"ours": seq, "hand": hand}, x, args.rounds, args.iters)
+        ratio = rates["ours"] / rates["hand"]
+        print(f"  {name:24s} ours {rates['ours']:8.1f}  hand {rates['hand']:8.1f}  {ratio:5.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -98,42 +270,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--size", type=int, default=224)
+    parser.add_argument("--only", choices=("w4", "ops"), default=None)
     args = parser.parse_args()
     device = torch.device(args.device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     print(f"device: {name}, torch {torch.__version__}, threads {torch.get_num_threads()}")
-    print(
-        f"batch {args.batch}x3x{args.size}x{args.size} float32, "
-        f"{args.rounds} rounds x {args.iters} batches, best round"
-    )
+    print(f"load average at start: {os.getloadavg()}")
+    print(f"{args.rounds} rounds x {args.iters} batches per contender, best round")
     x = torch.rand(args.batch, 3, args.size, args.size, device=device)
-    builders = {
-        "preprocessing.Pipeline (fused)": ours,
-        "kornia.augmentation": kornia_aug,
-        "torchvision.transforms.v2": torchvision_aug,
-        "hand-fused affine_grid+grid_sample": fused_reference,
-    }
-    fns = {}
-    for label, build in builders.items():
-        try:
-            fns[label] = build(device)
-            with torch.no_grad():
-                fns[label](x)  # warm-up
-        except Exception as exc:  # noqa: BLE001 - report any import/build failure
-            print(f"{label:38s} unavailable: {type(exc).__name__}: {exc}")
-    # Interleaved rounds, best round kept: other load on the machine hits every
-    # contender alike instead of whichever happened to run at that moment.
-    rates = {label: 0.0 for label in fns}
-    for _ in range(args.rounds):
-        for label, fn in fns.items():
-            rates[label] = max(rates[label], measure(fn, x, args.iters))
-    for label, rate in rates.items():
-        print(f"{label:38s} {rate:8.1f} images/s")
-    ref = rates.get("preprocessing.Pipeline (fused)")
-    if ref:
-        for label, rate in rates.items():
-            if label != "preprocessing.Pipeline (fused)":
-                print(f"ratio ours / {label:30s} {ref / rate:6.2f}x")
+    if args.only in (None, "w4"):
+        run_w4(device, x, args)
+    if args.only in (None, "ops"):
+        run_ops(device, x, args)
+    print(f"\nload average at end: {os.getloadavg()}")
 
 
 if __name__ == "__main__":

@@ -5,44 +5,65 @@ default (one package default, ``image_data_format()`` / ``set_image_data_format(
 layers and ``datapipe.image_dataset_from_directory`` created afterwards follow),
 vectorised over the batch on the input's device, identity in ``eval()`` for the random
 layers, JSON configs (``get_config`` / ``from_config`` / ``layer_from_config``), state in
-``state_dict``, and exportable with ``torch.export`` in ``eval()`` mode.
+``state_dict``, and exportable with ``torch.export`` in ``eval()`` mode. Dict inputs with
+Keras 3's keys (``images``, ``labels``, ``bounding_boxes``, ``segmentation_masks``) plus
+``keypoints`` receive one draw per sample (``Layer``); dtype policies follow Keras's names
+(``set_dtype_policy``).
 """
 
 from datapipe._image_format import image_data_format, set_image_data_format
 
+from . import bounding_boxes
 from .affine import AffineLayer, affine_transform
 from .base import Layer, RandomLayer, layer_from_config, serialize_layer
 from .brightness import RandomBrightness
 from .contrast import RandomContrast
 from .crop import RandomCrop
+from .dtype_policy import DTypePolicy, dtype_policy, set_dtype_policy
+from .elastic import RandomElasticTransform
 from .flip import RandomFlip
+from .geometric import GeometricLayer
+from .max_boxes import MaxNumBoundingBoxes
 from .normalization import Normalization
+from .perspective import RandomPerspective
 from .pipeline import Pipeline
 from .rescaling import Rescaling
+from .resized_crop import RandomResizedCrop
 from .resizing import CenterCrop, Resizing
 from .rotation import RandomRotation
+from .shear import RandomShear
 from .translation import RandomTranslation
 from .zoom import RandomZoom
 
 __all__ = [
     "AffineLayer",
     "CenterCrop",
+    "DTypePolicy",
+    "GeometricLayer",
     "Layer",
+    "MaxNumBoundingBoxes",
     "Normalization",
     "Pipeline",
     "RandomBrightness",
     "RandomContrast",
     "RandomCrop",
+    "RandomElasticTransform",
     "RandomFlip",
     "RandomLayer",
+    "RandomPerspective",
+    "RandomResizedCrop",
     "RandomRotation",
+    "RandomShear",
     "RandomTranslation",
     "RandomZoom",
     "Rescaling",
     "Resizing",
     "affine_transform",
+    "bounding_boxes",
+    "dtype_policy",
     "image_data_format",
     "layer_from_config",
     "serialize_layer",
+    "set_dtype_policy",
     "set_image_data_format",
 ]

@@ -1,9 +1,10 @@
-"""Shared affine machinery: per-image 3x3 matrices and ONE resampling with Keras's fills.
+"""Shared matrix machinery: per-image 3x3 matrices and ONE resampling with Keras's fills.
 
 Convention (Keras's ``affine_transform``): a matrix maps an *output* pixel ``(x, y, 1)``
 (x = column, y = row, integer pixel indices, no half-pixel offset) to the *input*
-position it samples. Applying layer A then layer B samples the input at ``M_A @ M_B @ p``,
-so a chain of geometric layers composes into one matrix and one resampling.
+position it samples (divided by the third coordinate when the bottom row is projective,
+as Keras's ``perspective_transform``). Applying layer A then layer B samples the input at
+``M_A @ M_B @ p``, so a chain of matrix layers composes into one matrix and one resampling.
 
 Fill modes follow Keras's documented definitions, in which the image is first extended
 on the integer pixel grid and then interpolated (what Keras's numpy/torch/jax backends
@@ -34,11 +35,13 @@ between the last pixel and the first copy; the documented definition is followed
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from .base import RandomLayer, _is_number
+from .geometric import GeometricLayer
 
 FILL_MODES = ("reflect", "wrap", "constant", "nearest")
 INTERPOLATIONS = ("bilinear", "nearest")
@@ -105,17 +108,22 @@ def _normaliser(height: int, width: int, pad: int = 0) -> torch.Tensor:
     )
 
 
-def _grid(matrix: torch.Tensor, height: int, width: int) -> torch.Tensor:
+def _grid(matrix: torch.Tensor, height: int, width: int, projective: bool = False):
     """(B, H, W, 2) sampling coordinates: ``matrix`` applied to every output pixel."""
     device = matrix.device
-    theta = matrix[:, :2, :].to(torch.float32)  # (B, 2, 3): rows give (x_in, y_in)
+    rows_used = 3 if projective else 2
+    theta = matrix[:, :rows_used, :].to(torch.float32)  # rows give (x_in, y_in[, w])
     xs = torch.arange(width, device=device, dtype=torch.float32)
     ys = torch.arange(height, device=device, dtype=torch.float32)
     # The map is affine in (x, y): a per-column part plus a per-row part, so one
     # broadcast add writes the whole grid (cheaper than affine_grid's matmul).
-    cols = xs.view(1, width, 1) * theta[:, :, 0].view(-1, 1, 2)  # (B, W, 2)
-    rows = ys.view(1, height, 1) * theta[:, :, 1].view(-1, 1, 2) + theta[:, :, 2].view(-1, 1, 2)
-    return rows.unsqueeze(2) + cols.unsqueeze(1)
+    k = rows_used
+    cols = xs.view(1, width, 1) * theta[:, :, 0].view(-1, 1, k)  # (B, W, k)
+    rows = ys.view(1, height, 1) * theta[:, :, 1].view(-1, 1, k) + theta[:, :, 2].view(-1, 1, k)
+    grid = rows.unsqueeze(2) + cols.unsqueeze(1)
+    if projective:
+        grid = grid[..., :2] / grid[..., 2:]
+    return grid
 
 
 def affine_transform(
@@ -124,11 +132,14 @@ def affine_transform(
     interpolation: str = "bilinear",
     fill_mode: str = "reflect",
     fill_value: float = 0.0,
+    projective: bool = False,
 ) -> torch.Tensor:
     """Resample a float (B, C, H, W) batch once with per-image (B, 3, 3) matrices.
 
-    Output shape equals input shape; the dtype is kept (float16/bfloat16 are computed in
-    float32, which ``grid_sample`` supports everywhere).
+    ``projective``: divide by the third coordinate (a homography; the bottom row of an
+    affine matrix is ``[0, 0, 1]`` and is ignored otherwise). Output shape equals input
+    shape; the dtype is kept (float16/bfloat16 are computed in float32, which
+    ``grid_sample`` supports everywhere).
     """
     _, _, h, w = images.shape
     dtype = images.dtype
@@ -139,12 +150,12 @@ def affine_transform(
     if fill_mode == "wrap":
         x = F.pad(x, (1, 1, 1, 1), mode="circular")
         sizes = torch.tensor([w, h], device=x.device, dtype=torch.float32)
-        grid = torch.remainder(_grid(matrix, h, w), sizes)  # pixel coords in [0, n)
+        grid = torch.remainder(_grid(matrix, h, w, projective), sizes)  # pixels in [0, n)
         grid = _grid_normalise(grid, _normaliser(h, w, pad=1).to(grid.device))
         pad_mode = "border"
     else:
         # The pixel->normalised step is folded into the matrix: no extra pass.
-        grid = _grid(_normaliser(h, w).to(matrix.device) @ matrix, h, w)
+        grid = _grid(_normaliser(h, w).to(matrix.device) @ matrix, h, w, projective)
         pad_mode = padding[fill_mode]
     grid = grid.to(x.dtype)
     shift = float(fill_value) if fill_mode == "constant" else 0.0
@@ -160,22 +171,86 @@ def _grid_normalise(grid: torch.Tensor, norm: torch.Tensor) -> torch.Tensor:
     return grid.mul_(torch.diagonal(norm)[:2]).add_(norm[:2, 2])
 
 
+def _fold(coord: torch.Tensor, size: int, fill_mode: str) -> torch.Tensor:
+    """Fold pixel coordinates into [0, size - 1] for the modes ``grid_sample`` lacks."""
+    if fill_mode == "mirror":  # c d c b | a b c d | c b a b: period 2 (n - 1)
+        if size == 1:
+            return torch.zeros_like(coord)
+        period = 2.0 * (size - 1)
+        t = torch.remainder(coord, period)
+        return torch.where(t > size - 1, period - t, t)
+    return coord
+
+
+def sample_pixels(
+    images: torch.Tensor,
+    grid: torch.Tensor,
+    interpolation: str = "bilinear",
+    fill_mode: str = "reflect",
+    fill_value: float = 0.0,
+) -> torch.Tensor:
+    """Sample a float (B, C, H, W) batch at pixel-index coordinates ``grid`` (B, H', W', 2)
+    (x, y), with Keras's fill modes (``FILL_MODES``) plus ``"mirror"`` (``c d c b | a b c d
+    | c b a b``, about the edge pixels' centres). The dtype is kept."""
+    _, _, h, w = images.shape
+    dtype = images.dtype
+    x = images if dtype in (torch.float32, torch.float64) else images.to(torch.float32)
+    grid = grid.to(x.dtype)
+    pad = 0
+    if fill_mode == "wrap":
+        x = F.pad(x, (1, 1, 1, 1), mode="circular")
+        sizes = torch.tensor([w, h], device=x.device, dtype=x.dtype)
+        grid, pad = torch.remainder(grid, sizes), 1
+    elif fill_mode == "mirror":
+        grid = torch.stack([_fold(grid[..., 0], w, "mirror"), _fold(grid[..., 1], h, "mirror")], -1)
+    norm = _normaliser(h, w, pad=pad).to(device=x.device, dtype=x.dtype)
+    grid = grid * torch.diagonal(norm)[:2] + norm[:2, 2]
+    padding = {"reflect": "reflection", "constant": "zeros"}.get(fill_mode, "border")
+    shift = float(fill_value) if fill_mode == "constant" else 0.0
+    if shift:
+        x = x - shift
+    mode = "bilinear" if interpolation == "bilinear" else "nearest"
+    out = F.grid_sample(x, grid, mode=mode, padding_mode=padding, align_corners=False)
+    if shift:
+        out = out + shift
+    return out.to(dtype)
+
+
 def radians(turns: torch.Tensor) -> torch.Tensor:
     """Keras expresses rotations as fractions of a full turn."""
     return turns * (2.0 * math.pi)
 
 
-class AffineLayer(RandomLayer):
-    """Base of the random geometric layers that resample (rotation, zoom, translation).
+def continuous_matrix(matrix: torch.Tensor) -> torch.Tensor:
+    """Output->input pixel-index matrices -> input->output continuous-coordinate ones.
 
-    Subclasses implement ``get_random_transformation`` and ``matrix(params, h, w)``;
-    ``transform_images`` resamples once. ``Pipeline`` composes ``matrix`` of consecutive
-    geometric layers, so they share one resampling.
+    Pixel i's centre is index i and continuous coordinate i + 0.5, so the forward map of
+    continuous points is ``T(+0.5) @ inverse(M) @ T(-0.5)``.
+    """
+    m = matrix.to(torch.float32)
+    shift = torch.eye(3, device=m.device, dtype=m.dtype)
+    shift[0, 2] = shift[1, 2] = 0.5
+    back = torch.eye(3, device=m.device, dtype=m.dtype)
+    back[0, 2] = back[1, 2] = -0.5
+    return shift @ torch.linalg.inv(m) @ back
+
+
+class AffineLayer(GeometricLayer, RandomLayer):
+    """Base of the random layers given by one 3x3 matrix per image: flip, rotation, zoom,
+    translation, shear, perspective. The output has the input's size.
+
+    Subclasses implement ``get_random_transformation`` and ``matrix(params, h, w)``
+    (output pixel -> input pixel, Keras's convention; ``_projective = True`` for
+    homographies); ``transform_images`` resamples once, and boxes, keypoints and masks
+    follow (``GeometricLayer``). ``Pipeline`` composes ``matrix`` of consecutive such
+    layers, so they share one resampling; a ``params`` dict holding ``"matrix"`` applies
+    that matrix instead of the layer's own (how ``Pipeline`` hands over a composition).
 
     Output: same shape as the input; float dtypes are kept, others become float32.
     """
 
     _abstract = True
+    _projective = False
 
     def __init__(
         self,
@@ -184,8 +259,12 @@ class AffineLayer(RandomLayer):
         fill_value: float = 0.0,
         seed: int | None = None,
         data_format: str | None = None,
+        bounding_box_format: str | None = None,
+        dtype: str | None = None,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format)
+        super().__init__(
+            bounding_box_format=bounding_box_format, seed=seed, data_format=data_format, dtype=dtype
+        )
         if fill_mode not in FILL_MODES:
             self._fail("fill_mode", f"must be one of {FILL_MODES}", fill_mode)
         if interpolation not in INTERPOLATIONS:
@@ -200,11 +279,26 @@ class AffineLayer(RandomLayer):
         """(B, 3, 3) output->input pixel matrices for ``params``."""
         raise NotImplementedError
 
-    def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
-        batch, single = self._as_batch(images)
-        h, w = self._hw(batch)
-        x = self._to_nchw(self._to_float(batch))
-        out = affine_transform(
-            x, self.matrix(params, h, w), self.interpolation, self.fill_mode, self.fill_value
+    def _fill_key(self) -> tuple | None:
+        """The resampling settings that must agree for ``Pipeline`` to fuse (None: any)."""
+        return (self.fill_mode, self.interpolation, float(self.fill_value))
+
+    def _matrix_of(self, params: dict, height: int, width: int) -> torch.Tensor:
+        if "matrix" in params:
+            return params["matrix"]
+        return self.matrix(params, height, width)
+
+    def warp(self, x: torch.Tensor, params: Any, interpolation: str) -> torch.Tensor:
+        h, w = x.shape[-2:]
+        projective = params.get("projective", self._projective)
+        return affine_transform(
+            x,
+            self._matrix_of(params, h, w),
+            interpolation,
+            self.fill_mode,
+            self.fill_value,
+            projective,
         )
-        return self._unbatch(self._from_nchw(out), single)
+
+    def point_matrix(self, params: Any, height: int, width: int) -> torch.Tensor:
+        return continuous_matrix(self._matrix_of(params, height, width))

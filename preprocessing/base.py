@@ -3,9 +3,10 @@
 It owns what all layers share: the JSON config (``get_config`` / ``from_config``), the
 registry that rebuilds a layer from its class name (no pickle, no code execution), the
 ``data_format`` argument, rank-3 (one image) / rank-4 (batch) handling, the dtype policy
-(non-float input is computed and returned as float32, float dtypes are kept, as Keras's
-layers do) and, for random layers, the per-device ``torch.Generator`` and the hook that
-lets a data pipeline hand its own generator to a draw.
+(``preprocessing.dtype_policy``), dict inputs whose targets (images, labels, bounding
+boxes, segmentation masks, keypoints) all receive one draw, and, for random layers, the
+counter-based draws from the layer's seed and the hook that lets a data pipeline hand its
+own generator to a draw.
 """
 
 from __future__ import annotations
@@ -14,12 +15,17 @@ import difflib
 import inspect
 import json
 import math
+import threading
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from datapipe._image_format import DATA_FORMATS, resolve_data_format
+
+from . import _targets
+from ._random import box_muller, hashed_uniform
+from .dtype_policy import DTypePolicy, resolve_dtype
 
 # Filled by Layer.__init_subclass__: class name -> class. Loading a config looks the
 # class up here, so a config can only ever build one of this package's layers.
@@ -53,11 +59,35 @@ class Layer(torch.nn.Module):
     like the other layout: ``_as_batch`` raises a ``ValueError`` naming ``data_format``
     (layers whose result does not depend on the layout set ``_checks_layout = False``).
 
+    ``dtype``: a dtype policy name (``"float32"``, ``"mixed_bfloat16"``, ...; see
+    ``preprocessing.dtype_policy``) or None, which takes the package default
+    (``preprocessing.dtype_policy()``) once, at construction. With a policy, image outputs
+    are in its compute dtype; without one, float inputs keep their dtype and others become
+    float32.
+
+    **One draw, many targets.** ``forward(data, generator=None)`` takes an image
+    (``(C, H, W)`` / ``(H, W, C)``), a batch (rank 4) or a dict with Keras 3's keys
+    ``images``, ``labels``, ``bounding_boxes`` (``{"boxes", "labels"}``),
+    ``segmentation_masks``, plus ``keypoints``. It draws once (``get_random_transformation``,
+    one parameter set per image; deterministic layers return None) and hands the draw to
+    ``transform_images``, ``transform_labels``, ``transform_bounding_boxes``,
+    ``transform_segmentation_masks`` and ``transform_keypoints``, each receiving the batch
+    form of its target (see ``_targets``). The last four return their input unchanged
+    by default: a layer that only changes pixel values (a photometric layer) implements
+    ``get_random_transformation`` and ``transform_images`` and nothing else, and its
+    targets other than images pass through untouched (not even converted to tensors).
+    Other dict keys pass through unchanged; a key that looks like a misspelt target
+    raises. A random layer in ``eval()`` applies no transformation to any target
+    (``_eval_params`` returns None) unless it overrides ``_eval_params`` (RandomCrop
+    centre-crops). ``torch.channels_last`` memory format of a batch is kept.
+
     Raises:
-        ValueError: ``data_format`` is not ``"channels_first"`` / ``"channels_last"``.
+        ValueError: ``data_format`` is not ``"channels_first"`` / ``"channels_last"``, or
+            ``dtype`` is not a policy name.
     """
 
     _checks_layout: ClassVar[bool] = True
+    _random: ClassVar[bool] = False  # True: identity in eval() (RandomLayer)
 
     _abstract: ClassVar[bool] = True  # abstract bases stay out of the registry
 
@@ -66,11 +96,12 @@ class Layer(torch.nn.Module):
         if not cls.__name__.startswith("_") and not cls.__dict__.get("_abstract", False):
             _REGISTRY[cls.__name__] = cls
 
-    def __init__(self, data_format: str | None = None) -> None:
+    def __init__(self, data_format: str | None = None, dtype: str | None = None) -> None:
         super().__init__()
         if data_format is not None and data_format not in DATA_FORMATS:
             self._fail("data_format", f"must be one of {DATA_FORMATS}", data_format)
         self.data_format = resolve_data_format(data_format, type(self).__name__)
+        self.dtype = resolve_dtype(dtype, type(self).__name__)
 
     # ----------------------------------------------------------------- errors
     def _fail(self, arg: str, what: str, got: Any) -> None:
@@ -124,6 +155,31 @@ class Layer(torch.nn.Module):
     def extra_repr(self) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
 
+    # ------------------------------------------------------------ dtype policy
+    @property
+    def dtype_policy(self) -> DTypePolicy | None:
+        """The layer's ``DTypePolicy`` (None: float inputs keep their dtype)."""
+        return None if self.dtype is None else DTypePolicy(self.dtype)
+
+    @property
+    def compute_dtype(self) -> torch.dtype | None:
+        """The dtype of image outputs (None: the input's float dtype, else float32)."""
+        policy = self.dtype_policy
+        return None if policy is None else policy.compute_dtype
+
+    @property
+    def variable_dtype(self) -> torch.dtype:
+        """The dtype state (Normalization's statistics) is stored in (float64 if no policy)."""
+        policy = self.dtype_policy
+        return torch.float64 if policy is None else policy.variable_dtype
+
+    def _to_float(self, images: torch.Tensor) -> torch.Tensor:
+        """The policy's compute dtype; without a policy float dtypes are kept and anything
+        else becomes float32 (Keras's layers computing uint8 input)."""
+        if self.dtype is not None:
+            return images.to(DTypePolicy(self.dtype).compute_dtype)
+        return images if images.is_floating_point() else images.to(torch.float32)
+
     # ------------------------------------------------------------ shapes/dtype
     @property
     def _channel_axis(self) -> int:
@@ -156,16 +212,105 @@ class Layer(torch.nn.Module):
             return batch.shape[2], batch.shape[3]
         return batch.shape[1], batch.shape[2]
 
-    @staticmethod
-    def _to_float(images: torch.Tensor) -> torch.Tensor:
-        """Keras's dtype policy: float dtypes are kept, anything else becomes float32."""
-        return images if images.is_floating_point() else images.to(torch.float32)
-
     def _to_nchw(self, batch: torch.Tensor) -> torch.Tensor:
         return batch if self.data_format == "channels_first" else batch.permute(0, 3, 1, 2)
 
     def _from_nchw(self, batch: torch.Tensor) -> torch.Tensor:
         return batch if self.data_format == "channels_first" else batch.permute(0, 2, 3, 1)
+
+    # ------------------------------------------------- draw once, many targets
+    def get_random_transformation(self, images: torch.Tensor, generator: Any = None) -> Any:
+        """The parameters of one call: a dict of tensors with leading dim B (one set per
+        image), or None for a deterministic layer. ``images`` is the rank-4 batch."""
+        return None
+
+    def _eval_params(self, images: torch.Tensor) -> Any:
+        """A random layer's parameters in ``eval()``; None: no transformation at all."""
+        return None
+
+    def transform_images(self, images: torch.Tensor, params: Any) -> torch.Tensor:
+        """Apply ``params`` to a rank-4 batch (rank 3 is accepted too) of images."""
+        raise NotImplementedError
+
+    def transform_labels(self, labels: torch.Tensor, params: Any) -> torch.Tensor:
+        """Labels ``(B, ...)``; unchanged unless a layer mixes samples (MixUp, CutMix)."""
+        return labels
+
+    def transform_bounding_boxes(self, bounding_boxes: dict, params: Any) -> dict:
+        """``{"boxes": (B, N, 4) float in the layer's bounding_box_format, "labels": (B, N)}``;
+        unchanged unless the layer moves pixels (``GeometricLayer``) or edits boxes."""
+        return bounding_boxes
+
+    def transform_segmentation_masks(self, masks: torch.Tensor, params: Any) -> torch.Tensor:
+        """Masks as a rank-4 batch in ``data_format``, dtype kept; unchanged by default."""
+        return masks
+
+    def transform_keypoints(self, keypoints: torch.Tensor, params: Any) -> torch.Tensor:
+        """Keypoints ``(B, K, D)``: x, y in pixels (pixel i spans [i, i + 1)), then any
+        other columns; unchanged by default."""
+        return keypoints
+
+    def _overrides(self, method: str) -> bool:
+        return getattr(type(self), method) is not getattr(Layer, method)
+
+    def _params(self, batch: torch.Tensor, generator: Any) -> Any:
+        if self._random and not self.training:
+            params = self._eval_params(batch)
+        else:
+            params = self.get_random_transformation(batch, generator)
+            if params is None:  # a deterministic layer: transform with no parameters
+                params = {}
+        if isinstance(params, dict) and "input_shape" not in params:
+            params["input_shape"] = tuple(batch.shape)  # Keras's key: the batch's shape
+        return params
+
+    def _images_out(self, batch: torch.Tensor, params: Any) -> torch.Tensor:
+        out = self._to_float(batch) if params is None else self.transform_images(batch, params)
+        if (
+            out.ndim == 4
+            and not batch.is_contiguous()
+            and batch.is_contiguous(memory_format=torch.channels_last)
+        ):
+            out = out.contiguous(memory_format=torch.channels_last)
+        return out
+
+    def forward(self, data: Any, generator: Any = None) -> Any:
+        """Transform an image, a batch or a dict of targets (see the class docstring).
+
+        ``generator``: a ``torch.Generator`` or a ``numpy.random.Generator`` to draw from
+        (random layers; see ``RandomLayer``); deterministic layers ignore it.
+        """
+        if isinstance(data, dict):
+            _targets.check_keys(self, data)
+            batch, single = self._as_batch(data["images"])
+            return self._apply_targets(data, batch, single, self._params(batch, generator))
+        batch, single = self._as_batch(data)
+        return self._unbatch(self._images_out(batch, self._params(batch, generator)), single)
+
+    def _apply_targets(self, data: dict, batch: torch.Tensor, single: bool, params: Any) -> dict:
+        """Apply one draw to every target of ``data`` (a new dict; the input is kept)."""
+        out = dict(data)
+        out["images"] = self._unbatch(self._images_out(batch, params), single)
+        if params is None:
+            return out
+        n = batch.shape[0]
+        if "labels" in data and self._overrides("transform_labels"):
+            labels = self.transform_labels(_targets.batch_labels(data["labels"], single), params)
+            out["labels"] = labels.squeeze(0) if single else labels
+        if "bounding_boxes" in data and self._overrides("transform_bounding_boxes"):
+            boxes = _targets.batch_boxes(self, data["bounding_boxes"], single, n)
+            out["bounding_boxes"] = _targets.unbatch_boxes(
+                self.transform_bounding_boxes(boxes, params), single
+            )
+        if "segmentation_masks" in data and self._overrides("transform_segmentation_masks"):
+            masks, no_channel = _targets.batch_masks(self, data["segmentation_masks"], single, n)
+            masks = self.transform_segmentation_masks(masks, params)
+            out["segmentation_masks"] = _targets.unbatch_masks(self, masks, single, no_channel)
+        if "keypoints" in data and self._overrides("transform_keypoints"):
+            points = _targets.batch_keypoints(self, data["keypoints"], single, n)
+            points = self.transform_keypoints(points, params)
+            out["keypoints"] = points.squeeze(0) if single else points
+        return out
 
 
 def check_layout(layer: Layer, batch: torch.Tensor, single: bool = False) -> None:
@@ -198,84 +343,108 @@ def _check_seed(layer: Layer, seed: Any) -> None:
 
 
 class RandomLayer(Layer):
-    """Base of random layers: ``get_random_transformation`` then ``transform_images``.
+    """Base of random layers: ``get_random_transformation`` then the ``transform_*`` methods.
 
-    ``forward(images, generator=None)`` draws one parameter set per image from, in order:
-    the ``generator`` argument (a ``torch.Generator``, or a ``numpy.random.Generator`` as
-    a data pipeline's ``random_map`` hands out, from which a torch seed is derived), the
-    layer's own generator seeded by ``seed`` (one per device, created lazily), or torch's
-    global RNG when ``seed`` is None. In ``eval()`` mode the layer is the identity (apart
-    from the dtype policy), like Keras's ``training=False``.
+    Draws come, in order, from the ``generator`` argument of ``forward`` (a
+    ``torch.Generator``, or a ``numpy.random.Generator`` as a data pipeline's ``random_map``
+    hands out, from which one seed per draw is taken), the layer's ``seed``, or torch's
+    global RNG when ``seed`` is None. A seeded layer draws without a generator object: draw
+    number ``c`` is a hash of ``(seed, c)`` (``preprocessing._random``) and ``c`` is an int64
+    buffer that counts the layer's draws, so draws run on the input's device, the same seed
+    gives the same stream, and ``torch.compile(fullgraph=True)`` traces them (compiled and
+    eager streams are identical). The counter is not part of ``state_dict``; a pickled or
+    deep-copied layer starts afresh from its seed. In ``eval()`` mode the layer is the
+    identity (apart from the dtype policy), like Keras's ``training=False``.
 
-    The layer's own generator is one stream shared by every call: in
-    ``Dataset.map(layer, num_parallel_calls=N > 1)`` which element gets which draw
-    depends on thread timing. For a stream that is the same for any parallelism, use
+    The layer's own stream is shared by every call: in ``Dataset.map(layer,
+    num_parallel_calls=N > 1)`` which element gets which draw depends on thread timing. For
+    a stream that is the same for any parallelism, use
     ``Dataset.random_map(lambda x, rng: layer(x, generator=rng), seed=...)``.
+
+    Subclasses draw with ``_uniform(n, low, high, device, generator)`` (shape ``(n,)``),
+    ``_rand(shape, device, generator)`` (U[0, 1)) and ``_randn(shape, device, generator)``
+    (standard normal); every value is float32.
+
+    Example: a photometric layer is a draw and a pixel operation; every other target of a
+    dict input passes through untouched (``Layer``'s default ``transform_*`` methods):
+
+        >>> import torch
+        >>> class _Negate(RandomLayer):  # a leading "_" keeps it out of the registry
+        ...     def get_random_transformation(self, images, generator=None):
+        ...         u = self._rand((images.shape[0],), images.device, generator)
+        ...         return {"negate": u < 0.5}
+        ...     def transform_images(self, images, params):
+        ...         x = self._to_float(images)  # the dtype policy
+        ...         return torch.where(params["negate"].view(-1, 1, 1, 1), -x, x)
+        >>> boxes = {"boxes": torch.zeros(4, 1, 4), "labels": torch.zeros(4, 1)}
+        >>> out = _Negate(seed=0)({"images": torch.ones(4, 1, 2, 2), "bounding_boxes": boxes})
+        >>> out["bounding_boxes"] is boxes, out["images"][:, 0, 0, 0].tolist()
+        (True, [1.0, -1.0, -1.0, 1.0])
     """
 
     _abstract = True
+    _random = True
 
-    def __init__(self, seed: int | None = None, data_format: str | None = None) -> None:
-        super().__init__(data_format=data_format)
+    def __init__(
+        self, seed: int | None = None, data_format: str | None = None, dtype: str | None = None
+    ) -> None:
+        super().__init__(data_format=data_format, dtype=dtype)
         _check_seed(self, seed)
         self.seed = seed
-        self._generators: dict[str, torch.Generator] = {}
+        self.register_buffer("_draws", torch.zeros((), dtype=torch.int64), persistent=False)
+        self._draw_lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
-        # torch.Generator objects do not pickle/deepcopy; a copy starts afresh from seed.
+        # A copy starts afresh from its seed (as a torch.Generator-based layer did).
         state = self.__dict__.copy()
-        state["_generators"] = {}
+        buffers = dict(state["_buffers"])
+        buffers["_draws"] = torch.zeros((), dtype=torch.int64)
+        state["_buffers"] = buffers
+        state.pop("_draw_lock", None)
         return state
 
-    def _generator_for(self, generator: Any, device: torch.device) -> torch.Generator | None:
-        """The torch.Generator a draw on ``device`` uses (None: torch's global RNG)."""
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._draw_lock = threading.Lock()
+
+    def _next_draw(self) -> torch.Tensor:
+        """This draw's number; the counter moves on. Threads sharing the layer (a
+        ``Dataset.map`` pool) each get their own number: the step is locked in eager
+        mode (under ``torch.compile`` the graph does it, with no Python lock to trace)."""
+        if torch.compiler.is_compiling():
+            c = self._draws.clone()
+            self._draws.add_(1)
+            return c
+        with self._draw_lock:
+            c = self._draws.clone()
+            self._draws.add_(1)
+        return c
+
+    def _rand(self, shape: tuple[int, ...], device: torch.device, generator: Any) -> torch.Tensor:
+        """float32 draws from U[0, 1) of ``shape`` on ``device`` without a host sync."""
+        shape = tuple(shape)
         if isinstance(generator, torch.Generator):
-            return generator
+            u = torch.rand(shape, generator=generator, device=generator.device)
+            return u.to(device, non_blocking=True)
         if isinstance(generator, np.random.Generator):
-            # A pipeline's per-element numpy RNG: derive one torch seed from it, so the
-            # draw depends only on that element's RNG, never on thread scheduling.
-            g = torch.Generator(device=device)
-            g.manual_seed(int(generator.integers(2**63)))
-            return g
+            # A pipeline's per-element numpy RNG: the draw depends only on that RNG.
+            return hashed_uniform(int(generator.integers(2**63)), 0, shape, device)
         if generator is not None:
             self._fail("generator", "must be a torch.Generator, numpy Generator or None", generator)
         if self.seed is None:
-            return None
-        key = str(device)
-        if key not in self._generators:
-            g = torch.Generator(device=device)
-            g.manual_seed(self.seed)
-            self._generators[key] = g
-        return self._generators[key]
+            return torch.rand(shape, device=device)
+        return hashed_uniform(self.seed, self._next_draw(), shape, device)
 
     def _uniform(
         self, n: int, low: float, high: float, device: torch.device, generator: Any
     ) -> torch.Tensor:
         """``n`` float32 draws from U[low, high) on ``device`` without a host sync."""
-        g = self._generator_for(generator, device)
-        where = g.device if g is not None else device
-        u = torch.rand(n, generator=g, device=where, dtype=torch.float32)
-        return (low + (high - low) * u).to(device, non_blocking=True)
+        return low + (high - low) * self._rand((n,), device, generator)
 
-    def get_random_transformation(
-        self, images: torch.Tensor, generator: Any = None
-    ) -> dict[str, torch.Tensor]:
-        """Draw one parameter set per image (a dict of tensors with leading dim B)."""
-        raise NotImplementedError
-
-    def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]) -> Any:
-        """Apply ``params`` (from ``get_random_transformation``) to ``images``."""
-        raise NotImplementedError
-
-    def _eval(self, images: torch.Tensor) -> torch.Tensor:
-        return self._to_float(images)
-
-    def forward(self, images: Any, generator: Any = None) -> torch.Tensor:
-        batch, single = self._as_batch(images)
-        if not self.training:
-            return self._unbatch(self._eval(batch), single)
-        params = self.get_random_transformation(batch, generator)
-        return self._unbatch(self.transform_images(batch, params), single)
+    def _randn(self, shape: tuple[int, ...], device: torch.device, generator: Any) -> torch.Tensor:
+        """float32 standard normal draws of ``shape`` (Box-Muller from two uniform draws)."""
+        u = self._rand((2, *shape), device, generator)
+        return box_muller(u[0], u[1])
 
 
 def _factor_pair(layer: Layer, name: str, factor: Any, low: float, high: float) -> tuple:
@@ -304,6 +473,16 @@ def ordered_pair(
     if lo < low or hi > high:
         layer._fail(name, f"must lie in [{low}, {high}]", value)
     return lo, hi
+
+
+def from_zero_pair(layer: Layer, name: str, value: Any, high: float = 1.0) -> tuple[float, float]:
+    """Keras's rule for probabilities and magnitudes: a number ``f`` means ``(0, f)``, a pair
+    ``(lower, upper)`` (lower <= upper) is taken as is; every value in ``[0, high]``."""
+    if _is_number(value):
+        if not 0.0 <= value <= high:
+            layer._fail(name, f"must lie in [0, {high}]", value)
+        return 0.0, float(value)
+    return ordered_pair(layer, name, value, 0.0, high, symmetric=False)
 
 
 def check_bool(layer: Layer, name: str, value: Any) -> bool:

@@ -18,12 +18,14 @@ class RandomBrightness(RandomLayer):
             ``(lo, hi)`` (each in [-1, 1], ``lo <= hi``) from ``[lo, hi]``.
         value_range: ``(low, high)`` of the input values (low <= high), default
             ``(0, 255)``.
-        seed: seeds the layer's generator; None uses torch's global RNG.
+        seed: seeds the layer's draws; None uses torch's global RNG.
         data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
             package default, ``preprocessing.image_data_format()``.
+        dtype: a dtype policy name or None (``preprocessing.dtype_policy``).
 
-    Input: a rank-3 image or a rank-4 batch. Output: same shape; float dtypes are kept,
-    integer inputs come back as float32. Identity (but for the dtype) in ``eval()``.
+    Input: a rank-3 image, a rank-4 batch or a dict of targets (only ``images`` change).
+    Output: same shape; float dtypes are kept, integer inputs come back as float32.
+    Identity (but for the dtype) in ``eval()``.
 
     Raises:
         ValueError: a bad argument (naming it) or an input that is not rank 3 or 4.
@@ -41,8 +43,9 @@ class RandomBrightness(RandomLayer):
         value_range: tuple[float, float] = (0, 255),
         seed: int | None = None,
         data_format: str | None = None,
+        dtype: str | None = None,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format)
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
         self.factor = factor
         self.value_range = value_range
         self._lower, self._upper = _factor_pair(self, "factor", factor, -1.0, 1.0)
@@ -56,5 +59,7 @@ class RandomBrightness(RandomLayer):
     def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
         batch, single = self._as_batch(images)
         x = self._to_float(batch)
-        out = (x + params["delta"].to(x.dtype).view(-1, 1, 1, 1)).clamp(*self._range)
+        # One fresh tensor, clipped in place: a second full-size allocation costs as much
+        # as the arithmetic on CPU.
+        out = (x + params["delta"].to(x.dtype).view(-1, 1, 1, 1)).clamp_(*self._range)
         return self._unbatch(out, single)

@@ -25,12 +25,14 @@ class RandomContrast(RandomLayer):
             documented meaning); a pair ``(lower, upper)`` (each in [0, 1], lower <=
             upper) draws it from ``[1 - lower, 1 + upper]``.
         value_range: ``(low, high)`` of the input values (low <= high), default ``(0, 255)``.
-        seed: seeds the layer's generator; None uses torch's global RNG.
+        seed: seeds the layer's draws; None uses torch's global RNG.
         data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
             package default, ``preprocessing.image_data_format()``.
+        dtype: a dtype policy name or None (``preprocessing.dtype_policy``).
 
-    Input: a rank-3 image or a rank-4 batch. Output: same shape; float dtypes are kept,
-    integer inputs come back as float32. Identity (but for the dtype) in ``eval()``.
+    Input: a rank-3 image, a rank-4 batch or a dict of targets (only ``images`` change).
+    Output: same shape; float dtypes are kept, integer inputs come back as float32.
+    Identity (but for the dtype) in ``eval()``.
 
     Raises:
         ValueError: a bad argument (naming it) or an input that is not rank 3 or 4.
@@ -42,8 +44,9 @@ class RandomContrast(RandomLayer):
         value_range: tuple[float, float] = (0, 255),
         seed: int | None = None,
         data_format: str | None = None,
+        dtype: str | None = None,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format)
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
         self.factor = factor
         self.value_range = value_range
         if isinstance(factor, (list, tuple)):
@@ -65,5 +68,6 @@ class RandomContrast(RandomLayer):
         dims = (2, 3) if self.data_format == "channels_first" else (1, 2)
         mean = x.mean(dim=dims, keepdim=True)
         f = params["contrast_factor"].to(x.dtype).view(-1, 1, 1, 1)
-        out = ((x - mean) * f + mean).clamp(self._range[0], self._range[1])
+        # The same arithmetic as ((x - mean) * f + mean).clamp(...) on one fresh tensor.
+        out = (x - mean).mul_(f).add_(mean).clamp_(self._range[0], self._range[1])
         return self._unbatch(out, single)

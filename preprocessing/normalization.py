@@ -28,16 +28,20 @@ class Normalization(Layer):
         invert: apply the inverse, ``x * sqrt(variance) + mean``.
         data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
             package default, ``preprocessing.image_data_format()``.
+        dtype: a dtype policy name or None (``preprocessing.dtype_policy``): outputs are in
+            its compute dtype, the statistics in its variable dtype (float32 under
+            ``"mixed_float16"`` / ``"mixed_bfloat16"``, as Keras keeps variables).
 
-    The statistics live in float64 buffers ``mean`` and ``variance`` (in ``state_dict``
-    and in exported programs). A feature of zero variance is only centred (scale 1, as
+    The statistics live in buffers ``mean`` and ``variance`` (in ``state_dict`` and in
+    exported programs), float64 without a policy; ``adapt`` computes in float64 whatever
+    the policy. A feature of zero variance is only centred (scale 1, as
     scikit-learn's ``StandardScaler``; Keras divides by its 1e-7 floor, which turns a value
     5 off the mean into 5e7); ``adapt`` stores zero for a feature that is constant up to
     rounding (scikit-learn's bound, ``var <= n eps var + (n eps mean)^2``). Other standard
     deviations are floored at 1e-7, as Keras.
 
-    Input: a rank-3 image or a rank-4 batch. Output: same shape; float dtypes are kept,
-    integer inputs come back as float32.
+    Input: a rank-3 image, a rank-4 batch or a dict of targets (only ``images`` change).
+    Output: same shape; float dtypes are kept, integer inputs come back as float32.
 
     Raises:
         ValueError: a bad argument, a call before the statistics are known, or an input
@@ -59,8 +63,9 @@ class Normalization(Layer):
         variance: float | list | None = None,
         invert: bool = False,
         data_format: str | None = None,
+        dtype: str | None = None,
     ) -> None:
-        super().__init__(data_format=data_format)
+        super().__init__(data_format=data_format, dtype=dtype)
         self._keep = self._resolve_axis(axis)
         # Only per-channel statistics depend on where the channels are.
         self._checks_layout = axis == "channel"
@@ -69,8 +74,8 @@ class Normalization(Layer):
         self._config_values = {"mean": mean, "variance": variance}
         if (mean is None) != (variance is None):
             self._fail("mean/variance", "must both be given or both be None", (mean, variance))
-        self.register_buffer("mean", torch.zeros(0, dtype=torch.float64))
-        self.register_buffer("variance", torch.zeros(0, dtype=torch.float64))
+        self.register_buffer("mean", torch.zeros(0, dtype=self.variable_dtype))
+        self.register_buffer("variance", torch.zeros(0, dtype=self.variable_dtype))
         if mean is not None:
             self._set_stats(self._as_stat("mean", mean), self._as_stat("variance", variance))
 
@@ -106,28 +111,27 @@ class Normalization(Layer):
         if mean.shape != variance.shape:
             self._fail("mean/variance", "must have the same shape", (mean.shape, variance.shape))
         device = self.mean.device
-        self.mean = mean.to(device=device, dtype=torch.float64)
-        self.variance = variance.to(device=device, dtype=torch.float64)
+        self.mean = mean.to(device=device, dtype=self.variable_dtype)
+        self.variance = variance.to(device=device, dtype=self.variable_dtype)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # The buffers' shapes are only known once adapted; take them from the checkpoint.
         for name in ("mean", "variance"):
             key = prefix + name
             if key in state_dict:
-                setattr(self, name, torch.empty_like(state_dict[key], dtype=torch.float64))
+                setattr(self, name, torch.empty_like(state_dict[key], dtype=self.variable_dtype))
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     # --------------------------------------------------------------- forward
-    def forward(self, images: Any) -> torch.Tensor:
+    def transform_images(self, images: torch.Tensor, params: Any = None) -> torch.Tensor:
         batch, single = self._as_batch(images)
         if self.mean.numel() == 0:
             raise ValueError("Normalization: no statistics; call adapt() or pass mean and variance")
         self._check_kept_sizes(batch)
         x = self._to_float(batch)
-        mean = self.mean.to(x.dtype)
         # Zero variance: scale 1 (scikit-learn); otherwise Keras's floor on the deviation.
         std = torch.where(self.variance == 0, 1.0, self.variance.sqrt().clamp_min(_EPSILON))
-        std = std.to(x.dtype)
+        mean, std = self.mean.to(x.dtype), std.to(x.dtype)
         # One fresh tensor, then in place: a second full-size allocation costs as much
         # as the arithmetic on CPU.
         out = (x * std).add_(mean) if self.invert else (x - mean).div_(std)

@@ -1,4 +1,4 @@
-"""Pipeline: layers in order, consecutive geometric layers fused into one resampling."""
+"""Pipeline: layers in order, consecutive matrix layers fused into one resampling."""
 
 from __future__ import annotations
 
@@ -6,49 +6,47 @@ from typing import Any
 
 import torch
 
-from .affine import AffineLayer, affine_transform
+from . import _targets
+from .affine import AffineLayer
 from .base import Layer, RandomLayer, layer_from_config, serialize_layer
-from .flip import RandomFlip
-
-_GEOMETRIC = (RandomFlip, AffineLayer)
-
-
-def _fill_key(layer: Layer) -> tuple | None:
-    """Resampling settings of a geometric layer (None: a flip, which has none)."""
-    if isinstance(layer, AffineLayer):
-        return (layer.fill_mode, layer.interpolation, float(layer.fill_value))
-    return None
 
 
 def _groups(layers: list[Layer]) -> list[list[Layer]]:
-    """Split into runs: each run of geometric layers with one set of fill settings
-    becomes one group (one warp); every other layer is a group of its own."""
+    """Split into runs: each run of ``AffineLayer``s (anything given by a per-image matrix)
+    with one set of fill settings becomes one group (one warp); every other layer is a
+    group of its own."""
     groups: list[list[Layer]] = []
     key: tuple | None = None
     for layer in layers:
-        if isinstance(layer, _GEOMETRIC) and groups and isinstance(groups[-1][0], _GEOMETRIC):
-            k = _fill_key(layer)
+        fusable = isinstance(layer, AffineLayer)
+        if fusable and groups and isinstance(groups[-1][0], AffineLayer):
+            k = layer._fill_key()
             if k is None or key is None or k == key:
                 groups[-1].append(layer)
                 key = key or k
                 continue
         groups.append([layer])
-        key = _fill_key(layer) if isinstance(layer, _GEOMETRIC) else None
+        key = layer._fill_key() if fusable else None
     return groups
 
 
 class Pipeline(Layer):
-    """Apply ``layers`` in order, fusing consecutive geometric layers (Keras's name).
+    """Apply ``layers`` in order, fusing consecutive matrix layers (Keras's name).
 
-    Runs of ``RandomFlip``, ``RandomRotation``, ``RandomZoom`` and ``RandomTranslation``
-    whose ``fill_mode``/``interpolation``/``fill_value`` agree (flips have none, so they
-    join any run) compose into one 3x3 matrix per image and ONE resampling. This equals
-    the layers applied one by one wherever every intermediate sample lies inside the
-    image and at most one of them falls between pixels (flips and whole-pixel moves are
-    exact); otherwise the fused result is the sharper one: it interpolates the original
-    image once instead of interpolating interpolations, and samples the original
-    image's extension directly (no fill seen through fill). Other layers run as
-    themselves, in order; nested Pipelines receive ``generator`` too.
+    Runs of ``AffineLayer``s (``RandomFlip``, ``RandomRotation``, ``RandomZoom``,
+    ``RandomTranslation``, ``RandomShear``, ``RandomPerspective``, and any other layer
+    built on ``AffineLayer``) whose ``fill_mode``/``interpolation``/``fill_value`` agree
+    (flips have none, so they join any run) compose into one 3x3 matrix per image and ONE
+    resampling. This equals the layers applied one by one wherever every intermediate
+    sample lies inside the image and at most one of them falls between pixels (flips and
+    whole-pixel moves are exact); otherwise the fused result is the sharper one: it
+    interpolates the original image once instead of interpolating interpolations, and
+    samples the original image's extension directly (no fill seen through fill). Boxes
+    and keypoints of a dict input go through the composed matrix (a box is the extent of
+    the composed moved box, at least as tight as layer-by-layer extents); masks are
+    resampled once with ``"nearest"``. Runs of flips alone run layer by layer (exact
+    copies). Other layers run as themselves, in order; nested Pipelines receive
+    ``generator`` too.
 
     Args:
         layers: layers, or their ``serialize_layer`` dicts. All must share ``data_format``.
@@ -56,12 +54,16 @@ class Pipeline(Layer):
             so every layer takes one.
         data_format: must equal the layers' ``data_format``; None (default):
             ``preprocessing.image_data_format()``, as for every layer.
+        dtype: a dtype policy name or None: the input images are first cast to its
+            compute dtype (each layer then applies its own policy).
 
-    ``forward(images, generator=None)``: a given generator is passed to every random
-    layer. In ``eval()`` the random layers are the identity (RandomCrop centre-crops).
+    ``forward(data, generator=None)``: an image, a batch or a dict of targets (``Layer``);
+    a given generator is passed to every random layer. In ``eval()`` the random layers are
+    the identity (RandomCrop centre-crops).
 
     Raises:
-        ValueError: a non-layer entry or a ``data_format`` mismatch.
+        ValueError: a non-layer entry, a ``data_format`` mismatch, or fused layers that
+            disagree on ``bounding_box_format`` when boxes are given.
     """
 
     def __init__(
@@ -69,6 +71,7 @@ class Pipeline(Layer):
         layers: list[Any],
         seed: int | None = None,
         data_format: str | None = None,
+        dtype: str | None = None,
     ) -> None:
         if not isinstance(layers, (list, tuple)):
             raise ValueError(f"Pipeline: layers must be a list; got {type(layers).__name__}")
@@ -79,7 +82,7 @@ class Pipeline(Layer):
                     f"Pipeline: layers must hold preprocessing layers or their configs; got "
                     f"{layer!r}"
                 )
-        super().__init__(data_format=data_format)
+        super().__init__(data_format=data_format, dtype=dtype)
         for layer in built:
             if layer.data_format != self.data_format:
                 self._fail(
@@ -91,33 +94,49 @@ class Pipeline(Layer):
         self.layers = torch.nn.ModuleList(built)
         self._config_values = {"layers": [serialize_layer(x) for x in built]}
 
-    def forward(self, images: Any, generator: Any = None) -> torch.Tensor:
-        batch, single = self._as_batch(images)
-        x = self._to_float(batch)
+    def forward(self, data: Any, generator: Any = None) -> Any:
+        if isinstance(data, dict):
+            _targets.check_keys(self, data)
+            batch, single = self._as_batch(data["images"])
+            x: Any = dict(data, images=self._unbatch(self._to_float(batch), single))
+        else:
+            batch, single = self._as_batch(data)
+            x = self._unbatch(self._to_float(batch), single)
         for group in _groups(list(self.layers)):
-            if isinstance(group[0], _GEOMETRIC):
-                x = self._warp(group, x, generator)
-            elif isinstance(group[0], (RandomLayer, Pipeline)):
-                x = group[0](x, generator=generator)
-            else:
-                x = group[0](x)
-        return self._unbatch(x, single)
+            anchor = None
+            if len(group) > 1:  # only AffineLayers form groups of several
+                anchor = next((a for a in group if a._fill_key() is not None), None)
+            if anchor is not None:
+                x = self._fused(group, anchor, x, generator)
+                continue
+            for layer in group:
+                if isinstance(layer, (RandomLayer, Pipeline)):
+                    x = layer(x, generator=generator)
+                else:
+                    x = layer(x)
+        return x
 
-    def _warp(self, group: list[Layer], x: torch.Tensor, generator: Any) -> torch.Tensor:
+    def _fused(self, group: list[AffineLayer], anchor: AffineLayer, data: Any, generator: Any):
         if not self.training:
-            return x
-        if len(group) == 1:
-            return group[0](x, generator=generator)
-        h, w = self._hw(x)
+            return data
+        is_dict = isinstance(data, dict)
+        batch, single = anchor._as_batch(data["images"] if is_dict else data)
+        h, w = self._hw(batch)
         matrix = None
         for layer in group:
-            params = layer.get_random_transformation(x, generator)
-            m = layer.matrix(params, h, w)
+            m = layer.matrix(layer.get_random_transformation(batch, generator), h, w)
             # Layer A then B samples the input at M_A @ M_B @ p.
             matrix = m if matrix is None else matrix @ m
-        key = next((_fill_key(a) for a in group if _fill_key(a) is not None), None)
-        if key is None:  # flips only: exact pixel copies, no resampling needed
-            key = ("nearest", "nearest", 0.0)
-        fill_mode, interpolation, fill_value = key
-        out = affine_transform(self._to_nchw(x), matrix, interpolation, fill_mode, fill_value)
-        return self._from_nchw(out)
+        params = {
+            "matrix": matrix,
+            "projective": any(a._projective for a in group),
+            "input_shape": tuple(batch.shape),
+        }
+        if not is_dict:
+            return anchor._unbatch(anchor._images_out(batch, params), single)
+        formats = {a.bounding_box_format for a in group if a.bounding_box_format}
+        if "bounding_boxes" in data and len(formats) > 1:
+            self._fail("layers", "fused into one warp must agree on bounding_box_format", formats)
+        if formats:
+            params["bounding_box_format"] = formats.pop()
+        return anchor._apply_targets(data, batch, single, params)

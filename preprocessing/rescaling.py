@@ -18,8 +18,10 @@ class Rescaling(Layer):
         data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
             package default, ``preprocessing.image_data_format()``; locates the
             channel axis for per-channel values.
+        dtype: a dtype policy name or None (``preprocessing.dtype_policy``).
 
-    Input: a rank-3 image or a rank-4 batch. Output: same shape; float dtypes are kept,
+    Input: a rank-3 image, a rank-4 batch or a dict of targets (only ``images`` change).
+    Output: same shape; float dtypes are kept,
     integer inputs (e.g. uint8) come back as float32.
 
     Raises:
@@ -36,8 +38,9 @@ class Rescaling(Layer):
         scale: float | list[float],
         offset: float | list[float] = 0.0,
         data_format: str | None = None,
+        dtype: str | None = None,
     ) -> None:
-        super().__init__(data_format=data_format)
+        super().__init__(data_format=data_format, dtype=dtype)
         self.scale = scale
         self.offset = offset
         for name, v in (("scale", scale), ("offset", offset)):
@@ -61,8 +64,9 @@ class Rescaling(Layer):
         shape[self._channel_axis] = len(value)
         return t.view(shape)
 
-    def forward(self, images: Any) -> torch.Tensor:
+    def transform_images(self, images: torch.Tensor, params: Any = None) -> torch.Tensor:
         batch, single = self._as_batch(images)
         x = self._to_float(batch)
-        out = x * self._per_channel(self.scale, x) + self._per_channel(self.offset, x)
+        # One fresh tensor, offset in place (the same arithmetic as x * scale + offset).
+        out = (x * self._per_channel(self.scale, x)).add_(self._per_channel(self.offset, x))
         return self._unbatch(out, single)

@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from .base import Layer, _is_number, check_bool
+from .geometric import GeometricLayer, window_matrix
 
 # Keras's torch backend maps its names onto these F.interpolate modes.
 _MODES = {"bilinear": "bilinear", "nearest": "nearest-exact", "bicubic": "bicubic"}
@@ -39,35 +40,61 @@ def resize_nchw(
     return y.to(dtype)
 
 
-def crop_to_aspect(x: torch.Tensor, height: int, width: int) -> torch.Tensor:
-    """The largest centred window of (B, C, H, W) ``x`` with the target aspect ratio."""
-    h, w = x.shape[-2:]
+def aspect_window(h: int, w: int, height: int, width: int) -> tuple[int, int, int, int]:
+    """(top, left, crop_h, crop_w): the largest centred window of an h x w image with the
+    aspect ratio of height x width (Keras's crop_to_aspect_ratio)."""
     crop_h = max(min(h, int(w * height / width)), 1)
     crop_w = max(min(w, int(h * width / height)), 1)
-    top, left = int((h - crop_h) / 2), int((w - crop_w) / 2)
+    return int((h - crop_h) / 2), int((w - crop_w) / 2), crop_h, crop_w
+
+
+def crop_to_aspect(x: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """The largest centred window of (B, C, H, W) ``x`` with the target aspect ratio."""
+    top, left, crop_h, crop_w = aspect_window(*x.shape[-2:], height, width)
     return x[..., top : top + crop_h, left : left + crop_w]
+
+
+def pad_amounts(h: int, w: int, height: int, width: int) -> tuple[int, int]:
+    """(top, left) padding of Keras's pad_to_aspect_ratio (each applied on both sides)."""
+    pad_h = max(h, int(w * height / width))
+    pad_w = max(w, int(h * width / height))
+    return int((pad_h - h) / 2), int((pad_w - w) / 2)
 
 
 def pad_to_aspect(x: torch.Tensor, height: int, width: int, fill_value: float) -> torch.Tensor:
     """Pad (B, C, H, W) ``x`` symmetrically with ``fill_value`` to the target aspect ratio."""
-    h, w = x.shape[-2:]
-    pad_h = max(h, int(w * height / width))
-    pad_w = max(w, int(h * width / height))
-    top, left = int((pad_h - h) / 2), int((pad_w - w) / 2)
+    top, left = pad_amounts(*x.shape[-2:], height, width)
     # Keras pads both sides by the same amount (the centred start).
     return F.pad(x, (left, left, top, top), value=float(fill_value))
 
 
-def center_crop_nchw(x: torch.Tensor, height: int, width: int) -> torch.Tensor:
-    """Keras's CenterCrop: crop when large enough, else crop to aspect and resize."""
-    h, w = x.shape[-2:]
+def center_window(h: int, w: int, height: int, width: int) -> tuple[int, int, int, int]:
+    """The window CenterCrop takes: the centred (height, width) one when the image is large
+    enough, else the largest centred window with that aspect ratio (then resized)."""
     if h >= height and w >= width:
-        top, left = (h - height) // 2, (w - width) // 2
-        return x[..., top : top + height, left : left + width]
-    return resize_nchw(crop_to_aspect(x, height, width), (height, width))
+        return (h - height) // 2, (w - width) // 2, height, width
+    return aspect_window(h, w, height, width)
 
 
-class Resizing(Layer):
+def center_crop_nchw(
+    x: torch.Tensor, height: int, width: int, interpolation: str = "bilinear"
+) -> torch.Tensor:
+    """Keras's CenterCrop: crop when large enough, else crop to aspect and resize."""
+    top, left, crop_h, crop_w = center_window(*x.shape[-2:], height, width)
+    x = x[..., top : top + crop_h, left : left + crop_w]
+    return resize_nchw(x, (height, width), interpolation)
+
+
+def fixed_window_matrix(
+    batch: int, window: tuple[int, int, int, int], height: int, width: int
+) -> torch.Tensor:
+    """(batch, 3, 3) point matrices of one window resized to (height, width)."""
+    top, left, win_h, win_w = window
+    m = window_matrix(torch.tensor(float(top)), left, win_h, win_w, height, width)
+    return m.expand(batch, 3, 3)
+
+
+class Resizing(GeometricLayer):
     """Resize images to ``(height, width)``.
 
     Args:
@@ -83,9 +110,13 @@ class Resizing(Layer):
         antialias: low-pass filter when downsampling (bilinear/bicubic only).
         data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
             package default, ``preprocessing.image_data_format()``.
+        bounding_box_format: the format of boxes in dict inputs (``preprocessing.
+            bounding_boxes``); boxes are scaled (and shifted by the crop or padding).
+        dtype: a dtype policy name or None (``preprocessing.dtype_policy``).
 
-    Input: a rank-3 image or a rank-4 batch. Output: same rank with the new size; float
-    dtypes are kept, integer inputs come back as float32.
+    Input: a rank-3 image, a rank-4 batch or a dict of targets (``Layer``; masks are
+    resized with ``"nearest"``). Output: same rank with the new size; float dtypes are
+    kept, integer inputs come back as float32.
 
     Raises:
         ValueError: a bad argument (naming it) or an input that is not rank 3 or 4.
@@ -107,8 +138,12 @@ class Resizing(Layer):
         fill_value: float = 0.0,
         antialias: bool = False,
         data_format: str | None = None,
+        bounding_box_format: str | None = None,
+        dtype: str | None = None,
     ) -> None:
-        super().__init__(data_format=data_format)
+        super().__init__(
+            bounding_box_format=bounding_box_format, data_format=data_format, dtype=dtype
+        )
         _check_size(self, height, width)
         if interpolation not in _MODES:
             self._fail("interpolation", f"must be one of {tuple(_MODES)}", interpolation)
@@ -127,18 +162,28 @@ class Resizing(Layer):
         self.fill_mode, self.fill_value = fill_mode, fill_value
         self.antialias = check_bool(self, "antialias", antialias)
 
-    def forward(self, images: Any) -> torch.Tensor:
-        batch, single = self._as_batch(images)
-        x = self._to_nchw(self._to_float(batch))
+    def output_size(self, params: Any, height: int, width: int) -> tuple[int, int]:
+        return self.height, self.width
+
+    def warp(self, x: torch.Tensor, params: Any, interpolation: str) -> torch.Tensor:
         if self.crop_to_aspect_ratio:
             x = crop_to_aspect(x, self.height, self.width)
         elif self.pad_to_aspect_ratio:
             x = pad_to_aspect(x, self.height, self.width, self.fill_value)
-        x = resize_nchw(x, (self.height, self.width), self.interpolation, self.antialias)
-        return self._unbatch(self._from_nchw(x), single)
+        return resize_nchw(x, (self.height, self.width), interpolation, self.antialias)
+
+    def point_matrix(self, params: Any, height: int, width: int) -> torch.Tensor:
+        if self.crop_to_aspect_ratio:
+            window = aspect_window(height, width, self.height, self.width)
+        elif self.pad_to_aspect_ratio:
+            top, left = pad_amounts(height, width, self.height, self.width)
+            window = (-top, -left, height + 2 * top, width + 2 * left)
+        else:
+            window = (0, 0, height, width)
+        return fixed_window_matrix(params["input_shape"][0], window, self.height, self.width)
 
 
-class CenterCrop(Layer):
+class CenterCrop(GeometricLayer):
     """Crop the centre ``(height, width)`` window (Keras's ``CenterCrop``).
 
     When the input is smaller than the target on either side, the largest centred
@@ -148,9 +193,13 @@ class CenterCrop(Layer):
         height, width: the output size (ints in [1, 65536]).
         data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
             package default, ``preprocessing.image_data_format()``.
+        bounding_box_format: the format of boxes in dict inputs (``preprocessing.
+            bounding_boxes``).
+        dtype: a dtype policy name or None (``preprocessing.dtype_policy``).
 
-    Input: a rank-3 image or a rank-4 batch. Output: same rank, ``(height, width)``
-    spatially; float dtypes are kept, integer inputs come back as float32.
+    Input: a rank-3 image, a rank-4 batch or a dict of targets (``Layer``). Output: same
+    rank, ``(height, width)`` spatially; float dtypes are kept, integer inputs come back
+    as float32.
 
     Raises:
         ValueError: a bad size or an input that is not rank 3 or 4.
@@ -161,13 +210,26 @@ class CenterCrop(Layer):
         tensor([[[5., 6.]]])
     """
 
-    def __init__(self, height: int, width: int, data_format: str | None = None) -> None:
-        super().__init__(data_format=data_format)
+    def __init__(
+        self,
+        height: int,
+        width: int,
+        data_format: str | None = None,
+        bounding_box_format: str | None = None,
+        dtype: str | None = None,
+    ) -> None:
+        super().__init__(
+            bounding_box_format=bounding_box_format, data_format=data_format, dtype=dtype
+        )
         _check_size(self, height, width)
         self.height, self.width = height, width
 
-    def forward(self, images: Any) -> torch.Tensor:
-        batch, single = self._as_batch(images)
-        x = self._to_nchw(self._to_float(batch))
-        x = center_crop_nchw(x, self.height, self.width)
-        return self._unbatch(self._from_nchw(x), single)
+    def output_size(self, params: Any, height: int, width: int) -> tuple[int, int]:
+        return self.height, self.width
+
+    def warp(self, x: torch.Tensor, params: Any, interpolation: str) -> torch.Tensor:
+        return center_crop_nchw(x, self.height, self.width, interpolation)
+
+    def point_matrix(self, params: Any, height: int, width: int) -> torch.Tensor:
+        window = center_window(height, width, self.height, self.width)
+        return fixed_window_matrix(params["input_shape"][0], window, self.height, self.width)

@@ -20,12 +20,16 @@ class RandomRotation(AffineLayer):
         fill_mode: ``"reflect"`` (default), ``"wrap"``, ``"constant"`` or ``"nearest"``,
             as documented by Keras (see ``preprocessing.affine``).
         interpolation: ``"bilinear"`` (default) or ``"nearest"``.
-        seed: seeds the layer's generator; None uses torch's global RNG.
+        seed: seeds the layer's draws; None uses torch's global RNG.
         fill_value: the value outside the image for ``fill_mode="constant"``.
         data_format: ``"channels_first"`` (``(..., C, H, W)``) or ``"channels_last"``
             (``(..., H, W, C)``); None (default): ``preprocessing.image_data_format()``.
+        bounding_box_format: the format of boxes in dict inputs (``preprocessing.
+            bounding_boxes``); a box becomes the extent of its rotated corners, clipped.
+        dtype: a dtype policy name or None (``preprocessing.dtype_policy``).
 
-    Input: a rank-3 image or a rank-4 batch. Output: same shape; float dtypes are kept,
+    Input: a rank-3 image, a rank-4 batch or a dict of targets (``Layer``: boxes, masks
+    and keypoints move with the pixels). Output: same shape; float dtypes are kept,
     integer inputs come back as float32. Identity (but for the dtype) in ``eval()``.
 
     Raises:
@@ -48,8 +52,12 @@ class RandomRotation(AffineLayer):
         seed: int | None = None,
         fill_value: float = 0.0,
         data_format: str | None = None,
+        bounding_box_format: str | None = None,
+        dtype: str | None = None,
     ) -> None:
-        super().__init__(fill_mode, interpolation, fill_value, seed, data_format)
+        super().__init__(
+            fill_mode, interpolation, fill_value, seed, data_format, bounding_box_format, dtype
+        )
         self.factor = factor
         self._lower, self._upper = _factor_pair(self, "factor", factor, -1.0, 1.0)
 

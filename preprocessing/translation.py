@@ -18,9 +18,11 @@ class RandomTranslation(AffineLayer):
             height, a pair ``(lo, hi)`` (``lo <= hi``) from ``[lo, hi]``; positive shifts
             down. In [-1, 1].
         width_factor: the same for the horizontal shift; positive shifts right.
-        fill_mode, interpolation, seed, fill_value, data_format: as ``RandomRotation``.
+        fill_mode, interpolation, seed, fill_value, data_format, bounding_box_format,
+            dtype: as ``RandomRotation``.
 
-    Input: a rank-3 image or a rank-4 batch. Output: same shape; float dtypes are kept,
+    Input: a rank-3 image, a rank-4 batch or a dict of targets (``Layer``: boxes, masks
+    and keypoints move with the pixels). Output: same shape; float dtypes are kept,
     integer inputs come back as float32. Identity (but for the dtype) in ``eval()``.
 
     Raises:
@@ -43,8 +45,12 @@ class RandomTranslation(AffineLayer):
         seed: int | None = None,
         fill_value: float = 0.0,
         data_format: str | None = None,
+        bounding_box_format: str | None = None,
+        dtype: str | None = None,
     ) -> None:
-        super().__init__(fill_mode, interpolation, fill_value, seed, data_format)
+        super().__init__(
+            fill_mode, interpolation, fill_value, seed, data_format, bounding_box_format, dtype
+        )
         self.height_factor = height_factor
         self.width_factor = width_factor
         self._h = _factor_pair(self, "height_factor", height_factor, -1.0, 1.0)

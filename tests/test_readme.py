@@ -59,3 +59,19 @@ def test_readme_preprocessing_example_runs() -> None:
     model = scope["model"].eval()
     x = torch.rand(2, 3, 32, 32)
     assert torch.equal(model[1](x), x) and torch.equal(model[2](x), x)  # identity in eval()
+
+
+def test_readme_boxes_example_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    code = next(
+        c for c in re.findall(r"```python\n(.*?)\n```", readme, flags=re.S) if "keypoints" in c
+    )
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    out = scope["out"]
+    assert tuple(out["images"].shape) == (8, 3, 96, 96)
+    assert tuple(out["bounding_boxes"]["boxes"].shape) == (8, 4, 4)
+    assert out["bounding_boxes"]["labels"][:, 1:].eq(-1).all()  # padding
+    assert tuple(out["segmentation_masks"].shape) == (8, 96, 96)
+    assert out["segmentation_masks"].dtype == torch.int64
+    assert tuple(out["keypoints"].shape) == (8, 1, 2)

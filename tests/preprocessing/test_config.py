@@ -25,6 +25,10 @@ fill = dict(
     fill_value=st.floats(-10, 10, allow_nan=False),
 )
 size = st.integers(1, 6)
+boxes = st.sampled_from([None, "xyxy", "rel_yxyx", "center_xywh"])
+policy = st.sampled_from([None, "float32", "float64", "mixed_bfloat16"])
+geo = dict(bounding_box_format=boxes, dtype=policy)
+from_zero = st.one_of(pos_unit, st.tuples(pos_unit, pos_unit).map(lambda p: tuple(sorted(p))))
 
 STRATEGIES = {
     "Rescaling": st.builds(
@@ -32,6 +36,7 @@ STRATEGIES = {
         scale=st.one_of(unit, st.lists(unit, min_size=3, max_size=3)),
         offset=unit,
         data_format=fmt,
+        dtype=policy,
     ),
     "Resizing": st.builds(
         pp.Resizing,
@@ -42,17 +47,21 @@ STRATEGIES = {
         fill_value=unit,
         antialias=st.booleans(),
         data_format=fmt,
+        **geo,
     ),
-    "CenterCrop": st.builds(pp.CenterCrop, height=size, width=size, data_format=fmt),
-    "RandomCrop": st.builds(pp.RandomCrop, height=size, width=size, seed=seed, data_format=fmt),
+    "CenterCrop": st.builds(pp.CenterCrop, height=size, width=size, data_format=fmt, **geo),
+    "RandomCrop": st.builds(
+        pp.RandomCrop, height=size, width=size, seed=seed, data_format=fmt, **geo
+    ),
     "RandomFlip": st.builds(
         pp.RandomFlip,
         mode=st.sampled_from(["horizontal", "vertical", "horizontal_and_vertical"]),
         seed=seed,
         data_format=fmt,
+        **geo,
     ),
     "RandomRotation": st.builds(
-        pp.RandomRotation, factor=st.one_of(unit, pair), seed=seed, data_format=fmt, **fill
+        pp.RandomRotation, factor=st.one_of(unit, pair), seed=seed, data_format=fmt, **fill, **geo
     ),
     "RandomZoom": st.builds(
         pp.RandomZoom,
@@ -61,6 +70,7 @@ STRATEGIES = {
         seed=seed,
         data_format=fmt,
         **fill,
+        **geo,
     ),
     "RandomTranslation": st.builds(
         pp.RandomTranslation,
@@ -69,6 +79,7 @@ STRATEGIES = {
         seed=seed,
         data_format=fmt,
         **fill,
+        **geo,
     ),
     "RandomContrast": st.builds(
         pp.RandomContrast,
@@ -76,6 +87,7 @@ STRATEGIES = {
         value_range=st.sampled_from([(0, 1), (0, 255), [-1, 1]]),
         seed=seed,
         data_format=fmt,
+        dtype=policy,
     ),
     "RandomBrightness": st.builds(
         pp.RandomBrightness,
@@ -83,16 +95,73 @@ STRATEGIES = {
         value_range=st.sampled_from([(0, 1), (0, 255)]),
         seed=seed,
         data_format=fmt,
+        dtype=policy,
     ),
     "Normalization": st.builds(
         pp.Normalization,
         axis=st.sampled_from(["channel", None, -1, [-3, -2]]),
         invert=st.booleans(),
         data_format=fmt,
+        dtype=policy,
+    ),
+    "RandomShear": st.builds(
+        pp.RandomShear,
+        x_factor=from_zero,
+        y_factor=from_zero,
+        seed=seed,
+        data_format=fmt,
+        **fill,
+        **geo,
+    ),
+    "RandomPerspective": st.builds(
+        pp.RandomPerspective,
+        factor=from_zero,
+        scale=pos_unit,
+        interpolation=st.sampled_from(["bilinear", "nearest"]),
+        fill_value=st.floats(-10, 10, allow_nan=False),
+        seed=seed,
+        data_format=fmt,
+        **geo,
+    ),
+    "RandomElasticTransform": st.builds(
+        pp.RandomElasticTransform,
+        factor=from_zero,
+        scale=from_zero,
+        interpolation=st.sampled_from(["bilinear", "nearest"]),
+        fill_mode=st.sampled_from(["reflect", "wrap", "constant", "nearest", "mirror"]),
+        fill_value=st.floats(-10, 10, allow_nan=False),
+        value_range=st.sampled_from([(0, 1), (-1.0, 1.0)]),
+        seed=seed,
+        data_format=fmt,
+        **geo,
+    ),
+    "RandomResizedCrop": st.builds(
+        pp.RandomResizedCrop,
+        height=size,
+        width=size,
+        scale=st.tuples(st.floats(0.05, 1.0), st.floats(0.05, 1.0)).map(lambda p: tuple(sorted(p))),
+        ratio=st.tuples(st.floats(0.2, 5.0), st.floats(0.2, 5.0)).map(lambda p: tuple(sorted(p))),
+        interpolation=st.sampled_from(["bilinear", "nearest", "nearest-exact", "bicubic"]),
+        antialias=st.booleans(),
+        seed=seed,
+        data_format=fmt,
+        **geo,
+    ),
+    "MaxNumBoundingBoxes": st.builds(
+        pp.MaxNumBoundingBoxes, max_number=st.integers(1, 5), fill_value=st.integers(-3, 0)
     ),
 }
 STRATEGIES["Pipeline"] = st.lists(
-    st.sampled_from(["RandomFlip", "RandomRotation", "RandomZoom", "RandomContrast"]),
+    st.sampled_from(
+        [
+            "RandomFlip",
+            "RandomRotation",
+            "RandomZoom",
+            "RandomContrast",
+            "RandomShear",
+            "RandomPerspective",
+        ]
+    ),
     min_size=0,
     max_size=3,
 ).flatmap(

@@ -19,6 +19,10 @@ def make_model():
         pp.RandomFlip("horizontal", seed=1),
         pp.RandomRotation(0.1, seed=2),
         pp.RandomZoom(0.2, seed=3),
+        pp.RandomShear(0.2, 0.1, seed=4),
+        pp.RandomPerspective(seed=5),
+        pp.RandomElasticTransform(seed=6),
+        pp.RandomResizedCrop(12, 10, seed=7),  # eval: the centred 6:5 window, resized
         torch.nn.Conv2d(3, 4, 3, padding=1),
         torch.nn.ReLU(),
         torch.nn.AdaptiveAvgPool2d(1),

@@ -28,12 +28,12 @@ def test_fused_equals_sequential_when_samples_stay_inside():
 
 
 def test_fused_uses_one_resampling(monkeypatch):
-    import preprocessing.pipeline as pipeline_module
+    import preprocessing.affine as affine_module
 
     calls = []
-    real = pipeline_module.affine_transform
+    real = affine_module.affine_transform
     monkeypatch.setattr(
-        pipeline_module, "affine_transform", lambda *a, **k: calls.append(1) or real(*a, **k)
+        affine_module, "affine_transform", lambda *a, **k: calls.append(1) or real(*a, **k)
     )
     pipe = pp.Pipeline(
         [

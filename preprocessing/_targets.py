@@ -1,0 +1,129 @@
+"""Dict inputs: Keras 3's keys plus ``keypoints``, checked and brought to batch form.
+
+One place turns each target of a dict element into the batched tensor a layer's
+``transform_*`` method receives, and back: a single image (rank 3) comes with unbatched
+targets (boxes ``(N, 4)``, masks ``(H, W)`` or ``(C, H, W)``, keypoints ``(K, 2+)``), a
+batch with batched ones, and every error names the layer, the key and the shapes.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import numpy as np
+import torch
+
+TARGETS = ("images", "labels", "bounding_boxes", "segmentation_masks", "keypoints")
+
+
+def as_tensor(value: Any) -> torch.Tensor:
+    return value if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
+
+
+def check_keys(layer: Any, data: dict) -> None:
+    """``images`` must be there; a key that looks like a misspelt target is refused (it
+    would pass through untransformed); other keys pass through unchanged, as in Keras."""
+    name = type(layer).__name__
+    if "images" not in data:
+        raise ValueError(
+            f"{name}: a dict input needs an 'images' key (Keras's keys: {list(TARGETS)}); "
+            f"got keys {sorted(map(str, data))}"
+        )
+    for key in data:
+        if key in TARGETS or not isinstance(key, str):
+            continue
+        close = difflib.get_close_matches(key, TARGETS, n=1, cutoff=0.75)
+        if close:
+            raise ValueError(
+                f"{name}: dict key {key!r} is not a target this layer transforms; did you "
+                f"mean {close[0]!r}? (other keys pass through unchanged)"
+            )
+
+
+def batch_boxes(layer: Any, value: Any, single: bool, n: int) -> dict[str, torch.Tensor]:
+    """``{"boxes": (B, N, 4) float, "labels": (B, N)}`` from a single or batched target."""
+    name = type(layer).__name__
+    if not isinstance(value, dict) or "boxes" not in value or "labels" not in value:
+        raise ValueError(
+            f"{name}: 'bounding_boxes' must be a dict with keys 'boxes' and 'labels' "
+            f"(Keras's form); got {type(value).__name__}"
+            + (f" with keys {sorted(value)}" if isinstance(value, dict) else "")
+        )
+    boxes, labels = as_tensor(value["boxes"]), as_tensor(value["labels"])
+    if not boxes.is_floating_point():
+        boxes = boxes.to(torch.float32)
+    rank = 2 if single else 3
+    if boxes.ndim != rank or boxes.shape[-1] != 4 or (not single and boxes.shape[0] != n):
+        want = "(N, 4) for one image" if single else f"({n}, N, 4) for a batch of {n}"
+        raise ValueError(
+            f"{name}: bounding_boxes['boxes'] must have shape {want}; got {tuple(boxes.shape)}"
+        )
+    if tuple(labels.shape) != tuple(boxes.shape[:-1]):
+        raise ValueError(
+            f"{name}: bounding_boxes['labels'] must have shape {tuple(boxes.shape[:-1])} "
+            f"(one label per box); got {tuple(labels.shape)}"
+        )
+    if single:
+        boxes, labels = boxes.unsqueeze(0), labels.unsqueeze(0)
+    return {**value, "boxes": boxes, "labels": labels}
+
+
+def unbatch_boxes(value: dict[str, torch.Tensor], single: bool) -> dict[str, torch.Tensor]:
+    if not single:
+        return value
+    return {**value, "boxes": value["boxes"][0], "labels": value["labels"][0]}
+
+
+def batch_masks(layer: Any, value: Any, single: bool, n: int) -> tuple[torch.Tensor, bool]:
+    """Masks as a rank-4 batch in the layer's data_format, and whether they came without
+    a channel axis.
+
+    Masks have the images' layout with their own channel count (Keras's form), or no
+    channel axis at all (``(B, H, W)`` / ``(H, W)``, torch's usual form)."""
+    masks = as_tensor(value)
+    rank = 3 if single else 4
+    no_channel = masks.ndim == rank - 1
+    if no_channel:  # channels_first: before (H, W); channels_last: at the end
+        masks = masks.unsqueeze(masks.ndim - 2 if layer.data_format == "channels_first" else -1)
+    if masks.ndim != rank:
+        raise ValueError(
+            f"{type(layer).__name__}: segmentation_masks must have the images' rank "
+            f"({rank}, with a channel axis) or one less (no channel axis); got shape "
+            f"{tuple(as_tensor(value).shape)}"
+        )
+    if single:
+        masks = masks.unsqueeze(0)
+    if masks.shape[0] != n:
+        raise ValueError(
+            f"{type(layer).__name__}: segmentation_masks hold {masks.shape[0]} masks for "
+            f"{n} images; got shape {tuple(as_tensor(value).shape)}"
+        )
+    return masks, no_channel
+
+
+def unbatch_masks(layer: Any, masks: torch.Tensor, single: bool, no_channel: bool) -> torch.Tensor:
+    """Undo ``batch_masks``."""
+    if no_channel:
+        masks = masks.squeeze(1 if layer.data_format == "channels_first" else 3)
+    return masks.squeeze(0) if single else masks
+
+
+def batch_keypoints(layer: Any, value: Any, single: bool, n: int) -> torch.Tensor:
+    """Keypoints ``(B, K, D)`` (D >= 2: x, y, then anything that rides along)."""
+    points = as_tensor(value)
+    if not points.is_floating_point():
+        points = points.to(torch.float32)
+    rank = 2 if single else 3
+    if points.ndim != rank or points.shape[-1] < 2 or (not single and points.shape[0] != n):
+        want = "(K, 2+) for one image" if single else f"({n}, K, 2+) for a batch of {n}"
+        raise ValueError(
+            f"{type(layer).__name__}: keypoints must have shape {want} (x, y first); got "
+            f"{tuple(points.shape)}"
+        )
+    return points.unsqueeze(0) if single else points
+
+
+def batch_labels(value: Any, single: bool) -> torch.Tensor:
+    labels = as_tensor(value)
+    return labels.unsqueeze(0) if single else labels
