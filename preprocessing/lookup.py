@@ -214,18 +214,27 @@ class _IndexLookup(Layer):
         Raises:
             ValueError: the layer was given a ``vocabulary`` (Keras refuses this too).
         """
+        whole = isinstance(data, (np.ndarray, torch.Tensor, list, tuple))
+        self._adapt_stream(
+            data, batch_size, steps, progress, lambda b: self._adapt_rows(b, column=whole)
+        )
+
+    def _adapt_stream(self, data, batch_size, steps, progress, to_rows, owner=None) -> None:
+        """Count the tokens of ``to_rows(batch)`` (a list of documents, each a list of
+        tokens) over ``data``'s batches, then set the vocabulary. ``owner``: the layer
+        whose name the errors and the progress bar carry (TextVectorization)."""
+        owner = self if owner is None else owner
         if self._has_input_vocabulary:
             raise ValueError(
-                f"{type(self).__name__}.adapt: the layer was built with a vocabulary; build "
+                f"{type(owner).__name__}.adapt: the layer was built with a vocabulary; build "
                 "one without it to adapt"
             )
         counts: collections.Counter = collections.Counter()
         docs: collections.Counter = collections.Counter()
         num_docs = [0]
-        whole = isinstance(data, (np.ndarray, torch.Tensor, list, tuple))
 
         def update(batch: Any) -> None:
-            rows = self._adapt_rows(batch, column=whole)
+            rows = to_rows(batch)
             for row in rows:
                 counts.update(row)
             if self.output_mode == "tf_idf":
@@ -233,7 +242,7 @@ class _IndexLookup(Layer):
                     docs.update(set(row))
                 num_docs[0] += len(rows)
 
-        cat.run_adapt(self, data, batch_size, steps, progress, update)
+        cat.run_adapt(owner, data, batch_size, steps, progress, update)
         self._finish_adapt(counts, docs, num_docs[0])
 
     def _adapt_rows(self, batch: Any, column: bool) -> list[list]:
