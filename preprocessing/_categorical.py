@@ -104,7 +104,9 @@ def resize_buffers_from(module: torch.nn.Module, state_dict: dict, prefix: str, 
 
 
 # ---------------------------------------------------------------------- adapt
-def adapt_batches(data: Any, batch_size: int | None, layer_name: str) -> tuple[Iterator, int | None]:
+def adapt_batches(
+    data: Any, batch_size: int | None, layer_name: str
+) -> tuple[Iterator, int | None]:
     """The batches ``adapt`` reads from ``data``, and how many when known.
 
     A numpy array, torch tensor, list or tuple is one batch unless ``batch_size`` cuts it

@@ -55,7 +55,9 @@ def shift_mix(x: torch.Tensor) -> torch.Tensor:
 
 
 # ----------------------------------------------------------------------------- bytes
-def strings_to_bytes(strings: Sequence, encoding: str = "utf-8") -> tuple[torch.Tensor, torch.Tensor]:
+def strings_to_bytes(
+    strings: Sequence, encoding: str = "utf-8"
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(uint8 matrix (N, width), int64 lengths (N,))`` of str/bytes values; str values are
     encoded with ``encoding``. ``width`` leaves room for the widest 8-byte read."""
     encoded = [s if isinstance(s, bytes) else str(s).encode(encoding) for s in strings]

@@ -45,7 +45,9 @@ class CategoryEncoding(Layer):
 
     _checks_layout = False
 
-    def __init__(self, num_tokens: int = None, output_mode: str = "multi_hot", sparse: bool = False):
+    def __init__(
+        self, num_tokens: int = None, output_mode: str = "multi_hot", sparse: bool = False
+    ):
         super().__init__()
         if num_tokens is None:
             self._fail("num_tokens", "must be set (use IntegerLookup for unknown counts)", None)
@@ -69,11 +71,17 @@ class CategoryEncoding(Layer):
         if count_weights is not None:
             if self.output_mode != "count":
                 self._fail("count_weights", "is only used with output_mode='count'", "given")
-            weights = torch.as_tensor(cat.to_numpy(count_weights)) if not isinstance(
-                count_weights, torch.Tensor
-            ) else count_weights
+            weights = (
+                torch.as_tensor(cat.to_numpy(count_weights))
+                if not isinstance(count_weights, torch.Tensor)
+                else count_weights
+            )
             if weights.shape != x.shape:
-                self._fail("count_weights", f"must have the input's shape {tuple(x.shape)}", tuple(weights.shape))
+                self._fail(
+                    "count_weights",
+                    f"must have the input's shape {tuple(x.shape)}",
+                    tuple(weights.shape),
+                )
             weights = weights.to(torch.float32)  # Keras: the layer's compute dtype
         out = cat.encode(x, self.output_mode, self.num_tokens, count_weights=weights)
         return out.to_sparse() if self.sparse else out

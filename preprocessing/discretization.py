@@ -62,7 +62,11 @@ class Discretization(Layer):
             both = (bin_boundaries, num_bins)
             self._fail("bin_boundaries/num_bins", "exactly one of the two must be set", both)
         self.num_bins = cat.check_int(self, "num_bins", num_bins, 0, optional=True)
-        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not 0 < epsilon < 1:
+        if (
+            isinstance(epsilon, bool)
+            or not isinstance(epsilon, (int, float))
+            or not 0 < epsilon < 1
+        ):
             self._fail("epsilon", "must be a number in (0, 1)", epsilon)
         self.epsilon = float(epsilon)
         self.output_mode = cat.check_choice(

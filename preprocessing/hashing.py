@@ -18,7 +18,9 @@ def _check_salt(layer: Layer, salt: Any) -> list[int] | None:
     if isinstance(salt, (int, np.integer)) and not isinstance(salt, bool):
         salt = [int(salt), int(salt)]
     ok = isinstance(salt, (list, tuple)) and len(salt) == 2
-    if not ok or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in salt):
+    if not ok or not all(
+        isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in salt
+    ):
         layer._fail("salt", "must be an int, a pair of ints or None", salt)
     return [int(s) for s in salt]
 
@@ -155,7 +157,7 @@ class HashedCrossing(Layer):
     Example:
         >>> layer = HashedCrossing(num_bins=5)
         >>> layer((torch.tensor([1, 2, 3]), ["A", "B", "C"])).tolist()
-        [1, 4, 1]
+        [2, 3, 3]
     """
 
     _checks_layout = False

@@ -505,7 +505,9 @@ class IntegerLookup(_IndexLookup):
     ) -> None:
         super().__init__()
         if vocabulary_dtype != "int64":
-            self._fail("vocabulary_dtype", "must be 'int64' (Keras 3 supports only it)", vocabulary_dtype)
+            self._fail(
+                "vocabulary_dtype", "must be 'int64' (Keras 3 supports only it)", vocabulary_dtype
+            )
         self.vocabulary_dtype = vocabulary_dtype
         self.oov_method = cat.check_choice(self, "oov_method", oov_method, ("floormod", "farmhash"))
         if salt is not None and oov_method != "farmhash":

@@ -114,7 +114,9 @@ class TextVectorization(Layer):
     ) -> None:
         super().__init__()
         if not (standardize is None or callable(standardize) or standardize in STANDARDIZE):
-            self._fail("standardize", f"must be one of {STANDARDIZE}, None or a callable", standardize)
+            self._fail(
+                "standardize", f"must be one of {STANDARDIZE}, None or a callable", standardize
+            )
         if not (split is None or callable(split) or split in SPLIT):
             self._fail("split", f"must be one of {SPLIT}, None or a callable", split)
         self.standardize, self.split = standardize, split
@@ -130,7 +132,11 @@ class TextVectorization(Layer):
             self, "output_sequence_length", output_sequence_length, 1, optional=True
         )
         if self.output_mode != "int" and output_sequence_length is not None:
-            self._fail("output_sequence_length", "is only used with output_mode='int'", output_sequence_length)
+            self._fail(
+                "output_sequence_length",
+                "is only used with output_mode='int'",
+                output_sequence_length,
+            )
         self.ragged = check_bool(self, "ragged", ragged)
         if self.ragged and self.output_mode != "int":
             self._fail("ragged", "needs output_mode='int'", True)
@@ -153,8 +159,10 @@ class TextVectorization(Layer):
         is_int = isinstance(ngrams, int) and not isinstance(ngrams, bool)
         if is_int and ngrams >= 1:
             return ngrams
-        if isinstance(ngrams, tuple) and ngrams and all(
-            isinstance(w, int) and not isinstance(w, bool) and w >= 1 for w in ngrams
+        if (
+            isinstance(ngrams, tuple)
+            and ngrams
+            and all(isinstance(w, int) and not isinstance(w, bool) and w >= 1 for w in ngrams)
         ):
             return ngrams
         self._fail("ngrams", "must be None, an int >= 1 or a tuple of ints >= 1", ngrams)
