@@ -29,22 +29,62 @@ OUT = pathlib.Path(__file__).resolve().parent / "data" / "stdlib_docs.npz"
 SPLIT_SEED = 20240503
 GROUPS = {
     "files": [
-        "os", "os.path", "shutil", "pathlib", "glob", "tempfile", "zipfile", "tarfile",
-        "io", "filecmp", "fnmatch", "stat",
+        "os",
+        "os.path",
+        "shutil",
+        "pathlib",
+        "glob",
+        "tempfile",
+        "zipfile",
+        "tarfile",
+        "io",
+        "filecmp",
+        "fnmatch",
+        "stat",
     ],
     "network": [
-        "socket", "http.client", "http.server", "http.cookies", "urllib.request",
-        "urllib.parse", "email.message", "email.utils", "smtplib", "ftplib", "ssl",
-        "imaplib", "poplib", "ipaddress",
+        "socket",
+        "http.client",
+        "http.server",
+        "http.cookies",
+        "urllib.request",
+        "urllib.parse",
+        "email.message",
+        "email.utils",
+        "smtplib",
+        "ftplib",
+        "ssl",
+        "imaplib",
+        "poplib",
+        "ipaddress",
     ],
     "concurrency": [
-        "threading", "multiprocessing", "multiprocessing.pool", "asyncio", "asyncio.tasks",
-        "asyncio.queues", "asyncio.locks", "concurrent.futures", "queue", "subprocess",
-        "selectors", "sched", "signal",
+        "threading",
+        "multiprocessing",
+        "multiprocessing.pool",
+        "asyncio",
+        "asyncio.tasks",
+        "asyncio.queues",
+        "asyncio.locks",
+        "concurrent.futures",
+        "queue",
+        "subprocess",
+        "selectors",
+        "sched",
+        "signal",
     ],
     "numbers": [
-        "math", "cmath", "statistics", "decimal", "fractions", "random", "numbers",
-        "operator", "array", "bisect", "heapq",
+        "math",
+        "cmath",
+        "statistics",
+        "decimal",
+        "fractions",
+        "random",
+        "numbers",
+        "operator",
+        "array",
+        "bisect",
+        "heapq",
     ],
 }
 
@@ -61,7 +101,8 @@ def docstrings(module_name: str) -> list[str]:
     out = []
     for name, obj in sorted(vars(module).items()):
         if name.startswith("_") or getattr(obj, "__module__", None) not in (
-            module.__name__, module_name
+            module.__name__,
+            module_name,
         ):
             continue
         if inspect.isfunction(obj) or inspect.isbuiltin(obj) or inspect.isclass(obj):
