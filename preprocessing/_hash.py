@@ -12,8 +12,11 @@ FarmHash's ``farmhashna::Hash64`` (google/farmhash, ``src/farmhash.cc``, MIT lic
 Every function works on a batch of byte strings held as a zero-padded ``uint8`` matrix
 ``(N, width)`` plus an ``int64`` length vector, vectorised over the rows, with 64-bit
 unsigned arithmetic done in ``int64`` (two's complement wraps the same way; right shifts
-are masked to be logical). Nothing here branches on data for strings of at most 64 bytes,
-so ``torch.export`` traces the integer path (decimal strings are at most 20 bytes).
+are masked to be logical). The same code runs on numpy arrays (strings, eagerly: numpy's
+per-op cost on small arrays is a fraction of torch's) and on torch tensors (integers, on
+any device, and under ``torch.export``). Nothing branches on data for strings of at
+most 64 bytes, so ``torch.export`` traces the integer path (decimal strings have at most
+20 bytes).
 """
 
 from __future__ import annotations
@@ -37,6 +40,16 @@ _KMUL = _s64(0xC6A4A7935BD1E995)  # FingerprintCat64's multiplier
 CROSS_HASH_KEY = 0xDECAFCAFFE  # tf.sparse.cross_hashed's default hash_key
 
 
+def _xp(x):
+    """numpy for numpy arrays (the eager string path: numpy's small-array ops cost a
+    fraction of torch's, and never wait on intra-op threads), torch for tensors."""
+    return np if isinstance(x, np.ndarray) else torch
+
+
+def _where(cond, a, b):
+    return _xp(cond).where(cond, a, b)
+
+
 def shr(x: torch.Tensor, s: int) -> torch.Tensor:
     """Logical right shift of int64 bits (``>>`` on int64 is arithmetic)."""
     return (x >> s) & ((1 << (64 - s)) - 1)
@@ -55,22 +68,44 @@ def shift_mix(x: torch.Tensor) -> torch.Tensor:
 
 
 # ----------------------------------------------------------------------------- bytes
-def strings_to_bytes(
-    strings: Sequence, encoding: str = "utf-8"
-) -> tuple[torch.Tensor, torch.Tensor]:
+def strings_to_bytes(strings: Sequence, encoding: str = "utf-8") -> tuple[np.ndarray, np.ndarray]:
     """``(uint8 matrix (N, width), int64 lengths (N,))`` of str/bytes values; str values are
-    encoded with ``encoding``. ``width`` leaves room for the widest 8-byte read."""
+    encoded with ``encoding``. ``width`` (the longest length, at least 8, plus 8) leaves
+    room for the widest 8-byte read. A numpy
+    ``U`` array of ASCII text is converted without a Python loop."""
+    if isinstance(strings, np.ndarray) and strings.dtype.kind == "U" and strings.size:
+        fast = _ascii_bytes(strings.reshape(-1), encoding)
+        if fast is not None:
+            return fast
+        strings = strings.reshape(-1).tolist()
     encoded = [s if isinstance(s, bytes) else str(s).encode(encoding) for s in strings]
     lengths = np.fromiter((len(b) for b in encoded), dtype=np.int64, count=len(encoded))
-    width = max(int(lengths.max()) if len(encoded) else 0, 64) + 8
+    width = max(int(lengths.max()) if len(encoded) else 0, 8) + 8
     # One bytes_ array, viewed as a (N, width) matrix: no Python loop over bytes.
     flat = np.array(encoded, dtype=f"S{width}")
     matrix = np.frombuffer(flat.tobytes(), dtype=np.uint8).reshape(len(encoded), width)
-    return torch.from_numpy(matrix.copy()), torch.from_numpy(lengths)
+    return matrix.copy(), lengths
+
+
+def _ascii_bytes(arr: np.ndarray, encoding: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """A 1-D ``U`` array's code points are its bytes when all are ASCII (UTF-8 and the other
+    ASCII-compatible encodings agree there); None otherwise."""
+    if encoding.lower().replace("_", "-") not in ("utf-8", "utf8", "ascii", "latin-1"):
+        return None
+    chars = arr.dtype.itemsize // 4
+    codes = arr.view(np.uint32).reshape(len(arr), chars)
+    if codes.max() >= 128:
+        return None
+    # numpy pads with NUL; a NUL inside the text still counts: length = last non-NUL + 1.
+    nonzero = codes != 0
+    lengths = np.where(nonzero.any(axis=1), chars - np.argmax(nonzero[:, ::-1], axis=1), 0)
+    matrix = np.zeros((len(arr), max(chars, 8) + 8), dtype=np.uint8)
+    matrix[:, :chars] = codes
+    return matrix, lengths.astype(np.int64)
 
 
 def int64_to_decimal(values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``tf.strings.as_string`` of int64 values as a byte matrix ``(N, 72)`` and lengths."""
+    """``tf.strings.as_string`` of int64 values as a byte matrix ``(N, 28)`` and lengths."""
     x = values.reshape(-1).to(torch.int64)
     neg = x < 0
     n = torch.where(neg, x, -x)  # <= 0: int64's minimum has no positive counterpart
@@ -82,7 +117,7 @@ def int64_to_decimal(values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     nonzero = (d != 0).to(torch.int64) * torch.arange(1, 20, dtype=torch.int64)
     ndigits = nonzero.amax(dim=1).clamp_min(1)
     length = ndigits + neg.to(torch.int64)
-    pos = torch.arange(72, dtype=torch.int64).unsqueeze(0)  # 64 + 8: see strings_to_bytes
+    pos = torch.arange(28, dtype=torch.int64).unsqueeze(0)  # 20 + 8: see strings_to_bytes
     k = (length.unsqueeze(1) - 1 - pos).clamp(0, 18)
     digit = torch.gather(d, 1, k) + 48
     byte = torch.where(neg.unsqueeze(1) & (pos == 0), 45, digit)
@@ -90,17 +125,32 @@ def int64_to_decimal(values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return byte.to(torch.uint8), length
 
 
-def _fetch(b: torch.Tensor, offset: torch.Tensor | int, n: int = 8) -> torch.Tensor:
-    """Little-endian ``n``-byte words of each row at ``offset`` (per row or shared)."""
+def byte_words(b):
+    """``(N, width - 7)`` int64: the little-endian 8-byte word starting at every byte of
+    each row of the uint8 matrix ``b`` (numpy or torch), built once per call so every read
+    below is one gather."""
+    if isinstance(b, np.ndarray):
+        windows = np.lib.stride_tricks.sliding_window_view(b, 8, axis=1)
+        return np.ascontiguousarray(windows).view("<i8")[..., 0].astype(np.int64)
+    windows = b.unfold(1, 8, 1).to(torch.int64)  # (N, width - 7, 8)
+    shifts = torch.arange(0, 64, 8, dtype=torch.int64, device=b.device)
+    # Distinct bytes never overlap after shifting, so a sum is an OR.
+    return (windows << shifts).sum(dim=-1)
+
+
+def _fetch(w: torch.Tensor, offset: torch.Tensor | int, n: int = 8) -> torch.Tensor:
+    """Little-endian ``n``-byte (8 or 4 or 1) words of each row at ``offset`` (per row or
+    shared), from ``byte_words`` ``w``."""
     if isinstance(offset, int):
-        cols = b[:, offset : offset + n].to(torch.int64)
+        word = w[:, offset]
     else:
-        idx = offset.clamp_min(0).unsqueeze(1) + torch.arange(n, dtype=torch.int64)
-        cols = torch.gather(b, 1, idx).to(torch.int64)
-    word = cols[:, 0]
-    for i in range(1, n):
-        word = word | (cols[:, i] << (8 * i))
-    return word
+        if isinstance(w, np.ndarray):
+            idx = np.clip(offset, 0, w.shape[1] - 1)[:, None]
+            word = np.take_along_axis(w, idx, axis=1)[:, 0]
+        else:
+            idx = offset.clamp(0, w.shape[1] - 1).unsqueeze(1)
+            word = torch.gather(w, 1, idx).squeeze(1)
+    return word if n == 8 else word & ((1 << (8 * n)) - 1)
 
 
 # -------------------------------------------------------------------------- farmhash
@@ -124,14 +174,14 @@ def _len0to16(b: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
     a4 = _fetch(b, 0, 4)
     h4 = _hash_len16(n + (a4 << 3), _fetch(b, n - 4, 4), mul)
     # 0 < len < 4
-    first = b[:, 0].to(torch.int64)
-    mid = torch.gather(b, 1, (n >> 1).unsqueeze(1)).squeeze(1).to(torch.int64)
-    last = torch.gather(b, 1, (n - 1).clamp_min(0).unsqueeze(1)).squeeze(1).to(torch.int64)
+    first = _fetch(b, 0, 1)
+    mid = _fetch(b, n >> 1, 1)
+    last = _fetch(b, n - 1, 1)
     y = first + (mid << 8)
     z = n + (last << 2)
     h1 = shift_mix((y * K2) ^ (z * K0)) * K2
-    out = torch.where(n >= 8, h8, torch.where(n >= 4, h4, h1))
-    return torch.where(n == 0, torch.full_like(out, K2), out)
+    out = _where(n >= 8, h8, _where(n >= 4, h4, h1))
+    return _where(n == 0, _xp(n).full_like(out, K2), out)
 
 
 def _len17to32(b: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
@@ -170,7 +220,7 @@ def _weak32(b: torch.Tensor, off: torch.Tensor, a: torch.Tensor, bb: torch.Tenso
 
 def _len_over64(b: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
     """farmhashna::Hash64's loop over 64-byte blocks, rows advancing while they have one."""
-    zero = torch.zeros_like(n)
+    zero = _xp(n).zeros_like(n)
     seed = 81
     x = zero + seed
     y = zero + (_s64(seed * K1 + 113))
@@ -189,9 +239,9 @@ def _len_over64(b: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
         nw1, nw2 = _weak32(b, s + 32, nz + w2, ny + _fetch(b, s + 16))
         nx, nz = nz, nx
         go = blocks > i
-        x, y, z = (torch.where(go, new, old) for new, old in ((nx, x), (ny, y), (nz, z)))
-        v1, v2 = torch.where(go, nv1, v1), torch.where(go, nv2, v2)
-        w1, w2 = torch.where(go, nw1, w1), torch.where(go, nw2, w2)
+        x, y, z = (_where(go, new, old) for new, old in ((nx, x), (ny, y), (nz, z)))
+        v1, v2 = _where(go, nv1, v1), _where(go, nv2, v2)
+        w1, w2 = _where(go, nw1, w1), _where(go, nw2, w2)
     mul = K1 + ((z & 0xFF) << 1)
     s = n - 64
     w1 = w1 + ((n - 1) & 63)
@@ -213,18 +263,19 @@ def _len_over64(b: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
 def fingerprint64(b: torch.Tensor, n: torch.Tensor, max_len: int | None = None) -> torch.Tensor:
     """FarmHash ``Fingerprint64`` of each row (int64 holding the uint64 bits).
 
-    ``b``: uint8 ``(N, width)`` with ``width >= max(max_len, 64) + 8`` (zero padding);
-    ``n``: int64 lengths. ``max_len`` (a bound on ``n``) skips branches no row needs; the
-    integer path passes 20 so the traced graph has no data-dependent loop.
+    ``b``: ``byte_words`` of a zero-padded uint8 ``(N, width)`` matrix with
+    ``width >= max(max_len, 8) + 8``; ``n``: int64 lengths. ``max_len`` (a bound on
+    ``n``) skips branches no row needs; the integer path passes 20 so the traced graph
+    has no data-dependent loop.
     """
     out = _len0to16(b, n)
-    bound = int(n.max()) if max_len is None and n.numel() else (max_len or 0)
+    bound = int(n.max()) if max_len is None and len(n) else (max_len or 0)
     if bound > 16:
-        out = torch.where(n > 16, _len17to32(b, n), out)
+        out = _where(n > 16, _len17to32(b, n), out)
     if bound > 32:
-        out = torch.where(n > 32, _len33to64(b, n), out)
+        out = _where(n > 32, _len33to64(b, n), out)
     if bound > 64:
-        out = torch.where(n > 64, _len_over64(b, n), out)
+        out = _where(n > 64, _len_over64(b, n), out)
     return out
 
 
@@ -249,7 +300,7 @@ def siphash24(
     """SipHash-2-4 of each row with the 128-bit ``key`` ``(k0, k1)`` (int64 bits);
     ``max_len`` as in ``fingerprint64``."""
     k0, k1 = _s64(int(key[0])), _s64(int(key[1]))
-    zero = torch.zeros_like(n)
+    zero = _xp(n).zeros_like(n)
     v0 = zero + _s64(k0 ^ 0x736F6D6570736575)
     v1 = zero + _s64(k1 ^ 0x646F72616E646F6D)
     v2 = zero + _s64(k0 ^ 0x6C7967656E657261)
@@ -258,19 +309,19 @@ def siphash24(
     if max_len is not None:
         blocks = max_len // 8
     else:
-        blocks = int(full.max()) if n.numel() else 0
+        blocks = int(full.max()) if len(n) else 0
     for i in range(blocks):
         m = _fetch(b, zero + 8 * i)
         u0, u1, u2, u3 = v0, v1, v2, v3 ^ m
         for _ in range(2):
             u0, u1, u2, u3 = _sip_round(u0, u1, u2, u3)
         go = full > i
-        v0, v1 = torch.where(go, u0 ^ m, v0), torch.where(go, u1, v1)
-        v2, v3 = torch.where(go, u2, v2), torch.where(go, u3, v3)
+        v0, v1 = _where(go, u0 ^ m, v0), _where(go, u1, v1)
+        v2, v3 = _where(go, u2, v2), _where(go, u3, v3)
     # The last block: the remaining bytes (little-endian) and the length in the top byte.
     tail = _fetch(b, full * 8)
     rem = n & 7
-    keep = torch.where(rem == 0, 0, (torch.ones_like(rem) << (rem * 8)) - 1)
+    keep = _where(rem == 0, 0, (_xp(rem).ones_like(rem) << (rem * 8)) - 1)
     last = (tail & keep) | (n << 56)
     v3 = v3 ^ last
     for _ in range(2):
@@ -285,8 +336,9 @@ def siphash24(
 # --------------------------------------------------------------------------- buckets
 def unsigned_mod(h: torch.Tensor, m: int) -> torch.Tensor:
     """``h % m`` with ``h``'s int64 bits read as an unsigned 64-bit number (0 < m < 2**62)."""
-    r = torch.remainder(h, m)  # floor mod: in [0, m) for negative h too
-    return torch.where(h < 0, torch.remainder(r + (2**64) % m, m), r)
+    xp = _xp(h)
+    r = xp.remainder(h, m)  # floor mod: in [0, m) for negative h too
+    return xp.where(h < 0, xp.remainder(r + (2**64) % m, m), r)
 
 
 def fingerprint_cat64(fp1: torch.Tensor, fp2: torch.Tensor) -> torch.Tensor:
@@ -301,8 +353,10 @@ def fingerprint_cat64(fp1: torch.Tensor, fp2: torch.Tensor) -> torch.Tensor:
 def hash_bytes(
     b: torch.Tensor, n: torch.Tensor, salt: Sequence[int] | None, max_len: int | None = None
 ) -> torch.Tensor:
-    """Fingerprint64 (``salt`` None) or SipHash-2-4 keyed by ``salt`` of each row."""
-    return fingerprint64(b, n, max_len) if salt is None else siphash24(b, n, salt, max_len)
+    """Fingerprint64 (``salt`` None) or SipHash-2-4 keyed by ``salt`` of each row of the
+    uint8 matrix ``b`` (lengths ``n``)."""
+    w = byte_words(b)
+    return fingerprint64(w, n, max_len) if salt is None else siphash24(w, n, salt, max_len)
 
 
 def hash_strings(strings: Sequence, salt: Sequence[int] | None, encoding: str = "utf-8"):
@@ -310,7 +364,7 @@ def hash_strings(strings: Sequence, salt: Sequence[int] | None, encoding: str = 
     if len(strings) == 0:
         return torch.zeros(0, dtype=torch.int64)
     b, n = strings_to_bytes(strings, encoding)
-    return hash_bytes(b, n, salt)
+    return torch.from_numpy(hash_bytes(b, n, salt))
 
 
 def hash_int64(values: torch.Tensor, salt: Sequence[int] | None) -> torch.Tensor:

@@ -38,9 +38,11 @@ def _hash_any(layer: Layer, x: Any, salt, encoding: str = "utf-8") -> tuple[torc
     first, as Keras); returns ``(hashes shaped like x, the values as tensor or array)``."""
     if _is_strings(x):
         arr = np.asarray(x)
-        flat = arr.reshape(-1).tolist()
-        if arr.dtype.kind == "O" and not all(isinstance(v, (str, bytes)) for v in flat):
-            layer._fail("input", "must hold only strings (or be numeric)", arr.dtype)
+        flat = arr.reshape(-1)
+        if arr.dtype.kind == "O":
+            flat = flat.tolist()
+            if not all(isinstance(v, (str, bytes)) for v in flat):
+                layer._fail("input", "must hold only strings (or be numeric)", arr.dtype)
         return _hash.hash_strings(flat, salt, encoding).reshape(arr.shape), arr
     t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
     if t.is_complex() or t.dtype == torch.bool:
@@ -173,7 +175,7 @@ class HashedCrossing(Layer):
     def _feature_hash(self, x: Any) -> torch.Tensor:
         if _is_strings(x):
             arr = np.asarray(x)
-            return _hash.hash_strings(arr.reshape(-1).tolist(), None).reshape(arr.shape)
+            return _hash.hash_strings(arr.reshape(-1), None).reshape(arr.shape)
         t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
         if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
             self._fail("inputs", "must be integers or strings", f"dtype {t.dtype}")
