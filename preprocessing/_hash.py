@@ -145,8 +145,7 @@ def _fetch(w: torch.Tensor, offset: torch.Tensor | int, n: int = 8) -> torch.Ten
         word = w[:, offset]
     else:
         if isinstance(w, np.ndarray):
-            idx = np.clip(offset, 0, w.shape[1] - 1)[:, None]
-            word = np.take_along_axis(w, idx, axis=1)[:, 0]
+            word = w[np.arange(len(w)), np.clip(offset, 0, w.shape[1] - 1)]
         else:
             idx = offset.clamp(0, w.shape[1] - 1).unsqueeze(1)
             word = torch.gather(w, 1, idx).squeeze(1)

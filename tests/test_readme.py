@@ -59,3 +59,10 @@ def test_readme_preprocessing_example_runs() -> None:
     model = scope["model"].eval()
     x = torch.rand(2, 3, 32, 32)
     assert torch.equal(model[1](x), x) and torch.equal(model[2](x), x)  # identity in eval()
+
+
+def test_readme_feature_layers_example_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)\n```", readme, flags=re.S)
+    code = next(b for b in blocks if "pp.TextVectorization" in b)
+    exec(compile(code, "README feature layers example", "exec"), {})
