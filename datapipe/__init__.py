@@ -20,6 +20,7 @@ from datapipe.dataset import (
 )
 from datapipe.errors import (
     DatapipeError,
+    DeviceUnavailableError,
     InputStuckError,
     PipelineBrokenError,
     PipelineError,
@@ -58,6 +59,7 @@ __all__ = [
     "AutotuneOptions",
     "Dataset",
     "DatapipeError",
+    "DeviceUnavailableError",
     "DistributeOptions",
     "Options",
     "PipelineError",
@@ -116,6 +118,8 @@ from datapipe.io import (  # noqa: E402
     ParquetDataset,
     SchemaMismatchError,
     TextLineDataset,
+    TFRecordDataset,
+    WebDataset,
     decode_image,
     decode_jpeg,
     decode_png,
@@ -128,6 +132,7 @@ from datapipe.io import (  # noqa: E402
     load_image,
     read_file,
     resize_image,
+    write_webdataset,
 )
 
 __all__ += [
@@ -140,6 +145,8 @@ __all__ += [
     "ParquetDataset",
     "SchemaMismatchError",
     "TextLineDataset",
+    "TFRecordDataset",
+    "WebDataset",
     "decode_image",
     "decode_jpeg",
     "decode_png",
@@ -153,6 +160,7 @@ __all__ += [
     "load_image",
     "read_file",
     "resize_image",
+    "write_webdataset",
 ]
 
 # Stream ops (window): the spec of a Dataset-valued component.

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -43,14 +45,61 @@ def as_numpy(x: Any) -> np.ndarray:
     return arr
 
 
+# Where batches stacked on this thread go: ``alloc(shape, dtype) -> buffer or None`` (set
+# by ``prefetch_to_device`` on its thread while it reads its input, so that a batch is
+# assembled in pinned host memory instead of being copied there), or None: new memory.
+class _Target(threading.local):
+    alloc: Callable[[tuple, Any], Any] | None = None  # a class default: no AttributeError
+
+
+_target = _Target()
+
+
+def read_with_alloc(alloc: Callable[[tuple, Any], Any], read: Callable[[], Any]) -> Any:
+    """``read()`` with the batches stacked on this thread meanwhile put in ``alloc``'s
+    buffers (numpy arrays for numpy components, tensors for torch components)."""
+    previous, _target.alloc = _target.alloc, alloc
+    try:
+        return read()
+    finally:
+        _target.alloc = previous
+
+
+def _stack_into(values: list, v0: Any, alloc: Callable[[tuple, Any], Any], torch: Any) -> Any:
+    """``values`` stacked into a buffer from ``alloc``, or None (mixed dtypes would be
+    promoted by a plain stack: those take the plain path)."""
+    dtype = v0.dtype
+    if any(getattr(v, "dtype", None) != dtype for v in values):
+        return None
+    try:
+        out = alloc((len(values), *v0.shape), dtype)
+    except (RuntimeError, MemoryError):  # no pinned memory to be had: a plain stack
+        return None
+    if out is None:
+        return None
+    if torch is not None:
+        return torch.stack(values, out=out)
+    return np.stack(values, out=out)
+
+
 def stack_leaf(values: list, op: str, start_index: int, path: str = "element") -> Any:
     """Stack one component's values: torch -> torch.stack, else numpy."""
     v0 = values[0]
+    alloc = _target.alloc
     try:
         if is_torch(v0):
             import torch
 
+            if alloc is not None and v0.device.type == "cpu":
+                out = _stack_into(values, v0, alloc, torch)
+                if out is not None:
+                    return out
             return torch.stack(values)
+        if alloc is not None and isinstance(v0, (np.ndarray, np.generic)):
+            if v0.dtype.kind in "biufc":  # numeric arrays and numpy scalars
+                out = _stack_into(values, v0, alloc, None)
+                if out is not None:
+                    return out
         if isinstance(v0, np.ndarray):
             return np.stack(values)
         if isinstance(v0, (str, bytes)):

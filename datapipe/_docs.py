@@ -55,6 +55,7 @@ _SOURCES = {
     "window": ("datapipe.ops.window", "WindowDataset"),
     "concatenate": ("datapipe.ops.concatenate", "ConcatenateDataset"),
     "prefetch": ("datapipe.ops.prefetch", "PrefetchDataset"),
+    "prefetch_to_device": ("datapipe.ops.prefetch_to_device", "PrefetchToDeviceDataset"),
     "ignore_errors": ("datapipe.ops.ignore_errors", "IgnoreErrorsDataset"),
     "to_torch": ("datapipe.ops.to_torch", "ToTorchDataset"),
     "with_options": ("datapipe.ops.with_options", "OptionsDataset"),

@@ -9,6 +9,7 @@ elements it has not been asked for and an op's state is always exact at a chunk 
 
 from __future__ import annotations
 
+import sys
 import time
 import weakref
 from typing import Any
@@ -164,6 +165,8 @@ class Iterator:
         # training loop must never be asked for an element before the consumer needs it.
         self._read_ahead = read_ahead_allowed(dataset)
         self._cost: float | None = None  # seconds per element of a root call (moving avg)
+        self._ranged = False  # record_function ranges installed (datapipe.stats.torch_ranges)
+        self._device_stages: list | None = None  # for synchronize()
         self._finalizer = weakref.finalize(self, root.close)
 
     @property
@@ -183,6 +186,14 @@ class Iterator:
     def _refill(self) -> Any:
         if self._root.closed:
             raise StopIteration
+        if _profiler_records():  # torch.profiler: the stages' ranges on its timeline
+            from datapipe.stats.torch_ranges import instrument
+
+            instrument(self)
+        elif self._ranged:
+            from datapipe.stats.torch_ranges import uninstrument
+
+            uninstrument(self)
         try:
             # Let go of the consumed chunk first: two chunks of large batches alive at once
             # would double this buffer's share of the peak memory.
@@ -218,6 +229,17 @@ class Iterator:
         ahead = 1 + int(MAX_AHEAD_S / self._cost) if self._cost > 0 else MAX_OUTER_CHUNK
         return max(1, min(self._chunk * 2, MAX_OUTER_CHUNK, ahead))
 
+    def synchronize(self) -> None:
+        """Block until the last element returned is ready where it lives: with
+        ``prefetch_to_device``, until its copy to the device has finished (the consumer's
+        stream already waits for it; this makes the host wait too, e.g. to time the wait
+        as input: ``InputBoundTimer``). Returns at once for a pipeline without one."""
+        stages = self._device_stages
+        if stages is None or any(s.closed for s in stages):
+            stages = self._device_stages = _device_stages(self._root)
+        for s in stages:
+            s.synchronize_delivered()
+
     def get_state(self) -> dict:
         # The root is past the elements still in our buffer; they travel in the state
         # (at most MAX_OUTER_CHUNK - 1), so a snapshot costs nothing until it is asked for.
@@ -248,3 +270,24 @@ class Iterator:
             self._root.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+def _profiler_records() -> bool:
+    """Whether a torch profiler records now (``datapipe.stats.torch_ranges.active``, inlined:
+    the public iterator asks on every call into the chain)."""
+    mod = sys.modules.get("torch.autograd.profiler")
+    return mod is not None and bool(getattr(mod, "_is_profiler_enabled", False))
+
+
+def _device_stages(root: OpIterator) -> list:
+    """The op iterators under ``root`` that copy to a device (``synchronize_delivered``)."""
+    out, seen, stack = [], set(), [root]
+    while stack:
+        it = stack.pop()
+        if id(it) in seen:
+            continue
+        seen.add(id(it))
+        if hasattr(type(it), "synchronize_delivered"):
+            out.append(it)
+        stack.extend(getattr(it, "inputs", ()))
+    return out

@@ -654,12 +654,19 @@ class Dataset:
 
         return PrefetchDataset(self, buffer_size)
 
+    def prefetch_to_device(self, device: Any, buffer_size: int = AUTOTUNE) -> Dataset:
+        from datapipe.ops.prefetch_to_device import PrefetchToDeviceDataset
+
+        return PrefetchToDeviceDataset(self, device, buffer_size)
+
     def ignore_errors(self, log_warning: bool = False) -> Dataset:
         from datapipe.ops.ignore_errors import IgnoreErrorsDataset
 
         return IgnoreErrorsDataset(self, log_warning)
 
-    def to_torch(self) -> Dataset:
+    def to_torch(self, device: Any = None) -> Dataset:
+        if device is not None:  # on a device: prefetch_to_device(device) converts too
+            return self.prefetch_to_device(device)
         from datapipe.ops.to_torch import ToTorchDataset
 
         return ToTorchDataset(self)

@@ -57,6 +57,11 @@ class InputStuckError(PipelineBrokenError):
         return (InputStuckError, (str(self), self.path))
 
 
+class DeviceUnavailableError(DatapipeError, RuntimeError):
+    """``prefetch_to_device`` (or ``to_torch(device=...)``) names a device this machine does
+    not have (raised by ``iter()``, before any element is read)."""
+
+
 class RandomAccessError(DatapipeError, TypeError):
     """Raised when an op needs random access (``global_shuffle``) but an upstream op
     (named in the message) produces a stream that can only be iterated."""

@@ -268,6 +268,8 @@ def save_state(state: Any, path: str | os.PathLike) -> None:
 
     The file is an ``.npz`` archive: entry ``__json__`` holds the JSON document, the other
     entries the arrays it refers to. A crash mid-write leaves the previous file intact.
+    ``path`` may be a URL (``s3://bucket/ckpt/rank0.state``; fsspec, ``datapipe[remote]``),
+    stored in one request (retried on transient errors).
 
     Raises:
         TypeError: a value has no safe encoding (names its path in the state).
@@ -283,8 +285,13 @@ def save_state(state: Any, path: str | os.PathLike) -> None:
         >>> [int(x) for x in it2] == [int(x) for x in it]
         True
     """
-    path = os.fspath(path)
+    from datapipe.io._remote import is_remote, localize, write_bytes
+
+    path = localize(os.fspath(path))
     data = state_to_bytes(state)
+    if is_remote(path):  # one PUT: an object store stores it whole or not at all
+        write_bytes(path, data)
+        return
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -304,6 +311,7 @@ def load_state(path: str | os.PathLike, max_bytes: int | None = None) -> Any:
     Args:
         max_bytes: the most bytes the file and its decompressed entries may hold (default:
             no limit on the file, its entries at most ``max(4 x its size, 64 MiB)``).
+            A URL's object is refused from its reported size, before it is read.
 
     Raises:
         ValueError: the file is not a regular file, is not a datapipe state archive, or

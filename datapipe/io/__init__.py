@@ -4,6 +4,12 @@ Public names (also exported from ``datapipe``):
 
 - ``list_files(pattern, shuffle=None, seed=None)`` (tf.data), ``TextLineDataset`` (tf.data),
   ``read_file`` (tf.io).
+- Remote paths: every path argument also takes a URL (``s3://``, ``gs://``, ``https://``,
+  ``memory://``, ...) read and written through fsspec (``pip install "datapipe[remote]"``),
+  with retries on transient errors (``set_remote_retries``); see ``datapipe.io._remote``.
+- Sharded record formats: ``TFRecordDataset`` (tf.data; CRCs checked), ``WebDataset``
+  (WebDataset tar shards: one dict per sample) with ``TarShardWriter`` /
+  ``write_webdataset`` and ``decode_sample``.
 - Hostile files: readers open only regular files (a FIFO or a device is refused or, in
   a directory listing, skipped), and files read whole are at most ``max_file_bytes()``
   (1 GiB; ``set_max_file_bytes(n)`` changes it), see ``datapipe.io._safe_files``.
@@ -26,6 +32,7 @@ from datapipe.io._errors import (
     NullValueError,
     SchemaMismatchError,
 )
+from datapipe.io._remote import RetryPolicy, remote_retries, set_remote_retries
 from datapipe.io._safe_files import max_file_bytes, set_max_file_bytes
 from datapipe.io.arrow_ipc import ArrowIPCDataset, from_arrow_ipc, from_feather
 from datapipe.io.csv import CsvDataset, from_csv
@@ -37,7 +44,10 @@ from datapipe.io.images import decode_image, decode_jpeg, decode_png, load_image
 from datapipe.io.parquet import ParquetDataset, from_parquet
 from datapipe.io.read_file import read_file
 from datapipe.io.save import load_dataset, save_dataset
+from datapipe.io.tar_writer import TarShardWriter, write_webdataset
 from datapipe.io.text import TextLineDataset
+from datapipe.io.tfrecord import TFRecordDataset
+from datapipe.io.webdataset import WebDataset, decode_sample
 
 __all__ = [
     "ArrowIPCDataset",
@@ -48,9 +58,14 @@ __all__ = [
     "ImageDecodeError",
     "NullValueError",
     "ParquetDataset",
+    "RetryPolicy",
     "SchemaMismatchError",
+    "TFRecordDataset",
+    "TarShardWriter",
     "TextLineDataset",
+    "WebDataset",
     "decode_image",
+    "decode_sample",
     "decode_jpeg",
     "decode_png",
     "from_arrow_ipc",
@@ -64,6 +79,9 @@ __all__ = [
     "max_file_bytes",
     "read_file",
     "resize_image",
+    "remote_retries",
     "save_dataset",
     "set_max_file_bytes",
+    "set_remote_retries",
+    "write_webdataset",
 ]

@@ -33,7 +33,9 @@ from datapipe._spec import TensorSpec, batched_spec
 from datapipe._validate import check_bool, check_optional_int
 from datapipe.dataset import UNKNOWN_CARDINALITY
 from datapipe.errors import annotate
+from datapipe.io import _remote as remote
 from datapipe.io._errors import FileReadError, NullValueError, SchemaMismatchError
+from datapipe.io._remote import is_url
 from datapipe.io._safe_files import is_regular_file
 from datapipe.io.file_source import FileSource, unit_path
 from datapipe.io.files import match_files
@@ -47,7 +49,9 @@ def resolve_paths(paths: Any, op: str) -> list[str]:
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     out: list[str] = []
     for p in map(os.fspath, items):
-        if os.path.isdir(p):
+        if is_url(p):
+            out += _resolve_url(p, op)
+        elif os.path.isdir(p):
             found = []
             for root, dirs, files in os.walk(p):
                 dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
@@ -67,6 +71,29 @@ def resolve_paths(paths: Any, op: str) -> list[str]:
     if not out:
         raise ValueError(f"{op}: no files given")
     return out
+
+
+def _resolve_url(url: str, op: str) -> list[str]:
+    """``resolve_paths`` for one URL (through fsspec, see ``datapipe.io._remote``)."""
+    if _GLOB_CHARS & set(url.split("://", 1)[1]):
+        return match_files(url, op)
+    meta = remote.info(url, op)  # FileNotFoundError names the URL
+    if meta.get("type") == "file":
+        return [url]
+    found = [u for rel, u in remote.find(url, op) if not _hidden(rel)]
+    if not found:
+        raise FileNotFoundError(f"{op}: directory {url!r} holds no data files")
+    return found
+
+
+def _hidden(relative: str) -> bool:
+    return any(part.startswith((".", "_")) for part in relative.split("/"))
+
+
+def source(path: str) -> Any:
+    """What pyarrow reads ``path`` from: the path itself when local, else a seekable file
+    object over the URL (``datapipe.io._remote.open_input``: size-checked, retried)."""
+    return remote.open_input(path) if is_url(path) else path
 
 
 def _check_nulls(arr: pa.Array, name: str, path: str, nulls_as_nan: bool) -> None:

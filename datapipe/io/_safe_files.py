@@ -10,6 +10,11 @@ size limit.
 
 The limit: ``max_file_bytes()`` (default 1 GiB), changed with ``set_max_file_bytes(n)``
 (``None``: no limit) or per call with ``max_bytes=``.
+
+URLs (``s3://``, ``https://``, ``memory://``, ... see ``datapipe.io._remote``) are read
+through fsspec with the equivalent checks: the object must be a file, and its reported
+size is checked against the limit before any byte is read (and the bytes received after).
+A plain path never imports fsspec.
 """
 
 from __future__ import annotations
@@ -55,8 +60,24 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def _is_url(path: str) -> bool:
+    if "://" not in path:  # the fast path of every local file
+        return False
+    from datapipe.io._remote import is_url
+
+    return is_url(path)
+
+
 def is_regular_file(path: str) -> bool:
-    """True for a regular file (after following symlinks); False for anything else."""
+    """True for a regular file (after following symlinks) or a remote object that is a
+    file; False for anything else (a missing object too)."""
+    if _is_url(path):
+        from datapipe.io._remote import info
+
+        try:
+            return info(path).get("type") == "file"
+        except OSError:
+            return False
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
     except OSError:
@@ -73,6 +94,10 @@ def open_regular(path: str, max_bytes: int | None | object = None) -> BinaryIO:
         FileReadError: not a regular file (a FIFO, a device, ...) or too large; names it.
         OSError: the file cannot be opened (missing, permissions), with ``filename`` set.
     """
+    if _is_url(path):
+        from datapipe.io._remote import open_input
+
+        return open_input(path, max_bytes if isinstance(max_bytes, int) else None)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(path, flags)
     try:
@@ -102,6 +127,10 @@ def read_regular_file(path: str, max_bytes: int | None | object = _USE_DEFAULT) 
     """The whole contents of a regular file, at most ``max_bytes`` (default:
     ``max_file_bytes()``); also refused when it grows past the limit while being read."""
     limit = _max_file_bytes if max_bytes is _USE_DEFAULT else max_bytes
+    if _is_url(path):
+        from datapipe.io._remote import read_bytes
+
+        return read_bytes(path, limit if isinstance(limit, int) else None)
     with open_regular(path, limit) as f:
         if not isinstance(limit, int):
             return f.read()

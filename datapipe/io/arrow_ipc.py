@@ -8,12 +8,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from datapipe.io._columnar import ColumnarSource
+from datapipe.io._columnar import ColumnarSource, source
 from datapipe.io._errors import FileReadError
+from datapipe.io._remote import is_url
 
 
 def _open(path: str) -> pa.ipc.RecordBatchFileReader:
     try:
+        if is_url(path):  # a seekable, retried reader over the object's byte ranges
+            return pa.ipc.open_file(source(path))
         return pa.ipc.open_file(pa.memory_map(path, "r"))
     except (pa.ArrowInvalid, OSError) as e:
         raise FileReadError(f"not an Arrow IPC file (or Feather v2): {e}", path) from e

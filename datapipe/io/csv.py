@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from datapipe.io._columnar import ColumnarSource
+from datapipe.io._columnar import ColumnarSource, source
 from datapipe.io._errors import FileReadError, SchemaMismatchError
 
 # A number as pyarrow's CSV reader parses one (ints, decimals, exponents, inf).
@@ -95,7 +95,7 @@ class CsvDataset(ColumnarSource):
             return self._first_schema, [path], None
         try:
             reader = pacsv.open_csv(
-                path, self._read_options, self._parse_options, self._convert_options
+                source(path), self._read_options, self._parse_options, self._convert_options
             )
             try:
                 first_block = reader.read_next_batch()
@@ -138,7 +138,7 @@ class CsvDataset(ColumnarSource):
     def _read(self, unit: Any, handles: dict) -> pa.Table:
         opts = self._read_convert_options({f.name: f.type for f in self._schema})
         try:
-            return pacsv.read_csv(unit, self._read_options, self._parse_options, opts)
+            return pacsv.read_csv(source(unit), self._read_options, self._parse_options, opts)
         except pa.ArrowKeyError as e:  # a column of the first file is missing
             raise SchemaMismatchError(f"{e} (the first file has it)", unit) from e
         except pa.ArrowInvalid as e:
@@ -165,11 +165,13 @@ class CsvDataset(ColumnarSource):
         if m is None:
             return None
         try:
-            header = pacsv.open_csv(path, self._read_options, self._parse_options).schema.names
+            header = pacsv.open_csv(
+                source(path), self._read_options, self._parse_options
+            ).schema.names
             name = header[int(m.group(1))]
             want = next(f.type for f in self._schema if f.name == name)
             table = pacsv.read_csv(
-                path,
+                source(path),
                 self._read_options,
                 self._parse_options,
                 self._read_convert_options({name: pa.string()}),

@@ -18,6 +18,7 @@ from datapipe._iterator import OpIterator
 from datapipe._progress import progress_bar
 from datapipe._spec import common_spec, spec_from_json
 from datapipe.dataset import Dataset, UnaryDataset
+from datapipe.io._remote import filesystem, is_remote, localize
 from datapipe.io.save import DatasetWriter, LoadedDataset, is_complete, read_meta
 
 
@@ -26,7 +27,8 @@ class FileCacheDataset(UnaryDataset):
 
     Args:
         filename: directory of the cache (created on the first complete pass; its parent
-            must exist).
+            must exist), or a URL (``s3://bucket/cache``, ``memory://c``: written through
+            fsspec, see ``datapipe.io.save``).
 
     Raises (at ``iter()``):
         ValueError: an existing cache holds another element spec than the input's (delete
@@ -51,7 +53,12 @@ class FileCacheDataset(UnaryDataset):
 
     def __init__(self, input_ds: Dataset, filename: str | os.PathLike):
         super().__init__(input_ds)
-        self._filename = os.path.abspath(os.fspath(filename))
+        filename = localize(os.fspath(filename))
+        if is_remote(filename):  # an object store has no directories to check
+            filesystem(filename, "cache")  # an unknown scheme fails here, naming the URL
+            self._filename = filename.rstrip("/")
+            return
+        self._filename = os.path.abspath(filename)
         parent = os.path.dirname(self._filename)
         if not os.path.isdir(parent):
             raise FileNotFoundError(f"cache: the directory {parent!r} of the cache does not exist")
@@ -133,7 +140,7 @@ class CacheWriteIterator(OpIterator):
     def _progress(self, k: int) -> None:
         if self.bar is None:
             total = self.ds._inputs[0].cardinality()
-            name = f"cache {os.path.basename(self.ds._filename)}"
+            name = f"cache {self.ds._filename.rstrip('/').rsplit('/', 1)[-1]}"
             total = total if total >= 0 else None
             self.bar = progress_bar(total=total, desc=name, unit="el", delay=1.0)
         self.bar.update(k)

@@ -11,6 +11,8 @@ import numpy as np
 
 from datapipe._spec import TensorSpec
 from datapipe._validate import check_bool, check_seed
+from datapipe.io._remote import glob as remote_glob
+from datapipe.io._remote import is_url
 from datapipe.io.file_source import FileSource
 
 
@@ -28,6 +30,9 @@ def match_files(
         raise ValueError(f"{op}: file_pattern is an empty list")
     found: set[str] = set()
     for p in patterns:
+        if "://" in p and is_url(p):  # s3://, https://, memory://, ...: fsspec's glob
+            found.update(remote_glob(p, op))
+            continue
         found.update(f for f in glob.glob(p, recursive=True) if os.path.isfile(f))
     if not found:
         listing = ", ".join(repr(p) for p in patterns)
@@ -148,7 +153,10 @@ def list_files(
         file_pattern: a glob pattern (``*``, ``?``, ``[..]``; ``**`` matches directories
             recursively) or a list of patterns. Only regular files are listed, each once:
             a file matched by several patterns is not repeated (tf.data lists it once per
-            matching pattern).
+            matching pattern). A URL (``s3://bucket/train-*.tar``, ``memory://``,
+            ``https://`` where the server lists directories) is matched by fsspec's
+            ``glob`` (``pip install "datapipe[remote]"``) and listed as URLs in fsspec's
+            form (``memory://d/a`` as ``memory:///d/a``).
         shuffle: shuffle the paths, with a new order each epoch. ``None`` means True, as in
             tf.data. When False, the paths are sorted.
         seed: shuffle seed (default: derived from ``Options.seed``).
@@ -159,6 +167,8 @@ def list_files(
 
     Raises:
         FileNotFoundError: no file matches; the message names the pattern(s).
+        ValueError / ImportError: a URL whose scheme fsspec does not know / whose
+            filesystem is not installed (names the URL).
 
     Example:
         >>> import datapipe as dp, os, tempfile

@@ -15,6 +15,8 @@ from PIL import Image
 from datapipe._image_format import resolve_data_format
 from datapipe._validate import check_bool, check_int, check_seed
 from datapipe.dataset import AUTOTUNE, Dataset
+from datapipe.io import _remote as remote
+from datapipe.io._remote import is_url
 from datapipe.io._safe_files import is_regular_file
 from datapipe.io.files import FileListDataset
 from datapipe.io.image_resize import resize_image
@@ -38,11 +40,14 @@ _RESAMPLE = {
 
 
 def _class_dirs(directory: str, class_names: Sequence[str] | None) -> list[str]:
-    subdirs = sorted(
-        d
-        for d in os.listdir(directory)
-        if os.path.isdir(os.path.join(directory, d)) and not d.startswith(".")
-    )
+    if is_url(directory):  # s3://, https://, memory://: listed through fsspec
+        subdirs = [d for d in remote.subdirectories(directory, _OP) if not d.startswith(".")]
+    else:
+        subdirs = sorted(
+            d
+            for d in os.listdir(directory)
+            if os.path.isdir(os.path.join(directory, d)) and not d.startswith(".")
+        )
     if class_names is None:
         return subdirs
     if not set(class_names) <= set(subdirs):
@@ -88,7 +93,12 @@ def _walk(root: str, follow_links: bool, top: str) -> list[tuple[str, list[str]]
 def _walk_images(root: str, follow_links: bool, top: str) -> list[str]:
     """Image files below ``root``: names ending in an allowed extension that are regular
     files (a FIFO would block ``open`` for ever, a device never ends; they are skipped
-    with a warning, as are broken links)."""
+    with a warning, as are broken links). Below a URL: the objects fsspec lists as files,
+    in the same order (by directory, then name)."""
+    if is_url(root):
+        found = remote.find(root, _OP)
+        found.sort(key=lambda f: (f[0].rpartition("/")[0], f[0].rpartition("/")[2]))
+        return [url for rel, url in found if rel.lower().endswith(ALLOWLIST_FORMATS)]
     out, skipped = [], []
     for dirpath, files in _walk(root, follow_links, top):
         for f in sorted(files):
@@ -344,7 +354,8 @@ def image_dataset_from_directory(
     Args:
         directory: with ``labels="inferred"``, one subdirectory per class (searched
             recursively); otherwise the images anywhere below it. Files ending in .bmp,
-            .gif, .jpeg, .jpg or .png (any case) are used.
+            .gif, .jpeg, .jpg or .png (any case) are used. A URL (``s3://bucket/train``,
+            ``memory://``, ...) is listed and read through fsspec (``datapipe[remote]``).
         labels: ``"inferred"`` (class = subdirectory), ``None``, or one int per file in
             the sorted ``os.walk`` order of the file paths.
         label_mode: ``"int"`` (``int32`` scalar), ``"categorical"`` (``float32`` one-hot of

@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from datapipe.io._columnar import ColumnarSource
+from datapipe.io._columnar import ColumnarSource, source
 from datapipe.io._errors import FileReadError
 
 
@@ -20,7 +20,8 @@ class ParquetDataset(ColumnarSource):
     Args:
         filenames: a file, a directory (its files, recursively; names starting with ``.``
             or ``_`` skipped), a glob pattern, or a list of those. Files are read in the
-            given order (directories and globs sorted).
+            given order (directories and globs sorted). Any of them may be a URL
+            (``s3://``, ``https://``, ... read through fsspec: ``datapipe[remote]``).
         columns: the columns to read (projection; only these are decoded), in this order
             in the element dict. Default: all columns of the first file.
         batch_size: None yields one dict per row; an int yields dicts of numpy arrays of
@@ -59,8 +60,9 @@ class ParquetDataset(ColumnarSource):
 
     def _inspect(self, path: str) -> tuple[pa.Schema, list, list]:
         try:
-            meta = pq.read_metadata(path)
-            schema = pq.read_schema(path)
+            f = source(path)
+            meta = pq.read_metadata(f)
+            schema = pq.read_schema(f)
         except (pa.ArrowInvalid, OSError) as e:
             raise FileReadError(f"not a readable Parquet file: {e}", path) from e
         groups = range(meta.num_row_groups)
@@ -73,7 +75,7 @@ class ParquetDataset(ColumnarSource):
             for h in handles.values():
                 h.close()
             handles.clear()
-            pf = handles[path] = pq.ParquetFile(path)
+            pf = handles[path] = pq.ParquetFile(source(path))
         cols = [f.name for f in self._schema]
         try:
             return pf.read_row_group(k, columns=cols)

@@ -12,6 +12,13 @@ Layout of a saved dataset (a directory; tf.data's ``save`` also writes a directo
   into place only once complete, so a reader never sees a half-written dataset; a
   directory without the marker is refused.
 
+``path`` may be a URL (``s3://bucket/ds``, ``memory://ds``, ...; fsspec, see
+``datapipe.io._remote``). An object store has no atomic rename, so there the files are
+written under the temporary prefix, an existing dataset's marker is deleted first (it
+reads as incomplete from then on), its files are replaced, and the new marker is written
+last: a reader sees the old dataset, an incomplete one (refused), or the new one, never
+a mix.
+
 torch leaves are stored as numpy and come back as torch tensors (the spec says which).
 """
 
@@ -38,7 +45,10 @@ from datapipe._spec import (
     spec_from_json,
     spec_to_json,
 )
+from datapipe.io import _remote as remote
 from datapipe.io._errors import FileReadError
+from datapipe.io._remote import is_remote, localize
+from datapipe.io._safe_files import open_regular
 from datapipe.io.file_source import FileSource
 
 FORMAT = "datapipe-arrow-ipc-v1"
@@ -179,9 +189,13 @@ class DatasetWriter:
                 f"save: compression must be None, 'zstd' or 'lz4' (Arrow IPC's codecs), "
                 f"got {compression!r}"
             )
-        self.path = os.path.abspath(path)
+        path = localize(path)
+        self.remote = is_remote(path)
+        self.path = path.rstrip("/") if self.remote else os.path.abspath(path)
         self.tmp = f"{self.path}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        os.makedirs(self.tmp)
+        if not self.remote:  # an object store has no directories to create
+            os.makedirs(self.tmp)
+        self.sink: Any = None  # the remote data file, open while the writer writes
         self.codec = ElementCodec(spec)
         self.options = pa.ipc.IpcWriteOptions(compression=_COMPRESSION[compression])
         self.writer: Any = None
@@ -198,11 +212,16 @@ class DatasetWriter:
     def _flush(self, elements: list) -> None:
         batch = self.codec.encode(elements)
         if self.writer is None:
-            sink = os.path.join(self.tmp, DATA_FILE)
-            self.writer = pa.ipc.new_file(sink, batch.schema, options=self.options)
+            self.writer = pa.ipc.new_file(self._sink(), batch.schema, options=self.options)
         self.writer.write_batch(batch)
         self.batch_rows.append(len(elements))
         self.count += len(elements)
+
+    def _sink(self) -> Any:
+        if not self.remote:
+            return os.path.join(self.tmp, DATA_FILE)
+        self.sink = remote.open_output(remote.join(self.tmp, DATA_FILE))
+        return self.sink
 
     def commit(self, replace: bool) -> bool:
         """Finish and rename into place. With ``replace`` an existing directory is swapped
@@ -211,27 +230,52 @@ class DatasetWriter:
             self._flush(self.pending)
             self.pending = []
         if self.writer is None:  # an empty dataset still gets a (schema-less) data file
-            pa.ipc.new_file(os.path.join(self.tmp, DATA_FILE), pa.schema([])).close()
+            pa.ipc.new_file(self._sink(), pa.schema([])).close()
         else:
             self.writer.close()
+        if self.sink is not None:
+            self.sink.close()  # an object store stores the object now
+            self.sink = None
         meta = {
             "format": FORMAT,
             "element_spec": spec_to_json(self.codec.written_spec()),
             "num_elements": self.count,
             "batch_rows": self.batch_rows,
         }
+        if self.remote:
+            remote.write_bytes(remote.join(self.tmp, SPEC_FILE), json.dumps(meta).encode())
+            return _move_into_place_remote(self.tmp, self.path, replace)
         with open(os.path.join(self.tmp, SPEC_FILE), "w") as f:
             json.dump(meta, f)
         open(os.path.join(self.tmp, MARKER), "w").close()
         return _move_into_place(self.tmp, self.path, replace)
 
     def abort(self) -> None:
-        if self.writer is not None:
-            try:
-                self.writer.close()
-            except (OSError, pa.ArrowException):
-                pass
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        for closable in (self.writer, self.sink):
+            if closable is not None:
+                try:
+                    closable.close()
+                except (OSError, pa.ArrowException, ValueError):
+                    pass
+        self.sink = None
+        if self.remote:
+            remote.remove(self.tmp, recursive=True)
+        else:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _move_into_place_remote(tmp: str, path: str, replace: bool) -> bool:
+    """``_move_into_place`` on an object store (see the module docstring: no rename)."""
+    if is_complete(path) and not replace:
+        remote.remove(tmp, recursive=True)
+        return False
+    remote.remove(remote.join(path, MARKER))  # from here on the old one reads as incomplete
+    remote.remove(path, recursive=True)
+    for name in (DATA_FILE, SPEC_FILE):
+        remote.move(remote.join(tmp, name), remote.join(path, name))
+    remote.write_bytes(remote.join(path, MARKER), b"")
+    remote.remove(tmp, recursive=True)
+    return True
 
 
 def _move_into_place(tmp: str, path: str, replace: bool) -> bool:
@@ -250,6 +294,10 @@ def _move_into_place(tmp: str, path: str, replace: bool) -> bool:
 
 def is_complete(path: str) -> bool:
     """True when ``path`` is a completely written saved dataset (marker and spec present)."""
+    if is_remote(path):
+        return remote.exists(remote.join(path, MARKER)) and remote.exists(
+            remote.join(path, SPEC_FILE)
+        )
     return os.path.isfile(os.path.join(path, MARKER)) and os.path.isfile(
         os.path.join(path, SPEC_FILE)
     )
@@ -266,7 +314,8 @@ def save_dataset(
     Args:
         dataset: a finite Dataset.
         path: the directory to create; an existing saved dataset there is replaced
-            (atomically: readers see the old or the new one, never a mix).
+            (atomically: readers see the old or the new one, never a mix). A URL
+            (``s3://...``, ``memory://...``) is written through fsspec (module docstring).
         compression: None, ``"zstd"`` or ``"lz4"`` (Arrow IPC buffer compression).
         progress: ``False`` hides the tqdm progress bar, which is otherwise drawn when
             stderr is a terminal (``DATAPIPE_PROGRESS``, see ``datapipe._progress``).
@@ -307,17 +356,19 @@ def read_meta(path: str) -> dict:
     Raises:
         FileReadError: ``path`` is not a complete saved dataset (names it and says why).
     """
-    if not os.path.isdir(path):
+    if not (remote.isdir(path) if is_remote(path) else os.path.isdir(path)):
         raise FileNotFoundError(f"load: no saved dataset at {path!r}")
     if not is_complete(path):
         raise FileReadError(
             "not a complete saved dataset (no _COMPLETE marker: the writer did not finish)",
             path,
         )
-    spec_path = os.path.join(path, SPEC_FILE)
     try:
-        with open(spec_path) as f:
-            meta = json.load(f)
+        if is_remote(path):
+            meta = json.loads(remote.read_bytes(remote.join(path, SPEC_FILE), 64 << 20))
+        else:
+            with open(os.path.join(path, SPEC_FILE)) as f:
+                meta = json.load(f)
     except (OSError, ValueError) as e:  # ValueError: not JSON (truncated, not text)
         raise FileReadError(f"cannot read {SPEC_FILE}: {type(e).__name__}: {e}", path) from e
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
@@ -336,7 +387,8 @@ class LoadedDataset(FileSource):
 
     def __init__(self, path: str | os.PathLike):
         super().__init__()
-        self._path = os.path.abspath(os.fspath(path))
+        path = localize(os.fspath(path))
+        self._path = path.rstrip("/") if is_remote(path) else os.path.abspath(path)
         meta = read_meta(self._path)
         try:
             self._spec = spec_from_json(meta["element_spec"])
@@ -344,7 +396,8 @@ class LoadedDataset(FileSource):
             raise FileReadError(
                 f"{SPEC_FILE} holds no valid element_spec: {e!r}", self._path
             ) from e
-        data = os.path.join(self._path, DATA_FILE)
+        join = remote.join if is_remote(self._path) else os.path.join
+        data = join(self._path, DATA_FILE)
         self._files = tuple((data, k) for k in range(len(meta["batch_rows"])))
         self._rows = dict(zip(self._files, meta["batch_rows"]))
 
@@ -381,7 +434,9 @@ class LoadedIterator(OpIterator):
         path, k = self.ds._files[self.unit]
         try:
             if self.reader is None:
-                self.reader = pa.ipc.open_file(pa.memory_map(path, "r"))
+                # a URL: a seekable, retried reader over the object's byte ranges
+                src = open_regular(path) if is_remote(path) else pa.memory_map(path, "r")
+                self.reader = pa.ipc.open_file(src)
             return self.codec.decode(self.reader.get_batch(k))
         except (pa.ArrowException, OSError, ValueError, IndexError) as e:
             opened = self.reader is not None

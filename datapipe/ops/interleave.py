@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
+from datapipe._positions import error_from_state, error_to_state
 from datapipe._validate import check_int, check_optional_bool, check_optional_int
 from datapipe.dataset import AUTOTUNE, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
@@ -117,7 +119,23 @@ class _Slot:
         return out
 
 
+class _Failed:
+    """An empty slot whose opening, done ahead by a parallel interleave, failed: the error
+    is raised when the cycle reaches the slot, where the sequential order raises it."""
+
+    def __init__(self, error: BaseException):
+        self.error: BaseException | None = error
+        self.it = self.lane = None
+
+
 class InterleaveIterator(OpIterator):
+    """tf.data's interleave cycle. In parallel, every empty slot is opened as soon as
+    possible (when the cycle first reaches an empty slot and whenever a slot's dataset
+    ends), not when the cycle reaches it, so the workers fill it a whole cycle ahead: the
+    first elements of a dataset (a remote file's open and first read) are then fetched
+    while the consumer reads the others. The order is unchanged: the cycle reaches empty
+    slots in the order they became empty, which is the order they are refilled in."""
+
     op_name = "interleave"
 
     def __init__(self, inner, func, cycle_length, block_length, ctx, epoch):
@@ -166,7 +184,11 @@ class InterleaveIterator(OpIterator):
                 self.slots[self.cycle_index] = slot
                 if self.parallel is not None:
                     self.parallel.added(slot)
+                    self._open_ahead()
                 continue
+            if isinstance(slot, _Failed):
+                self.slots[self.cycle_index] = None  # the next visit opens the next element
+                raise_pending(slot, "error")
             k = min(n, self.block - self.block_index)
             out = self._read(slot, k, skipped >= self._num_open())
             if out is None:  # not ready (deterministic=False): try the next slot
@@ -183,9 +205,39 @@ class InterleaveIterator(OpIterator):
                 if self.block_index >= self.block:
                     self._advance()
                 return out
+            if self.stopping:  # close() on another thread ended the read: it closes the slots
+                return []
             self._close_slot(self.cycle_index)
             self._advance()
+            if self.parallel is not None:
+                self._open_ahead()
         return []
+
+    def _open_ahead(self) -> None:
+        """Parallel only: open the empty slots now, in cycle order from the current one
+        (the order the cycle would open them in). A failure is kept in its slot, and no
+        slot is opened until the cycle has raised it (the cycle would open the next input
+        element in that slot)."""
+        if any(isinstance(s, _Failed) for s in self.slots):
+            return
+        for k in range(self.cycle):
+            i = (self.cycle_index + k) % self.cycle
+            if self.input_done or self.stopping:
+                return
+            if self.slots[i] is not None:
+                continue
+            try:
+                got = self.inner.next_chunk(1)
+                if not got:
+                    self.input_done = True
+                    return
+                self.count += 1
+                slot = self._open(got[0], self.count - 1)
+            except Exception as e:  # noqa: BLE001 - raised when the cycle reaches slot i
+                self.slots[i] = _Failed(e)
+                return
+            self.slots[i] = slot
+            self.parallel.added(slot)
 
     def _read(self, slot: _Slot, k: int, must_wait: bool) -> list | BaseException | None:
         if self.parallel is not None:
@@ -195,16 +247,23 @@ class InterleaveIterator(OpIterator):
         except BaseException as e:  # noqa: BLE001 - located, then raised at this position
             return annotate(self.op_name, slot.index, e)
 
-    def _close_slot(self, i: int) -> None:
+    def _close_slot(self, i: int, final: bool = False) -> None:
         slot = self.slots[i]
         self.slots[i] = None
-        if slot is not None:
+        if slot is not None and not isinstance(slot, _Failed):
             if self.parallel is not None:
-                self.parallel.removed(slot)
+                self.parallel.removed(slot, final)
             slot.it.close()
 
     def get_state(self) -> dict:
-        slots = [None if s is None else s.state(self.parallel) for s in self.slots]
+        slots = [
+            None
+            if s is None
+            else {"failed": error_to_state(s.error)}
+            if isinstance(s, _Failed)
+            else s.state(self.parallel)
+            for s in self.slots
+        ]
         return {
             "input": self.inner.get_state(),
             "count": self.count,
@@ -224,6 +283,9 @@ class InterleaveIterator(OpIterator):
         self.cycle_index, self.block_index = int(state["cycle_index"]), int(state["block_index"])
         for i, s in enumerate(state["slots"]):
             if s is None:
+                continue
+            if "failed" in s:
+                self.slots[i] = _Failed(error_from_state(s["failed"], self.op_name))
                 continue
             slot = self._open(s["element"], int(s["index"]))
             if slot.lane is not None:
@@ -247,5 +309,5 @@ class InterleaveIterator(OpIterator):
             if self.parallel is not None:
                 self.parallel.stop(final=True)
             for i in range(self.cycle):
-                self._close_slot(i)
+                self._close_slot(i, final=True)
             super().close()

@@ -54,6 +54,9 @@ class ToTorchDataset(RandomAccessUnaryDataset):
     memory); a ragged component (``ragged_batch``: a 1-D object array of numeric arrays of
     one rank and dtype) becomes a ``torch`` nested tensor (its ``element_spec`` stays
     ``object``); other string/object components stay numpy. Keeps random access.
+
+    ``to_torch(device=...)`` is ``prefetch_to_device(device)``: the same conversion, with
+    the tensors copied to ``device`` ahead of the consumer.
     """
 
     _name = "to_torch"

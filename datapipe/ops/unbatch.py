@@ -57,6 +57,8 @@ class UnbatchDataset(Dataset):
 
     def cardinality(self) -> int:
         n = self._inputs[0].cardinality()
+        if n == 0:  # nothing to unbatch, whatever the (maybe unknown) batch shape
+            return 0
         rows = self._static_rows()
         if n == INFINITE_CARDINALITY:
             return INFINITE_CARDINALITY if rows != 0 else 0

@@ -2,8 +2,9 @@
 
 * ``engine.py`` — the stage engine every parallel stage is built from: lanes (ordered
   inputs), a bounded buffer of chunks, worker threads, the consumer's wait.
-* ``map.py``, ``batch.py``, ``prefetch.py``, ``interleave.py`` — the stages, as engine
-  configurations.
+* ``map.py``, ``batch.py``, ``prefetch.py``, ``interleave.py``, ``device_prefetch.py`` —
+  the stages, as engine configurations; ``transfer.py`` — copies to a device (pinned
+  memory, side streams, events) for ``prefetch_to_device``.
 * ``processes.py``, ``shm.py`` — the process executor: worker processes that exchange
   elements through shared memory.
 * ``replay.py`` — exact checkpoints of a stage (replayed or stored elements).

@@ -13,7 +13,9 @@
   chunks to one worker process: ``processes.py``). Its **policy** decides which lane a
   free worker fills next and how many elements it takes: ``map`` (one lane, at most two
   chunks per worker in flight), ``buffer`` (one lane, at most ``stage.value`` elements
-  buffered: prefetch) or ``slots`` (many lanes, the emptiest first: interleave).
+  buffered: prefetch), ``queue`` (one lane, one element per chunk, at most ``stage.value``
+  elements taken and not consumed: ``prefetch_to_device``, whose elements become ready one
+  by one) or ``slots`` (many lanes, the emptiest first: interleave).
 * Hand-offs are chunks (a thread hand-off costs ~88 µs here, DESIGN.md), sized by
   ``pool.ChunkSizer`` towards a few ms of work; results keep the input order within a
   lane, and a ``deterministic=False`` map lane delivers any finished chunk first.
@@ -49,7 +51,7 @@ from datapipe.parallel.pool import (
     consume,
     take_ready,
 )
-from datapipe.stats import trace
+from datapipe.stats import torch_ranges, trace
 
 INLINE, THREAD, PROCESS = "inline", "thread", "process"
 
@@ -116,7 +118,7 @@ class Engine(SharedStage):
 
     Args:
         op: the op's name (worker threads are ``datapipe-<op>-<i>``).
-        policy: ``"map"``, ``"buffer"`` or ``"slots"``.
+        policy: ``"map"``, ``"buffer"``, ``"queue"`` or ``"slots"``.
         tuner, stage: the pipeline's tuner and this stage's knob (parallelism, or the
             buffer size for ``"buffer"``).
         executor: ``INLINE``, ``THREAD`` or ``PROCESS``.
@@ -148,7 +150,7 @@ class Engine(SharedStage):
     def workers_wanted(self, executor: str | None = None, value: int | None = None) -> int:
         if (executor or self.executor) == INLINE:
             return 0
-        return 1 if self.policy == "buffer" else value or self.stage.value
+        return 1 if self.policy in ("buffer", "queue") else value or self.stage.value
 
     def set_executor(self, kind: str, value: int) -> bool:
         """Run later chunks on ``kind`` with ``value`` workers (the tuner's executor choice;
@@ -211,6 +213,10 @@ class Engine(SharedStage):
 
     def close(self) -> None:
         super().close()
+        with self.cond:  # let go of the buffered results now, not when the iterator dies
+            for lane in self.lanes:
+                lane.chunks.clear()
+                lane.redo.clear()
         if self.processes is not None:
             self.processes.release()
             self.processes = None
@@ -221,7 +227,12 @@ class Engine(SharedStage):
         if self.policy == "slots":
             return self._admit_slot()
         lane = self.lanes[0]
-        n = self._admit_map(lane) if self.policy == "map" else self._admit_buffer(lane)
+        if self.policy == "map":
+            n = self._admit_map(lane)
+        elif self.policy == "queue":
+            n = self._admit_queue(lane)
+        else:
+            n = self._admit_buffer(lane)
         return (lane, n) if n else None
 
     def _fit(self, room: int, busy: bool) -> int:
@@ -256,6 +267,18 @@ class Engine(SharedStage):
             self.stage.full += 1
             return 0
         return self._fit(room, lane.buffered > 0)
+
+    def _admit_queue(self, lane: Lane) -> int:
+        # One element per chunk: each is handed over as soon as it is ready, and the worker
+        # goes on with the next while the consumer holds earlier ones.
+        if lane.redo:
+            return 1
+        if lane.input_done:
+            return 0
+        if lane.pending >= self.stage.value:
+            self.stage.full += 1
+            return 0
+        return min(1, self._fit(1, lane.pending > 0))
 
     def _admit_slot(self) -> tuple[Lane, int] | None:
         want = max(2 * self.block, self.sizer.size)
@@ -445,7 +468,12 @@ def _worker(eng: Engine, wid: int) -> None:
                 reserve = int(n * eng.bytes_per_elem)
             eng.ram.try_reserve(reserve, force=True)
         chunk, elems = take_input(eng, lane, n, reserve, gen)
-        if chunk is not None:
+        if chunk is None:
+            continue
+        if lane.transform is not None and torch_ranges.active():  # a range per chunk
+            with torch_ranges.worker_range(getattr(eng, "label", eng.op)):
+                compute(eng, lane, chunk, elems, wid, gen)
+        else:
             compute(eng, lane, chunk, elems, wid, gen)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from datapipe.parallel import autotune
 from datapipe.parallel.engine import THREAD, Engine, Lane
 from datapipe.parallel.plan import Plan
-from datapipe.parallel.pool import POLL_S, WorkerDiedError
+from datapipe.parallel.pool import POLL_S, WorkerDiedError, _closing
 
 
 class SlotEngine:
@@ -68,11 +68,27 @@ class SlotEngine:
             self.eng.lanes.append(slot.lane)
             self.eng.cond.notify_all()
 
-    def removed(self, slot: Any) -> None:
+    def removed(self, slot: Any, final: bool = False) -> None:
         """Detach the slot's lane; a worker reading its dataset finishes first (the input
-        lock), and none reads it afterwards, so the dataset may be closed then."""
+        lock), and none reads it afterwards, so the dataset may be closed then. When the
+        interleave closes (``final``), the wait ends at the close's deadline: a worker still
+        reading is stuck in the dataset (e.g. its own blocked workers), and closing the
+        dataset is what lets it return."""
         eng, lane = self.eng, slot.lane
-        with lane.input_lock, eng.cond:
+        timeout = -1.0
+        if final:
+            deadline = getattr(_closing, "deadline", None) or time.monotonic() + 1.0
+            timeout = max(0.0, deadline - time.monotonic())
+        locked = lane.input_lock.acquire(timeout=timeout)
+        try:
+            self._detach(eng, lane)
+        finally:
+            if locked:
+                lane.input_lock.release()
+
+    @staticmethod
+    def _detach(eng: Any, lane: Any) -> None:
+        with eng.cond:
             lane.detached = True
             if lane in eng.lanes:
                 eng.lanes.remove(lane)

@@ -26,7 +26,7 @@ def is_buffering(node: Any) -> bool:
     calls = getattr(node, "_num_parallel_calls", None)
     if calls not in (None, 1):
         return True
-    if getattr(node, "_name", None) == "prefetch":
+    if getattr(node, "_name", None) in ("prefetch", "prefetch_to_device"):
         return getattr(node, "_buffer_size", 0) != 0
     return False
 
@@ -123,12 +123,20 @@ def decide(node: Any, ctx: Any) -> Plan | None:
     Sequential: ``num_parallel_calls`` None or 1 (unless ``executor="process"`` asks for a
     worker process), ``prefetch(0)``. Otherwise the node's own arguments decide, then
     ``Options.threading.executor`` (the executor of maps that name none).
+    ``prefetch_to_device`` is always a stage (its ``buffer_size`` is at least 1).
     """
     from datapipe.dataset import AUTOTUNE
     from datapipe.parallel import autotune
 
     inputs = getattr(node, "_inputs", ())
     ok = replayable(inputs[0], ctx) if inputs else True
+    if getattr(node, "_name", None) == "prefetch_to_device":
+        size = node._buffer_size
+        auto = size == AUTOTUNE and autotune.get_tuner(ctx).enabled
+        start = DEVICE_AUTOTUNE_START if size == AUTOTUNE else int(size)
+        cap = MAX_DEVICE_BUFFER if size == AUTOTUNE else start
+        thread_only = ctx.options.threading.executor is not None
+        return Plan(start, cap, auto, True, "auto" if auto and not thread_only else "thread", ok)
     if getattr(node, "_name", None) == "prefetch" and hasattr(node, "_buffer_size"):
         size = node._buffer_size
         if size == 0:
@@ -167,3 +175,7 @@ def replayable(ds: Any, ctx: Any) -> bool:
 
 
 PREFETCH_AUTOTUNE_START = 4
+# prefetch_to_device(AUTOTUNE): elements in flight to the device at first (double
+# buffering), and at most (each one holds a batch of device memory).
+DEVICE_AUTOTUNE_START = 2
+MAX_DEVICE_BUFFER = 16

@@ -8,6 +8,8 @@
   ``iterator_report(iterator)`` summarises a live iterator (e.g. in the middle of training).
 * ``trace``: Chrome trace-event JSON (Perfetto, ``chrome://tracing``);
   ``trace.merge_traces`` aligns the ranks' traces in one file.
+* ``torch_ranges``: while a ``torch.profiler.profile()`` records, each stage's work is a
+  ``record_function`` range (``datapipe::<stage>``) on the model's timeline.
 * ``InputBoundTimer``: the input-bound fraction of a training loop, per epoch.
 * ``merge_reports`` / ``profile_rank``: one report and trace per rank, merged into a view
   that names the slowest rank per stage.
@@ -64,6 +66,12 @@ from datapipe.stats.training import EpochTiming, InputBoundTimer
 if stats_hook not in ITERATOR_HOOKS:
     ITERATOR_HOOKS.append(stats_hook)
 
+# torch.profiler ranges per stage (torch_ranges): iterators know their node's label.
+from datapipe.stats import torch_ranges  # noqa: E402
+
+if torch_ranges.tag_hook not in ITERATOR_HOOKS:
+    ITERATOR_HOOKS.append(torch_ranges.tag_hook)
+
 __all__ = [
     "EpochTiming",
     "InputBoundTimer",
@@ -79,5 +87,6 @@ __all__ = [
     "profile_rank",
     "save_report",
     "stats_hook",
+    "torch_ranges",
     "trace",
 ]

@@ -25,6 +25,8 @@ HIGHLY_INPUT_BOUND = 0.20
 # function over whole batches does it in one call per batch.
 TINY_ELEMENT_S = 50e-6
 MAP_KINDS = ("MapDataset", "RandomMapDataset")
+# Ops that overlap producing elements with the step (a buffer filled by a thread).
+PREFETCH_OPS = ("prefetch", "prefetch_to_device")
 
 
 def diagnose(
@@ -95,7 +97,7 @@ def _prefetch_verdict(
     out = by_label.get(root) if root else None
     if out is None:
         return None
-    has_prefetch = any(s.op == "prefetch" for s in stages)
+    has_prefetch = any(s.op in PREFETCH_OPS for s in stages)
     if step_s > 0.05 * wall_s and not has_prefetch:
         return Verdict(
             "prefetch",
@@ -105,7 +107,7 @@ def _prefetch_verdict(
             f"{bound} Nothing overlaps the input with the {step_s:.2f} s of step time: each "
             "element is produced only when the step asks for it.",
         )
-    if out.op == "prefetch" and (out.buffer_empty_fraction or 0.0) >= 0.5:
+    if out.op in PREFETCH_OPS and (out.buffer_empty_fraction or 0.0) >= 0.5:
         producers = [s for s in stages if s is not out]
         busiest = max((s.busy_share for s in producers), default=0.0)
         if busiest < 0.75:

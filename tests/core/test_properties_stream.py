@@ -206,3 +206,11 @@ def test_resume_at_any_cut(n, ops, cut) -> None:
     fresh = iter(ds)
     fresh.set_state(state)
     assert [py(x) for x in fresh] == rest
+
+
+def test_unbatch_of_an_empty_batched_map_has_cardinality_zero() -> None:
+    # map over an empty input has an unknown element spec (nothing to infer it from), so
+    # the batch shape is unknown; unbatch of zero batches is still zero elements.
+    ds = dp.range(0).map(lambda x: x + 1).batch(1, drop_remainder=True).unbatch()
+    assert ds.cardinality() == 0
+    assert values(ds) == []
