@@ -114,10 +114,10 @@ def int64_to_decimal(values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         digits.append(-torch.fmod(n, 10))
         n = torch.div(n, 10, rounding_mode="trunc")
     d = torch.stack(digits, dim=1)  # (N, 19)
-    nonzero = (d != 0).to(torch.int64) * torch.arange(1, 20, dtype=torch.int64)
+    nonzero = (d != 0).to(torch.int64) * torch.arange(1, 20, dtype=torch.int64, device=x.device)
     ndigits = nonzero.amax(dim=1).clamp_min(1)
     length = ndigits + neg.to(torch.int64)
-    pos = torch.arange(28, dtype=torch.int64).unsqueeze(0)  # 20 + 8: see strings_to_bytes
+    pos = torch.arange(28, dtype=torch.int64, device=x.device).unsqueeze(0)  # 20 + 8
     k = (length.unsqueeze(1) - 1 - pos).clamp(0, 18)
     digit = torch.gather(d, 1, k) + 48
     byte = torch.where(neg.unsqueeze(1) & (pos == 0), 45, digit)
