@@ -24,7 +24,9 @@ once when there is no CUDA device. The checks:
 4. ``close``: closing an iterator in the middle gives back its device memory.
 5. ``layers``: each ``preprocessing`` layer's CUDA output is within 1e-4 of its CPU output
    (float images in [0, 1]; the random layers draw their parameters from one CPU
-   generator for both).
+   generator for both); the numeric feature layers (lookups, encodings, hashing of
+   integers, tabular normalization, spectrograms; relative to the output's range) on
+   their own inputs. ``StringLookup`` / ``TextVectorization`` take strings: host only.
 6. ``profiler``: under ``torch.profiler`` with CUDA activity the trace holds the
    ``datapipe::`` ranges and CUDA work.
 7. ``profile``: ``Dataset.profile(step_fn=...)`` and ``InputBoundTimer`` run on the device
@@ -315,6 +317,10 @@ def layers() -> list:
         pp.RandomCrop(100, 90, seed=0),
         pp.RandomBrightness(0.2, value_range=(0, 1), seed=0),
         pp.RandomContrast(0.3, value_range=(0, 1), seed=0),
+        pp.RandomShear(0.2, 0.1, seed=0, **geo),
+        pp.RandomPerspective(0.5, seed=0),
+        pp.RandomElasticTransform(0.5, value_range=(0, 1), seed=0, **geo),
+        pp.RandomResizedCrop(96, 80, seed=0),
         pp.Pipeline(
             [
                 pp.RandomRotation(0.1, **geo),
@@ -326,9 +332,50 @@ def layers() -> list:
     ]
 
 
+# Feature layers whose input is strings run on the host (numpy) and are not device layers;
+# MaxNumBoundingBoxes only pads the boxes of a dict input (no pixels to compare).
+HOST_ONLY = {"StringLookup", "TextVectorization", "MaxNumBoundingBoxes"}
+
+
+def feature_layer_cases() -> list:
+    """(layer, input) pairs of the numeric feature layers (issue 16), adapted ones included."""
+    g = torch.Generator().manual_seed(0)
+    ints = torch.randint(-5, 40, (64, 3), generator=g)
+    lookup = pp.IntegerLookup(num_oov_indices=3, oov_method="farmhash", output_mode="tf_idf")
+    lookup.adapt(ints[:32].numpy())
+    bins = pp.Discretization(num_bins=6, output_mode="count")
+    bins.adapt(torch.randn(200, 3, generator=g).numpy())
+    norm = pp.Normalization()
+    norm.adapt(torch.randn(50, 3, generator=g).numpy())
+    audio = torch.randn(4, 2000, generator=g)
+    return [
+        (lookup, ints),
+        (pp.IntegerLookup(vocabulary=[1, 2, 3], invert=True), ints),
+        (pp.CategoryEncoding(num_tokens=45, output_mode="multi_hot"), ints + 5),
+        (bins, torch.randn(64, 3, generator=g)),
+        (pp.Hashing(num_bins=1000, salt=[3, 4], output_mode="one_hot"), ints),
+        (pp.HashedCrossing(num_bins=97), (ints[:, 0], ints[:, 1])),
+        (norm, torch.randn(64, 3, generator=g)),
+        (pp.MelSpectrogram(fft_length=256, sequence_stride=64, num_mel_bins=32), audio),
+        (pp.STFTSpectrogram(mode="log", frame_length=64), audio.unsqueeze(1)),
+    ]
+
+
+def _to(x, device):
+    return tuple(t.to(device) for t in x) if isinstance(x, tuple) else x.to(device)
+
+
 def check_layers(env: Env) -> None:
     x = torch.rand(8, 3, 128, 112, generator=torch.Generator().manual_seed(0))
     worst, diffs = 0.0, {}
+    for layer, inputs in feature_layer_cases():
+        on_dev = copy.deepcopy(layer).to(env.device)
+        a, b = layer(inputs), on_dev(_to(inputs, env.device)).cpu()
+        d = float((a.double() - b.double()).abs().max()) if a.shape == b.shape else float("inf")
+        scale = max(float(a.double().abs().max()), 1.0)  # spectrograms: relative to the range
+        name = type(layer).__name__
+        diffs[name] = max(diffs.get(name, 0.0), d / scale)
+        worst = max(worst, d / scale)
     for layer in layers():
         layer.train()
         on_dev = copy.deepcopy(layer).to(env.device)
@@ -341,11 +388,15 @@ def check_layers(env: Env) -> None:
         diffs[name] = max(diffs.get(name, 0.0), d)
         worst = max(worst, d)
     checked = set(diffs)
-    registered = {
-        n
-        for n in pp.__all__
-        if isinstance(getattr(pp, n), type) and issubclass(getattr(pp, n), pp.Layer)
-    } - {"Layer", "RandomLayer", "AffineLayer"}
+    registered = (
+        {
+            n
+            for n in pp.__all__
+            if isinstance(getattr(pp, n), type) and issubclass(getattr(pp, n), pp.Layer)
+        }
+        - {"Layer", "RandomLayer", "AffineLayer", "GeometricLayer"}
+        - HOST_ONLY
+    )
     bad = {k: f"{v:.2e}" for k, v in diffs.items() if not v <= 1e-4}
     env.row(
         "layers",

@@ -1,4 +1,6 @@
-"""Image preprocessing and augmentation layers as ``torch.nn.Module``s.
+"""Keras's preprocessing layers as ``torch.nn.Module``s: image preprocessing and
+augmentation, and the feature layers (lookups, hashing, encodings, discretization, text
+vectorization, tabular normalization, spectrograms).
 
 Keras's layer semantics and argument names with PyTorch's conventions: channels-first by
 default (one package default, ``image_data_format()`` / ``set_image_data_format()``, that
@@ -17,12 +19,16 @@ from . import bounding_boxes
 from .affine import AffineLayer, affine_transform
 from .base import Layer, RandomLayer, layer_from_config, serialize_layer
 from .brightness import RandomBrightness
+from .category_encoding import CategoryEncoding
 from .contrast import RandomContrast
 from .crop import RandomCrop
+from .discretization import Discretization
 from .dtype_policy import DTypePolicy, dtype_policy, set_dtype_policy
 from .elastic import RandomElasticTransform
 from .flip import RandomFlip
 from .geometric import GeometricLayer
+from .hashing import HashedCrossing, Hashing
+from .lookup import IntegerLookup, StringLookup
 from .max_boxes import MaxNumBoundingBoxes
 from .normalization import Normalization
 from .perspective import RandomPerspective
@@ -32,16 +38,24 @@ from .resized_crop import RandomResizedCrop
 from .resizing import CenterCrop, Resizing
 from .rotation import RandomRotation
 from .shear import RandomShear
+from .spectrogram import MelSpectrogram, STFTSpectrogram
+from .text_vectorization import TextVectorization
 from .translation import RandomTranslation
 from .zoom import RandomZoom
 
 __all__ = [
     "AffineLayer",
+    "CategoryEncoding",
     "CenterCrop",
+    "Discretization",
     "DTypePolicy",
     "GeometricLayer",
+    "HashedCrossing",
+    "Hashing",
+    "IntegerLookup",
     "Layer",
     "MaxNumBoundingBoxes",
+    "MelSpectrogram",
     "Normalization",
     "Pipeline",
     "RandomBrightness",
@@ -58,6 +72,9 @@ __all__ = [
     "RandomZoom",
     "Rescaling",
     "Resizing",
+    "STFTSpectrogram",
+    "StringLookup",
+    "TextVectorization",
     "affine_transform",
     "bounding_boxes",
     "dtype_policy",

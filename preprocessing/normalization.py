@@ -40,8 +40,12 @@ class Normalization(Layer):
     rounding (scikit-learn's bound, ``var <= n eps var + (n eps mean)^2``). Other standard
     deviations are floored at 1e-7, as Keras.
 
-    Input: a rank-3 image, a rank-4 batch or a dict of targets (only ``images`` change).
-    Output: same shape; float dtypes are kept, integer inputs come back as float32.
+    Input: a rank-3 image, a rank-4 batch or a dict of targets (only ``images`` change);
+    or tabular data, a rank-2 batch ``(batch, features)`` or one rank-1 row ``(features,)``
+    (Keras's ``axis=-1`` on 2-D input), with ``axis`` ``"channel"`` or ``-1`` (one
+    mean/variance per feature; the statistics' one kept axis is the feature axis, so
+    ``mean=[...]`` lists features) or None. Output: same shape; float dtypes are kept,
+    integer inputs come back as float32.
 
     Raises:
         ValueError: a bad argument, a call before the statistics are known, or an input
@@ -122,7 +126,60 @@ class Normalization(Layer):
                 setattr(self, name, torch.empty_like(state_dict[key], dtype=self.variable_dtype))
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
+    # --------------------------------------------------------------- tabular
+    @staticmethod
+    def _is_tabular(x: Any) -> bool:
+        ndim = x.ndim if isinstance(x, (torch.Tensor, np.ndarray)) else np.ndim(x)
+        return ndim in (1, 2)
+
+    def _check_tabular_axis(self) -> None:
+        if self.axis not in ("channel", -1, [-1], (-1,), None):
+            raise ValueError(
+                "Normalization: rank-1/2 (tabular) input needs axis='channel', -1 or None; "
+                f"got axis={self.axis!r}"
+            )
+
+    def _tabular_stats(self, features: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The statistics as ``(features,)`` vectors (or scalars) for a 2-D batch."""
+        mean, var = self.mean.reshape(-1), self.variance.reshape(-1)
+        if mean.numel() not in (1, features):
+            raise ValueError(
+                f"Normalization: the statistics have {mean.numel()} entries but the input "
+                f"has {features} features"
+            )
+        return mean, var
+
+    def _forward_tabular(self, inputs: Any) -> torch.Tensor:
+        self._check_tabular_axis()
+        x = inputs if isinstance(inputs, torch.Tensor) else torch.as_tensor(np.asarray(inputs))
+        if self.mean.numel() == 0:
+            raise ValueError("Normalization: no statistics; call adapt() or pass mean and variance")
+        mean, var = self._tabular_stats(x.shape[-1])
+        x = self._to_float(x)
+        std = torch.where(var == 0, 1.0, var.sqrt().clamp_min(_EPSILON))
+        mean, std = mean.to(x.dtype), std.to(x.dtype)
+        return (x * std).add_(mean) if self.invert else (x - mean).div_(std)
+
+    def _tabular_moments(self, x: torch.Tensor) -> tuple[int, torch.Tensor, torch.Tensor]:
+        self._check_tabular_axis()
+        x = x.detach().to(torch.float64)
+        x = x.reshape(1, -1) if x.ndim == 1 else x
+        dims = (0,) if self._keep else (0, 1)
+        b_mean = x.mean(dim=dims)
+        b_m2 = (x - b_mean).square().sum(dim=dims)
+        shape = [1, 1, 1]
+        if self._keep:
+            shape[self._keep[0]] = x.shape[1]
+        n = x.shape[0] if self._keep else x.numel()
+        return n, b_mean.reshape(shape).cpu(), b_m2.reshape(shape).cpu()
+
     # --------------------------------------------------------------- forward
+    def forward(self, data: Any, generator: Any = None) -> Any:
+        """Normalize an image, a batch, a dict of targets or tabular rows (class docstring)."""
+        if not isinstance(data, dict) and self._is_tabular(data):
+            return self._forward_tabular(data)
+        return super().forward(data, generator)
+
     def transform_images(self, images: torch.Tensor, params: Any = None) -> torch.Tensor:
         batch, single = self._as_batch(images)
         if self.mean.numel() == 0:
@@ -161,9 +218,10 @@ class Normalization(Layer):
 
         Args:
             data: a numpy array or torch tensor (one image, rank 3, or a stack of images,
-                rank 4, cut into batches of ``batch_size``), or any iterable of elements,
-                such as a ``datapipe.Dataset``; an element is an image or a batch (array
-                or tensor) or a tuple/list whose first component is one.
+                rank 4; or tabular rows, rank 2 ``(rows, features)``, or one row, rank 1;
+                cut into batches of ``batch_size``), or any iterable of elements, such as
+                a ``datapipe.Dataset``; an element is an image, a batch or rows (array or
+                tensor) or a tuple/list whose first component is one.
             batch_size: images per batch for array/tensor input (default 256); ignored
                 for iterables, whose elements are taken as they come.
             steps: stop after this many batches (default: all of ``data``).
@@ -231,7 +289,7 @@ class Normalization(Layer):
 
     def _batches(self, data: Any, batch_size: int | None) -> tuple[Any, int | None]:
         if isinstance(data, (np.ndarray, torch.Tensor)):
-            if data.ndim == 3:
+            if data.ndim in (1, 3):  # one row of features / one image
                 data = data[None]
             size = _DEFAULT_BATCH if batch_size is None else batch_size
             if isinstance(size, bool) or not isinstance(size, int) or size < 1:
@@ -253,11 +311,14 @@ class Normalization(Layer):
                     "Normalization.adapt: an element must be an image or a batch (array or "
                     f"tensor) or a tuple/list whose first component is one; got {type(batch)}"
                 ) from exc
+        if x.ndim in (1, 2):
+            return self._tabular_moments(x)
         if x.ndim == 3:
             x = x.unsqueeze(0)
         if x.ndim != 4:
             raise ValueError(
-                "Normalization.adapt: expected rank-3 images or rank-4 batches; "
+                "Normalization.adapt: expected rank-1/2 rows of features, rank-3 images or "
+                "rank-4 batches; "
                 f"got shape {tuple(x.shape)}"
             )
         if self._checks_layout:  # NHWC data would give per-row statistics

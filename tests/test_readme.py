@@ -75,3 +75,10 @@ def test_readme_boxes_example_runs() -> None:
     assert tuple(out["segmentation_masks"].shape) == (8, 96, 96)
     assert out["segmentation_masks"].dtype == torch.int64
     assert tuple(out["keypoints"].shape) == (8, 1, 2)
+
+
+def test_readme_feature_layers_example_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)\n```", readme, flags=re.S)
+    code = next(b for b in blocks if "pp.TextVectorization" in b)
+    exec(compile(code, "README feature layers example", "exec"), {})

@@ -31,25 +31,83 @@ def make_model():
     )
 
 
-def test_export_save_and_load_in_process_without_library(tmp_path):
-    model = make_model().eval()
-    x = torch.rand(2, 3, 16, 16) * 255
-    expected = model(x)
-    program = torch.export.export(model, (x,))
+def run_exported_elsewhere(tmp_path, model, args):
+    """Export ``model``, load and run the program in a fresh interpreter that cannot import
+    this library, and return its outputs."""
+    program = torch.export.export(model, args)
     path = tmp_path / "model.pt2"
     torch.export.save(program, str(path))
-    torch.save(x, tmp_path / "x.pt")
+    torch.save(args, tmp_path / "x.pt")
     code = (
         "import sys, torch\n"
         f"m = torch.export.load({str(path)!r}).module()\n"
         f"x = torch.load({str(tmp_path / 'x.pt')!r})\n"
-        f"torch.save(m(x), {str(tmp_path / 'y.pt')!r})\n"
+        f"torch.save(m(*x), {str(tmp_path / 'y.pt')!r})\n"
         "assert 'datapipe' not in sys.modules and 'preprocessing' not in sys.modules\n"
     )
     # -I: isolated mode, so neither the cwd nor PYTHONPATH can make the library importable.
     subprocess.run([sys.executable, "-I", "-c", code], check=True, cwd=tmp_path, timeout=120)
-    got = torch.load(tmp_path / "y.pt")
+    return torch.load(tmp_path / "y.pt")
+
+
+def test_export_save_and_load_in_process_without_library(tmp_path):
+    model = make_model().eval()
+    x = torch.rand(2, 3, 16, 16) * 255
+    expected = model(x)
+    got = run_exported_elsewhere(tmp_path, model, (x,))
     torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-6)
+
+
+class FeatureModel(torch.nn.Module):
+    """The numeric feature layers (adapted ones included) in one exported program."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(0)
+        self.lookup = pp.IntegerLookup(num_oov_indices=2, output_mode="one_hot")
+        self.lookup.adapt(rng.integers(0, 20, size=(64, 3)))
+        self.hashed_oov = pp.IntegerLookup(
+            vocabulary=[3, 5, 7, 11], num_oov_indices=3, oov_method="farmhash", salt=5
+        )
+        self.counts = pp.CategoryEncoding(num_tokens=32, output_mode="count")
+        self.bins = pp.Discretization(num_bins=4, output_mode="one_hot")
+        self.bins.adapt(rng.normal(size=(200, 3)))
+        self.hashing = pp.Hashing(num_bins=16, mask_value=0)
+        self.salted = pp.Hashing(num_bins=16, salt=[1, 2], output_mode="multi_hot")
+        self.cross = pp.HashedCrossing(num_bins=10)
+        self.norm = pp.Normalization()
+        self.norm.adapt(rng.normal(size=(100, 3)) * 5 + 2)
+        self.mel = pp.MelSpectrogram(
+            fft_length=64, sequence_stride=32, num_mel_bins=8, sampling_rate=8000
+        )
+        self.stft = pp.STFTSpectrogram(frame_length=32, frame_step=16)
+
+    def forward(self, ints, floats, audio):
+        return (
+            self.lookup(ints),
+            self.hashed_oov(ints),
+            self.counts(ints),
+            self.bins(floats),
+            self.hashing(ints),
+            self.salted(ints),
+            self.cross((ints, ints + 1)),
+            self.norm(floats),
+            self.mel(audio),
+            self.stft(audio.unsqueeze(1)),
+        )
+
+
+def test_feature_layers_export_and_load_without_library(tmp_path):
+    model = FeatureModel().eval()
+    args = (torch.tensor([3, 4, 11, 0, 25]), torch.randn(5, 3), torch.randn(2, 256))
+    expected = model(*args)
+    got = run_exported_elsewhere(tmp_path, model, args)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype and g.shape == e.shape
+        torch.testing.assert_close(g, e, atol=1e-5, rtol=1e-5)
+    # The hashed OOV buckets and hash bins are the same in the exported program.
+    assert torch.equal(got[1], expected[1]) and torch.equal(got[4], expected[4])
 
 
 def test_state_dict_round_trip_of_model():

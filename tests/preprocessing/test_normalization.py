@@ -84,7 +84,9 @@ def test_errors():
         pp.Normalization()(torch.zeros(3, 2, 2))
     with pytest.raises(ValueError, match="Normalization.adapt: data has no elements"):
         pp.Normalization().adapt([])
-    with pytest.raises(ValueError, match=r"Normalization.adapt: expected rank-3 .* \(4, 4\)"):
-        pp.Normalization().adapt([np.zeros((4, 4))])
+    with pytest.raises(
+        ValueError, match=r"Normalization.adapt: expected rank-1/2 rows .* \(1, 2, 3, 4, 4\)"
+    ):
+        pp.Normalization().adapt([np.zeros((1, 2, 3, 4, 4))])
     with pytest.raises(ValueError, match="Normalization.adapt: the kept axes changed size"):
         pp.Normalization().adapt([np.zeros((3, 2, 2)), np.zeros((4, 2, 2))])

@@ -1,0 +1,175 @@
+"""Shared pieces of the categorical layers: output-mode encoding, argument checks, state.
+
+``encode(indices, output_mode, depth)`` is Keras 3's ``encode_categorical_inputs``
+(``keras/src/utils/numerical_utils.py``) in torch: ``one_hot`` encodes every element (a
+trailing axis of size 1 is replaced by the encoding), ``multi_hot`` / ``count`` encode the
+last axis as one sample, a scalar is one sample of one element. Indices outside
+``[0, depth)`` add nothing (the lookup layers send their mask token there).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+import torch
+
+OUTPUT_MODES = ("int", "one_hot", "multi_hot", "count", "tf_idf")
+
+
+def check_choice(layer: Any, name: str, value: Any, allowed: tuple) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        layer._fail(name, f"must be one of {allowed}", value)
+    return value
+
+
+def check_int(layer: Any, name: str, value: Any, low: int, optional: bool = False) -> int | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        what = f"must be an int >= {low}" + (" or None" if optional else "")
+        layer._fail(name, what, value)
+    return int(value)
+
+
+def encode(
+    indices: torch.Tensor,
+    output_mode: str,
+    depth: int,
+    dtype: torch.dtype = torch.float32,
+    count_weights: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Keras's categorical encoding of int64 ``indices`` (see the module docstring).
+
+    Shapes: ``one_hot``: ``(..., 1) -> (..., depth)``, otherwise ``(...) -> (..., depth)``;
+    ``multi_hot`` / ``count``: ``(..., n) -> (..., depth)``; a scalar gives ``(depth,)``
+    (``(1, depth)`` for ``one_hot``, as Keras). ``count_weights`` (``count`` only, shaped
+    like ``indices``) adds each element's weight instead of 1.
+    """
+    if output_mode == "int":
+        return indices
+    if indices.ndim == 0:
+        indices = indices.reshape(1)
+    if output_mode == "one_hot" and indices.ndim > 1 and indices.shape[-1] == 1:
+        indices = indices.squeeze(-1)
+    valid = (indices >= 0) & (indices < depth)
+    hot = torch.nn.functional.one_hot(torch.where(valid, indices, 0).long(), depth)
+    hot = hot * valid.unsqueeze(-1)
+    if output_mode == "one_hot":
+        return hot.to(dtype)
+    if output_mode == "multi_hot":
+        return hot.amax(dim=-2).to(dtype)
+    if count_weights is not None:
+        return (hot.to(count_weights.dtype) * count_weights.unsqueeze(-1)).sum(dim=-2)
+    return hot.sum(dim=-2).to(dtype)
+
+
+def encoded_dtype(output_mode: str) -> torch.dtype:
+    """int64 indices in ``int`` mode; float32 encodings otherwise (Keras's declared
+    ``floatx``; its TensorFlow path returns int64 for lookups' one/multi-hot and counts)."""
+    return torch.int64 if output_mode == "int" else torch.float32
+
+
+def is_tracing() -> bool:
+    """True under ``torch.export`` / ``torch.compile``: data-dependent checks are skipped."""
+    return torch.compiler.is_compiling()
+
+
+# ----------------------------------------------------------------- vocabularies
+def pack_strings(tokens: list[str], encoding: str = "utf-8") -> tuple[torch.Tensor, torch.Tensor]:
+    """Strings as two buffers: their concatenated bytes (uint8) and their end offsets
+    (int64). Exact for any text (newlines, NUL, any code point), unlike one-per-line files."""
+    encoded = [t.encode(encoding) for t in tokens]
+    data = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
+    ends = np.cumsum([len(e) for e in encoded], dtype=np.int64)
+    return torch.from_numpy(data), torch.from_numpy(ends)
+
+
+def unpack_strings(data: torch.Tensor, ends: torch.Tensor, encoding: str = "utf-8") -> list[str]:
+    raw = data.cpu().numpy().tobytes()
+    starts = [0, *ends.tolist()[:-1]]
+    return [raw[s:e].decode(encoding) for s, e in zip(starts, ends.tolist())]
+
+
+def resize_buffers_from(module: torch.nn.Module, state_dict: dict, prefix: str, names) -> None:
+    """Give ``module``'s buffers the shapes of a checkpoint's before it is loaded: state
+    learnt by ``adapt`` (a vocabulary, boundaries) has no fixed size."""
+    for name in names:
+        key = prefix + name
+        if key in state_dict and isinstance(state_dict[key], torch.Tensor):
+            old = getattr(module, name)
+            setattr(module, name, torch.empty_like(state_dict[key], dtype=old.dtype))
+
+
+# ---------------------------------------------------------------------- adapt
+def adapt_batches(
+    data: Any, batch_size: int | None, layer_name: str
+) -> tuple[Iterator, int | None]:
+    """The batches ``adapt`` reads from ``data``, and how many when known.
+
+    A numpy array, torch tensor, list or tuple is one batch unless ``batch_size`` cuts it
+    along its first axis (Keras's ``adapt`` of an array reads it whole); anything else
+    iterable (a ``datapipe.Dataset``, a generator) is read element by element, taking the
+    first component of tuple/list elements (``(features, label)``).
+    """
+    if isinstance(data, (np.ndarray, torch.Tensor, list, tuple)):
+        if batch_size is None:
+            return iter([data]), 1
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"{layer_name}.adapt: batch_size must be a positive int or None")
+        n = len(data)
+        starts = range(0, n, batch_size)
+        return (data[s : s + batch_size] for s in starts), len(starts)
+    if isinstance(data, (str, bytes)) or not isinstance(data, Iterable):
+        raise ValueError(
+            f"{layer_name}.adapt: data must be an array, tensor, list or an iterable "
+            f"(a datapipe Dataset); got {type(data).__name__}"
+        )
+    total = None
+    try:
+        total = len(data)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        pass
+
+    def first(element: Any) -> Any:
+        return element[0] if isinstance(element, tuple) else element
+
+    return (first(e) for e in data), total
+
+
+def run_adapt(layer: Any, data: Any, batch_size, steps, progress, update) -> int:
+    """Call ``update(batch)`` for each batch of ``data`` (at most ``steps``) under a tqdm
+    bar (``datapipe._progress``); returns the number of batches read."""
+    from datapipe._progress import progress_bar
+
+    name = type(layer).__name__
+    steps = check_int(layer, "steps", steps, 1, optional=True)
+    batches, total = adapt_batches(data, batch_size, name)
+    if steps is not None:
+        total = steps if total is None else min(total, steps)
+    count = 0
+    with progress_bar(
+        total=total, desc=f"{name}.adapt", unit="batch", enabled=progress, delay=2.0
+    ) as bar:
+        for batch in batches:
+            if steps is not None and count >= steps:
+                break
+            update(batch)
+            count += 1
+            bar.update(1)
+    return count
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def finite_floats(layer: Any, name: str, values: Any) -> list[float]:
+    out = [float(v) for v in values]
+    if not all(math.isfinite(v) for v in out):
+        layer._fail(name, "must be finite numbers", values)
+    return out
