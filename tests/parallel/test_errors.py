@@ -78,6 +78,7 @@ def test_error_in_interleave_sub_dataset_position():
     with pytest.raises(PipelineError) as info:
         next(it)
     assert info.value.index == 1
+    it.close()
 
 
 def test_prefetch_delivers_error_in_place():
