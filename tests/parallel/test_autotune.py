@@ -123,6 +123,9 @@ def test_disabled_autotune_keeps_values(monkeypatch):
 
 
 # ---- real functions (decisions measured on this machine; generous bounds) -------------
+# Slow-marked: their decisions come from wall and CPU times, which a loaded machine (CI
+# with other jobs, load 8 on 2 cores) blurs until the tuner cannot tell 2 threads from 6.
+# The same decisions from given measurements are the tests above, in the default run.
 
 
 def _spin(x):
@@ -145,6 +148,7 @@ def _run_auto(fn, n, cpu_budget):
     return stage
 
 
+@pytest.mark.slow
 def test_real_gil_bound_map_settles_small():
     stage = _run_auto(_spin, 20000, cpu_budget=6)  # starts at 6 threads
     assert stage.history[0] == 6 and max(stage.history) == 6  # never grew past its start
@@ -153,6 +157,7 @@ def test_real_gil_bound_map_settles_small():
     assert stage.value <= 4, stage.trials
 
 
+@pytest.mark.slow
 def test_real_sleeping_map_grows():
     def io(x):
         time.sleep(0.002)
