@@ -23,12 +23,15 @@ import types
 from collections.abc import Callable, Sequence
 from collections.abc import Iterator as PyIterator
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from datapipe._context import IterContext, merged_options
 from datapipe._iterator import Iterator, OpIterator
 from datapipe._random_access import RandomAccess, RandomAccessIterator
 from datapipe.options import Options
+
+if TYPE_CHECKING:  # torch's IterableDataset: imported with the method, not the package
+    from datapipe.distribute.torch_dataset import TorchIterableDataset
 
 INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
@@ -708,7 +711,15 @@ class Dataset:
 
         return load_dataset(path)
 
-    def as_torch_dataset(self) -> Any:
+    def as_torch_dataset(self) -> TorchIterableDataset:
+        """This pipeline as a ``torch.utils.data.IterableDataset`` for a ``DataLoader``.
+
+        Returns a ``datapipe.TorchIterableDataset``: each loader worker (and each
+        distributed rank) reads its own share through auto-sharding, ``set_epoch`` sets the
+        epoch, and ``state_dict()`` / ``load_state_dict()`` checkpoint the position exactly
+        (elastic across world sizes). Its class docstring has the details and an example.
+        Imports torch (this method's module does not, so ``import datapipe`` stays light).
+        """
         from datapipe.distribute.torch_dataset import TorchIterableDataset
 
         return TorchIterableDataset(self)

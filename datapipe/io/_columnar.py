@@ -21,13 +21,13 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
 
 from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
+from datapipe._lazy import lazy_module
 from datapipe._positions import error_from_state, error_to_state
 from datapipe._spec import TensorSpec, batched_spec
 from datapipe._validate import check_bool, check_optional_int
@@ -39,6 +39,11 @@ from datapipe.io._remote import is_url
 from datapipe.io._safe_files import is_regular_file
 from datapipe.io.file_source import FileSource, unit_path
 from datapipe.io.files import match_files
+
+if TYPE_CHECKING:  # pyarrow is imported on first use (datapipe/_lazy.py)
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")
 
 _GLOB_CHARS = set("*?[")
 

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
+from datapipe._lazy import lazy_module
 from datapipe.io._columnar import ColumnarSource, source
 from datapipe.io._errors import FileReadError
 from datapipe.io._remote import is_url
+
+if TYPE_CHECKING:  # pyarrow is imported on first use (datapipe/_lazy.py)
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")
 
 
 def _open(path: str) -> pa.ipc.RecordBatchFileReader:
