@@ -140,11 +140,12 @@ class Dataset:
     _name = "dataset"
     _inputs: tuple[Dataset, ...] = ()
     _options: Options | None = None
+    _origin: Dataset  # on the copies graph rewrites make (_rewrites.copy_node)
 
     elementwise: ClassVar[bool] = False
     commutes_with_shard: ClassVar[bool] = False
     expands: ClassVar[bool] = False
-    uses_randomness: ClassVar[bool] = False
+    uses_randomness: bool = False  # an op may set it per instance (first_fit_pack)
     keeps_random_access: ClassVar[bool] = False
     selects_indices: ClassVar[bool] = False
     repeats_input: ClassVar[bool] = False
@@ -155,7 +156,7 @@ class Dataset:
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("cardinality")
         if own is not None and not getattr(own, "worker_view", False):
-            cls.cardinality = _worker_view(own)  # type: ignore[method-assign]
+            cls.cardinality = _worker_view(own)  # type: ignore[method-assign,assignment]
 
     def __init__(self, *inputs: Dataset):
         for x in inputs:
@@ -743,7 +744,7 @@ class Dataset:
         return f"<{type(self).__name__} {self._name} element_spec={self.element_spec!r}>"
 
 
-Dataset.cardinality = _worker_view(Dataset.cardinality)  # type: ignore[method-assign]
+Dataset.cardinality = _worker_view(Dataset.cardinality)  # type: ignore[method-assign,assignment]
 
 
 class UnaryDataset(Dataset):

@@ -53,7 +53,7 @@ def resolve_paths(paths: Any, op: str) -> list[str]:
     with ``.`` or ``_`` as pyarrow's dataset discovery does), a glob, or a list of those."""
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     out: list[str] = []
-    for p in map(os.fspath, items):
+    for p in [os.fspath(x) for x in items]:
         if is_url(p):
             out += _resolve_url(p, op)
         elif os.path.isdir(p):
@@ -158,6 +158,7 @@ def field_spec(field: pa.Field, path: str) -> TensorSpec:
     t = field.type
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         inner = field_spec(pa.field(field.name, t.value_type), path)
+        assert inner.shape is not None  # a column's rows have a known rank
         return TensorSpec((None, *inner.shape), inner.dtype)
     sample = column_to_numpy(pa.array([], t), field.name, path)
     return TensorSpec(sample.shape[1:], sample.dtype)
@@ -318,7 +319,8 @@ class ColumnarIterator(OpIterator):
         """Up to ``n`` rows as pieces (one list of column slices per unit touched). With
         ``partial_ok``, a unit that fails to load after some rows were taken ends the take
         and its error waits in ``pending`` (rows before a failure are delivered first)."""
-        pieces, need = [], n
+        pieces: list = []
+        need = n
         while need > 0:
             try:
                 cols = self._current()

@@ -50,7 +50,8 @@ class ArrowIPCDataset(ColumnarSource):
 
     def _total_rows(self) -> int | None:
         if self._rows is None:
-            rows, readers = {}, {}
+            rows: dict = {}
+            readers: dict = {}
             for u in self._files:
                 r = readers.get(u[0]) or readers.setdefault(u[0], _open(u[0]))
                 rows[u] = r.get_batch(u[1]).num_rows
