@@ -13,6 +13,7 @@ same stream whatever the rewrites did and however many threads run.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -113,7 +114,7 @@ class IterContext:
         opts = merged_options(root, nodes) if options is None else options
         if seed is None:
             seed = opts.seed
-        seed = int(seed) if seed is not None else int(np.random.SeedSequence().entropy % 2**63)
+        seed = int(seed) if seed is not None else secrets.randbits(63)
         if seed < 0:  # an int64 seed as tf.data takes it; numpy's seeds are non-negative
             seed %= 2**64
         positions: dict[int, int] = {}

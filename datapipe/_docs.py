@@ -61,7 +61,6 @@ _SOURCES = {
     "with_options": ("datapipe.ops.with_options", "OptionsDataset"),
     "save": ("datapipe.io.save", "save_dataset"),
     "load": ("datapipe.io.save", "load_dataset"),
-    "as_torch_dataset": ("datapipe.distribute.torch_dataset", "TorchIterableDataset"),
 }
 
 # cache(filename) is a different op from cache(): both texts are shown.

@@ -93,7 +93,8 @@ class ElementwiseIterator(OpIterator):
         now when nothing good came before it, else return ``out`` and raise it next call."""
         self.count += j + 1
         self.leftover = chunk[j + 1 :] + self.leftover
-        self.pending, err = err, None  # no local may keep it (see raise_pending)
+        self.pending = err
+        del err  # no local may keep it (see raise_pending)
         if not out:
             raise_pending(self, cause=cause)
         return out
@@ -107,7 +108,7 @@ class ElementwiseIterator(OpIterator):
             chunk = self._take(n)
             if not chunk:
                 return []
-            out = []
+            out: list = []
             for j, x in enumerate(chunk):
                 try:
                     kept = keep(x)

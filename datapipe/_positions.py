@@ -17,6 +17,7 @@ message at the same position.
 from __future__ import annotations
 
 import traceback
+from typing import overload
 
 from datapipe._iterator import OpIterator
 from datapipe.errors import PipelineError
@@ -111,6 +112,12 @@ def error_to_state(error: BaseException | None) -> str | None:
     message. Without it a checkpoint taken just before the failure would resume past it
     silently, and every position after it would shift."""
     return None if error is None else str(error)
+
+
+@overload
+def error_from_state(message: str, op: str) -> BaseException: ...
+@overload
+def error_from_state(message: None, op: str) -> None: ...
 
 
 def error_from_state(message: str | None, op: str) -> BaseException | None:

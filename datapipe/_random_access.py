@@ -175,8 +175,8 @@ def get_item(dataset: Any, index: Any) -> Any:
         positions = range(n)[index]
         if not positions:
             return []
-        if positions.step != 1:
-            positions = list(positions)  # range fast paths expect step 1
+        if positions.step != 1:  # range fast paths expect step 1
+            return ra.get_many(list(positions), FIRST_EPOCH)
         return ra.get_many(positions, FIRST_EPOCH)
     return ra.get_many(range(_position(index, n), _position(index, n) + 1), FIRST_EPOCH)[0]
 

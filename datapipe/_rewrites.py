@@ -18,10 +18,12 @@ from __future__ import annotations
 import copy
 import itertools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from datapipe._context import IterContext, origin, walk
 from datapipe.dataset import REWRITES, Dataset
+
+_D = TypeVar("_D", bound=Dataset)
 
 
 def _substitute(value: Any, mapping: dict[int, Dataset]) -> Any:
@@ -37,7 +39,7 @@ def _substitute(value: Any, mapping: dict[int, Dataset]) -> Any:
     return value
 
 
-def copy_node(node: Dataset) -> Dataset:
+def copy_node(node: _D) -> _D:
     """A shallow copy of ``node`` that stands for it (same seeds, raw ``cardinality()``)."""
     out = copy.copy(node)
     out._origin = origin(node)
@@ -45,7 +47,7 @@ def copy_node(node: Dataset) -> Dataset:
     return out
 
 
-def replace_inputs(node: Dataset, new_inputs: Sequence[Dataset]) -> Dataset:
+def replace_inputs(node: _D, new_inputs: Sequence[Dataset]) -> _D:
     """A copy of ``node`` reading ``new_inputs`` instead of its inputs (``node`` itself when
     they are the same objects).
 

@@ -8,6 +8,7 @@ elements keep their array type through the pipeline.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,10 +16,10 @@ import numpy as np
 
 from datapipe import _structure as nest
 
-try:  # torch is a runtime dependency, but the graph never needs it to describe numpy data
-    import torch
-except ImportError:  # pragma: no cover
-    torch = None  # type: ignore[assignment]
+# torch is a runtime dependency, but describing numpy data never needs it, and importing it
+# costs ~2 s and ~200 MB: `import datapipe` leaves it out. A value can only be a torch
+# tensor (or dtype) once something imported torch, so the checks below look in sys.modules
+# (getattr: a torch still being imported by another thread has no Tensor class yet).
 
 Shape = tuple  # tuple[int | None, ...] or None for unknown rank
 
@@ -79,7 +80,12 @@ class TensorSpec:
     def from_json(d: dict) -> TensorSpec:
         if d.get("unknown"):
             return UnknownSpec()
-        dtype = getattr(torch, d["dtype"]) if d.get("torch") else np.dtype(d["dtype"])
+        if d.get("torch"):
+            import torch
+
+            dtype = getattr(torch, d["dtype"])
+        else:
+            dtype = np.dtype(d["dtype"])
         return TensorSpec(None if d["shape"] is None else tuple(d["shape"]), dtype)
 
 
@@ -104,7 +110,8 @@ class UnknownSpec(TensorSpec):
 
 
 def is_torch_dtype(dtype: Any) -> bool:
-    return torch is not None and isinstance(dtype, torch.dtype)
+    torch_dtype = getattr(sys.modules.get("torch"), "dtype", None)
+    return torch_dtype is not None and isinstance(dtype, torch_dtype)
 
 
 def dtype_name(dtype: Any) -> str:
@@ -114,7 +121,8 @@ def dtype_name(dtype: Any) -> str:
 
 
 def is_torch(x: Any) -> bool:
-    return torch is not None and isinstance(x, torch.Tensor)
+    tensor = getattr(sys.modules.get("torch"), "Tensor", None)
+    return tensor is not None and isinstance(x, tensor)
 
 
 @dataclass(frozen=True)

@@ -23,12 +23,15 @@ import types
 from collections.abc import Callable, Sequence
 from collections.abc import Iterator as PyIterator
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from datapipe._context import IterContext, merged_options
 from datapipe._iterator import Iterator, OpIterator
 from datapipe._random_access import RandomAccess, RandomAccessIterator
 from datapipe.options import Options
+
+if TYPE_CHECKING:  # torch's IterableDataset: imported with the method, not the package
+    from datapipe.distribute.torch_dataset import TorchIterableDataset
 
 INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
@@ -137,11 +140,12 @@ class Dataset:
     _name = "dataset"
     _inputs: tuple[Dataset, ...] = ()
     _options: Options | None = None
+    _origin: Dataset  # on the copies graph rewrites make (_rewrites.copy_node)
 
     elementwise: ClassVar[bool] = False
     commutes_with_shard: ClassVar[bool] = False
     expands: ClassVar[bool] = False
-    uses_randomness: ClassVar[bool] = False
+    uses_randomness: bool = False  # an op may set it per instance (first_fit_pack)
     keeps_random_access: ClassVar[bool] = False
     selects_indices: ClassVar[bool] = False
     repeats_input: ClassVar[bool] = False
@@ -152,7 +156,7 @@ class Dataset:
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("cardinality")
         if own is not None and not getattr(own, "worker_view", False):
-            cls.cardinality = _worker_view(own)  # type: ignore[method-assign]
+            cls.cardinality = _worker_view(own)  # type: ignore[method-assign,assignment]
 
     def __init__(self, *inputs: Dataset):
         for x in inputs:
@@ -708,7 +712,15 @@ class Dataset:
 
         return load_dataset(path)
 
-    def as_torch_dataset(self) -> Any:
+    def as_torch_dataset(self) -> TorchIterableDataset:
+        """This pipeline as a ``torch.utils.data.IterableDataset`` for a ``DataLoader``.
+
+        Returns a ``datapipe.TorchIterableDataset``: each loader worker (and each
+        distributed rank) reads its own share through auto-sharding, ``set_epoch`` sets the
+        epoch, and ``state_dict()`` / ``load_state_dict()`` checkpoint the position exactly
+        (elastic across world sizes). Its class docstring has the details and an example.
+        Imports torch (this method's module does not, so ``import datapipe`` stays light).
+        """
         from datapipe.distribute.torch_dataset import TorchIterableDataset
 
         return TorchIterableDataset(self)
@@ -732,7 +744,7 @@ class Dataset:
         return f"<{type(self).__name__} {self._name} element_spec={self.element_spec!r}>"
 
 
-Dataset.cardinality = _worker_view(Dataset.cardinality)  # type: ignore[method-assign]
+Dataset.cardinality = _worker_view(Dataset.cardinality)  # type: ignore[method-assign,assignment]
 
 
 class UnaryDataset(Dataset):

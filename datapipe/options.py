@@ -12,7 +12,7 @@ import difflib
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from datapipe._validate import check_optional_bool, check_optional_int
 
@@ -40,6 +40,8 @@ class _Merge:
     field name (``Options().determinstic = False`` would otherwise be silently ignored),
     and fields with a known type are checked when set (see ``_CHECKS``).
     """
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # every subclass is a dataclass
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name.startswith("_"):  # the library's own bookkeeping, not an option

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 import torch
@@ -23,6 +23,14 @@ def check_choice(layer: Any, name: str, value: Any, allowed: tuple) -> str:
     if not isinstance(value, str) or value not in allowed:
         layer._fail(name, f"must be one of {allowed}", value)
     return value
+
+
+@overload
+def check_int(
+    layer: Any, name: str, value: Any, low: int, optional: Literal[False] = False
+) -> int: ...
+@overload
+def check_int(layer: Any, name: str, value: Any, low: int, optional: bool) -> int | None: ...
 
 
 def check_int(layer: Any, name: str, value: Any, low: int, optional: bool = False) -> int | None:

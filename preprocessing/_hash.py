@@ -22,6 +22,7 @@ most 64 bytes, so ``torch.export`` traces the integer path (decimal strings have
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -68,7 +69,9 @@ def shift_mix(x: torch.Tensor) -> torch.Tensor:
 
 
 # ----------------------------------------------------------------------------- bytes
-def strings_to_bytes(strings: Sequence, encoding: str = "utf-8") -> tuple[np.ndarray, np.ndarray]:
+def strings_to_bytes(
+    strings: Sequence | np.ndarray, encoding: str = "utf-8"
+) -> tuple[np.ndarray, np.ndarray]:
     """``(uint8 matrix (N, width), int64 lengths (N,))`` of str/bytes values; str values are
     encoded with ``encoding``. ``width`` (the longest length, at least 8, plus 8) leaves
     room for the widest 8-byte read. A numpy
@@ -350,15 +353,20 @@ def fingerprint_cat64(fp1: torch.Tensor, fp2: torch.Tensor) -> torch.Tensor:
 
 
 def hash_bytes(
-    b: torch.Tensor, n: torch.Tensor, salt: Sequence[int] | None, max_len: int | None = None
-) -> torch.Tensor:
+    b: Any,  # numpy arrays (strings) or torch tensors (integers): the same ops on either
+    n: Any,
+    salt: Sequence[int] | None,
+    max_len: int | None = None,
+) -> Any:
     """Fingerprint64 (``salt`` None) or SipHash-2-4 keyed by ``salt`` of each row of the
     uint8 matrix ``b`` (lengths ``n``)."""
     w = byte_words(b)
     return fingerprint64(w, n, max_len) if salt is None else siphash24(w, n, salt, max_len)
 
 
-def hash_strings(strings: Sequence, salt: Sequence[int] | None, encoding: str = "utf-8"):
+def hash_strings(
+    strings: Sequence | np.ndarray, salt: Sequence[int] | None, encoding: str = "utf-8"
+) -> torch.Tensor:
     """int64 hashes (uint64 bits) of a flat sequence of str/bytes values."""
     if len(strings) == 0:
         return torch.zeros(0, dtype=torch.int64)

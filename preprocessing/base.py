@@ -16,7 +16,7 @@ import inspect
 import json
 import math
 import threading
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn, TypeVar
 
 import numpy as np
 import torch
@@ -45,6 +45,9 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, np.ndarray) or isinstance(value, torch.Tensor):
         return _jsonable(value.tolist())
     return value
+
+
+_L = TypeVar("_L", bound="Layer")
 
 
 class Layer(torch.nn.Module):
@@ -86,8 +89,9 @@ class Layer(torch.nn.Module):
             ``dtype`` is not a policy name.
     """
 
-    _checks_layout: ClassVar[bool] = True
+    _checks_layout: bool = True  # a layer may set it per instance (Normalization)
     _random: ClassVar[bool] = False  # True: identity in eval() (RandomLayer)
+    _config_values: dict[str, Any]  # arguments get_config reports as set now (adapted state)
 
     _abstract: ClassVar[bool] = True  # abstract bases stay out of the registry
 
@@ -104,7 +108,7 @@ class Layer(torch.nn.Module):
         self.dtype = resolve_dtype(dtype, type(self).__name__)
 
     # ----------------------------------------------------------------- errors
-    def _fail(self, arg: str, what: str, got: Any) -> None:
+    def _fail(self, arg: str, what: str, got: Any) -> NoReturn:
         raise ValueError(f"{type(self).__name__}: {arg} {what}; got {got!r}")
 
     # ----------------------------------------------------------------- config
@@ -124,7 +128,7 @@ class Layer(torch.nn.Module):
         return config
 
     @classmethod
-    def from_config(cls, config: dict[str, Any]) -> Layer:
+    def from_config(cls: type[_L], config: dict[str, Any]) -> _L:
         """Rebuild a layer from ``get_config()``'s output.
 
         Raises:
@@ -384,6 +388,9 @@ class RandomLayer(Layer):
 
     _abstract = True
     _random = True
+
+    # buffers (register_buffer), declared for type checkers
+    _draws: torch.Tensor
 
     def __init__(
         self, seed: int | None = None, data_format: str | None = None, dtype: str | None = None

@@ -120,7 +120,9 @@ def convert_format(
         boxes = boxes.to(torch.float32)
     if source == target:
         return boxes.clone()
-    h, w = (float(height), float(width)) if height is not None else (1.0, 1.0)
+    h, w = 1.0, 1.0
+    if height is not None and width is not None:
+        h, w = float(height), float(width)
     return _from_xyxy(_to_xyxy(boxes, source, h, w), target, h, w)
 
 

@@ -46,7 +46,7 @@ class CategoryEncoding(Layer):
     _checks_layout = False
 
     def __init__(
-        self, num_tokens: int = None, output_mode: str = "multi_hot", sparse: bool = False
+        self, num_tokens: int | None = None, output_mode: str = "multi_hot", sparse: bool = False
     ):
         super().__init__()
         if num_tokens is None:

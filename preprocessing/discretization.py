@@ -49,6 +49,9 @@ class Discretization(Layer):
 
     _checks_layout = False
 
+    # buffers (register_buffer), declared for type checkers
+    bin_boundaries: torch.Tensor
+
     def __init__(
         self,
         bin_boundaries: list[float] | None = None,
@@ -141,7 +144,7 @@ class Discretization(Layer):
         self._set_boundaries(get_bin_boundaries(summary, self.num_bins).tolist())
 
     # ------------------------------------------------------------------ call
-    def forward(self, inputs: Any) -> torch.Tensor:
+    def forward(self, inputs: Any) -> torch.Tensor:  # type: ignore[override]  # no generator
         if not self._known:
             raise ValueError(
                 "Discretization: no bin boundaries; pass bin_boundaries= or call adapt()"

@@ -120,7 +120,7 @@ def boxes_extent(
 
 
 def window_matrix(
-    top: torch.Tensor, left: torch.Tensor, win_h: Any, win_w: Any, out_h: int, out_w: int
+    top: torch.Tensor, left: torch.Tensor | int, win_h: Any, win_w: Any, out_h: int, out_w: int
 ) -> torch.Tensor:
     """``(B, 3, 3)`` for "crop the window (top, left, win_h, win_w), resize it to
     (out_h, out_w)": x_out = (x_in - left) * out_w / win_w (continuous coordinates)."""

@@ -110,7 +110,7 @@ class Hashing(Layer):
         if self.sparse and self.output_mode == "int":
             self._fail("sparse", "needs output_mode other than 'int'", True)
 
-    def forward(self, inputs: Any) -> torch.Tensor:
+    def forward(self, inputs: Any) -> torch.Tensor:  # type: ignore[override]  # no generator
         bins = self.num_bins
         masked = self.mask_value is not None and bins > 1
         if masked:
@@ -127,7 +127,8 @@ class Hashing(Layer):
         if isinstance(values, torch.Tensor):
             if isinstance(mask, str):  # a string mask never equals a number
                 return torch.zeros_like(values, dtype=torch.bool)
-            return values == mask
+            assert mask is not None  # called only with a mask_value
+            return torch.eq(values, mask)
         flat = [v.decode() if isinstance(v, bytes) else v for v in values.reshape(-1).tolist()]
         hit = np.array([v == mask for v in flat], dtype=bool).reshape(values.shape)
         return torch.from_numpy(hit)
@@ -181,7 +182,7 @@ class HashedCrossing(Layer):
             self._fail("inputs", "must be integers or strings", f"dtype {t.dtype}")
         return t.to(torch.int64)
 
-    def forward(self, inputs: Any) -> torch.Tensor:
+    def forward(self, inputs: Any) -> torch.Tensor:  # type: ignore[override]  # no generator
         if not isinstance(inputs, (list, tuple)) or len(inputs) < 2:
             self._fail("inputs", "must be a list or tuple of at least two features", type(inputs))
         hashes = [self._feature_hash(x) for x in inputs]

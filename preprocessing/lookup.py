@@ -37,6 +37,9 @@ class _IndexLookup(Layer):
     _checks_layout = False
 
     # ------------------------------------------------------------ construction
+    # buffers (register_buffer), declared for type checkers
+    idf_weights: torch.Tensor
+
     def _init_lookup(self, args: dict[str, Any]) -> None:
         self.max_tokens = cat.check_int(self, "max_tokens", args["max_tokens"], 2, optional=True)
         self.num_oov_indices = cat.check_int(self, "num_oov_indices", args["num_oov_indices"], 0)
@@ -166,7 +169,7 @@ class _IndexLookup(Layer):
         # Keras: the special tokens get the mean weight, pad_to_max_tokens pads with zeros.
         idf = np.concatenate([np.full(front, np.average(idf) if front else 0.0), idf])
         if self.pad_to_max_tokens:
-            idf = np.concatenate([idf, np.zeros(self.max_tokens - len(idf))])
+            idf = np.concatenate([idf, np.zeros(self._padded_size() - len(idf))])
         return idf.astype(np.float32)
 
     def _set_state(self, tokens: list, idf: np.ndarray | None) -> None:
@@ -271,12 +274,17 @@ class _IndexLookup(Layer):
             front = np.full(self._token_start_index(), weights.mean(dtype=np.float32))
             idf = np.concatenate([front, weights]).astype(np.float32)
             if self.pad_to_max_tokens:
-                idf = np.concatenate([idf, np.zeros(self.max_tokens - len(idf), np.float32)])
+                idf = np.concatenate([idf, np.zeros(self._padded_size() - len(idf), np.float32)])
         self._set_state(tokens, idf)
 
     # ------------------------------------------------------------------ call
     def _depth(self) -> int:
-        return self.max_tokens if self.pad_to_max_tokens else self.vocabulary_size()
+        return self._padded_size() if self.pad_to_max_tokens else self.vocabulary_size()
+
+    def _padded_size(self) -> int:
+        """``max_tokens``, which ``pad_to_max_tokens`` requires (checked at construction)."""
+        assert self.max_tokens is not None
+        return self.max_tokens
 
     def _check_ready(self) -> None:
         if not self._tokens and (self.output_mode != "int" or self.invert):
@@ -419,7 +427,7 @@ class StringLookup(_IndexLookup):
             self._fail("input", "must hold strings", f"dtype {arr.dtype}")
         return arr
 
-    def forward(self, inputs: Any) -> Any:
+    def forward(self, inputs: Any) -> Any:  # type: ignore[override]  # no generator
         if self.invert:
             return self._invert(inputs)
         self._check_ready()
@@ -486,6 +494,9 @@ class IntegerLookup(_IndexLookup):
     """
 
     _state_buffers = ("vocabulary",)
+
+    # buffers (register_buffer), declared for type checkers
+    vocabulary: torch.Tensor
 
     def __init__(
         self,
@@ -561,7 +572,7 @@ class IntegerLookup(_IndexLookup):
             self._fail("input", "must be integers", f"dtype {x.dtype}")
         return x.to(torch.int64)
 
-    def forward(self, inputs: Any) -> torch.Tensor:
+    def forward(self, inputs: Any) -> torch.Tensor:  # type: ignore[override]  # no generator
         self._check_ready()
         x = self._as_tensor(inputs)
         if self.invert:

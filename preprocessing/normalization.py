@@ -60,6 +60,10 @@ class Normalization(Layer):
                 [[2.]]])
     """
 
+    # buffers (register_buffer), declared for type checkers
+    mean: torch.Tensor
+    variance: torch.Tensor
+
     def __init__(
         self,
         axis: str | int | list[int] | None = "channel",
@@ -263,7 +267,7 @@ class Normalization(Layer):
 
     def _stream_moments(self, batches: Any, steps: int | None, bar: Any) -> tuple:
         """(count, mean, M2) of all ``batches`` (mean None when there was no element)."""
-        count, mean, m2 = 0, None, None
+        count, mean, m2 = 0, None, None  # mean is None until a batch had elements
         for step, batch in enumerate(batches):
             if steps is not None and step >= steps:
                 break
@@ -280,6 +284,7 @@ class Normalization(Layer):
                     f"{tuple(mean.shape)} then {tuple(b_mean.shape)}"
                 )
             # Chan et al.: merge (count, mean, M2) pairs without cancellation.
+            assert m2 is not None  # set with mean
             total_n = count + n
             delta = b_mean - mean
             mean = mean + delta * (n / total_n)

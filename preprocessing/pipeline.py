@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -18,15 +18,14 @@ def _groups(layers: list[Layer]) -> list[list[Layer]]:
     groups: list[list[Layer]] = []
     key: tuple | None = None
     for layer in layers:
-        fusable = isinstance(layer, AffineLayer)
-        if fusable and groups and isinstance(groups[-1][0], AffineLayer):
+        if isinstance(layer, AffineLayer) and groups and isinstance(groups[-1][0], AffineLayer):
             k = layer._fill_key()
             if k is None or key is None or k == key:
                 groups[-1].append(layer)
                 key = key or k
                 continue
         groups.append([layer])
-        key = layer._fill_key() if fusable else None
+        key = layer._fill_key() if isinstance(layer, AffineLayer) else None
     return groups
 
 
@@ -102,12 +101,13 @@ class Pipeline(Layer):
         else:
             batch, single = self._as_batch(data)
             x = self._unbatch(self._to_float(batch), single)
-        for group in _groups(list(self.layers)):
+        for group in _groups([cast(Layer, m) for m in self.layers]):
             anchor = None
             if len(group) > 1:  # only AffineLayers form groups of several
-                anchor = next((a for a in group if a._fill_key() is not None), None)
+                fusable = [a for a in group if isinstance(a, AffineLayer)]  # all of them
+                anchor = next((a for a in fusable if a._fill_key() is not None), None)
             if anchor is not None:
-                x = self._fused(group, anchor, x, generator)
+                x = self._fused(fusable, anchor, x, generator)
                 continue
             for layer in group:
                 if isinstance(layer, (RandomLayer, Pipeline)):
@@ -127,7 +127,7 @@ class Pipeline(Layer):
             m = layer.matrix(layer.get_random_transformation(batch, generator), h, w)
             # Layer A then B samples the input at M_A @ M_B @ p.
             matrix = m if matrix is None else matrix @ m
-        params = {
+        params: dict[str, Any] = {
             "matrix": matrix,
             "projective": any(a._projective for a in group),
             "input_shape": tuple(batch.shape),

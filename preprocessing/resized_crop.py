@@ -110,11 +110,13 @@ def resize_windows(
         idx = rows[..., k].view(b, 1, out_h, 1).expand(b, c, out_h, w)
         term = x.gather(2, idx) * row_w[..., k].view(b, 1, out_h, 1).to(x.dtype)
         acc = term if acc is None else acc.add_(term)
+    assert acc is not None  # the kernel has at least one tap
     y, out = acc, None
     for k in range(cols.shape[-1]):  # then columns: (B, C, out_h, out_w)
         idx = cols[..., k].view(b, 1, 1, out_w).expand(b, c, out_h, out_w)
         term = y.gather(3, idx) * col_w[..., k].view(b, 1, 1, out_w).to(x.dtype)
         out = term if out is None else out.add_(term)
+    assert out is not None
     return out
 
 

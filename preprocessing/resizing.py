@@ -50,7 +50,8 @@ def aspect_window(h: int, w: int, height: int, width: int) -> tuple[int, int, in
 
 def crop_to_aspect(x: torch.Tensor, height: int, width: int) -> torch.Tensor:
     """The largest centred window of (B, C, H, W) ``x`` with the target aspect ratio."""
-    top, left, crop_h, crop_w = aspect_window(*x.shape[-2:], height, width)
+    h, w = x.shape[-2:]
+    top, left, crop_h, crop_w = aspect_window(h, w, height, width)
     return x[..., top : top + crop_h, left : left + crop_w]
 
 
@@ -63,7 +64,8 @@ def pad_amounts(h: int, w: int, height: int, width: int) -> tuple[int, int]:
 
 def pad_to_aspect(x: torch.Tensor, height: int, width: int, fill_value: float) -> torch.Tensor:
     """Pad (B, C, H, W) ``x`` symmetrically with ``fill_value`` to the target aspect ratio."""
-    top, left = pad_amounts(*x.shape[-2:], height, width)
+    h, w = x.shape[-2:]
+    top, left = pad_amounts(h, w, height, width)
     # Keras pads both sides by the same amount (the centred start).
     return F.pad(x, (left, left, top, top), value=float(fill_value))
 
@@ -80,7 +82,8 @@ def center_crop_nchw(
     x: torch.Tensor, height: int, width: int, interpolation: str = "bilinear"
 ) -> torch.Tensor:
     """Keras's CenterCrop: crop when large enough, else crop to aspect and resize."""
-    top, left, crop_h, crop_w = center_window(*x.shape[-2:], height, width)
+    h, w = x.shape[-2:]
+    top, left, crop_h, crop_w = center_window(h, w, height, width)
     x = x[..., top : top + crop_h, left : left + crop_w]
     return resize_nchw(x, (height, width), interpolation)
 

@@ -113,6 +113,10 @@ class MelSpectrogram(Layer):
 
     _checks_layout = False
 
+    # buffers (register_buffer), declared for type checkers
+    _window: torch.Tensor
+    _mel: torch.Tensor
+
     def __init__(
         self,
         fft_length: int = 2048,
@@ -167,7 +171,7 @@ class MelSpectrogram(Layer):
         )
         self.register_buffer("_mel", mel, persistent=False)
 
-    def forward(self, inputs: Any) -> torch.Tensor:
+    def forward(self, inputs: Any) -> torch.Tensor:  # type: ignore[override]  # no generator
         x = inputs if isinstance(inputs, torch.Tensor) else torch.as_tensor(np.asarray(inputs))
         if x.ndim not in (1, 2):
             self._fail("input", "must have shape (time,) or (batch, time)", tuple(x.shape))
@@ -229,6 +233,10 @@ class STFTSpectrogram(Layer):
 
     MODES = ("log", "magnitude", "psd", "real", "imag", "angle", "stft")
 
+    # buffers (register_buffer), declared for type checkers
+    _real: torch.Tensor
+    _imag: torch.Tensor
+
     def __init__(
         self,
         mode: str = "log",
@@ -274,7 +282,7 @@ class STFTSpectrogram(Layer):
         real, imag = torch.cos(args), torch.sin(args)
         if win is not None:
             w = win.to(f32).reshape(-1, 1)
-            scale = 1.0
+            scale: float | torch.Tensor = 1.0
             if self.scaling == "density":
                 scale = w.square().sum().sqrt()
             elif self.scaling == "spectrum":
@@ -303,7 +311,7 @@ class STFTSpectrogram(Layer):
             return out.transpose(2, 3)
         return out.reshape(b, c * f, t)
 
-    def forward(self, inputs: Any) -> torch.Tensor:
+    def forward(self, inputs: Any) -> torch.Tensor:  # type: ignore[override]  # no generator
         x = inputs if isinstance(inputs, torch.Tensor) else torch.as_tensor(np.asarray(inputs))
         if x.ndim != 3:
             self._fail(
@@ -315,12 +323,11 @@ class STFTSpectrogram(Layer):
             self._fail("input", "must be float16, float32 or float64", f"dtype {x.dtype}")
         if self.data_format == "channels_last":
             x = x.transpose(1, 2)
-        real = None if self.mode == "imag" else self._conv(x, self._real)
-        imag = None if self.mode == "real" else self._conv(x, self._imag)
         if self.mode == "real":
-            return self._layout(real)
+            return self._layout(self._conv(x, self._real))
         if self.mode == "imag":
-            return self._layout(imag)
+            return self._layout(self._conv(x, self._imag))
+        real, imag = self._conv(x, self._real), self._conv(x, self._imag)
         if self.mode == "angle":
             return self._layout(torch.atan2(imag, real))
         if self.mode == "stft":

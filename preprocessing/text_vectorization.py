@@ -269,7 +269,7 @@ class TextVectorization(Layer):
             result = torch.nn.functional.pad(result, (0, length - result.shape[-1]))
         return result
 
-    def forward(self, inputs: Any) -> Any:
+    def forward(self, inputs: Any) -> Any:  # type: ignore[override]  # no generator
         if self.split is None:
             return self._forward_unsplit(inputs)
         strings, single = self._strings(inputs)
@@ -296,12 +296,12 @@ class TextVectorization(Layer):
             k = min(n, width)
             matrix[i, :k] = ids[start : start + k]
             start += n
-        out = torch.from_numpy(matrix)
+        encoded = torch.from_numpy(matrix)
         if self.output_mode != "int":
             if self.output_mode == "one_hot":
-                out = out[:, 0] if width else torch.full((len(rows),), -1)
-            out = lk._encode(out)
-        return out[0] if single else out
+                encoded = encoded[:, 0] if width else torch.full((len(rows),), -1)
+            encoded = lk._encode(encoded)
+        return encoded[0] if single else encoded
 
     def extra_repr(self) -> str:
         std = getattr(self.standardize, "__name__", self.standardize)

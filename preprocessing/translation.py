@@ -18,8 +18,8 @@ class RandomTranslation(AffineLayer):
             height, a pair ``(lo, hi)`` (``lo <= hi``) from ``[lo, hi]``; positive shifts
             down. In [-1, 1].
         width_factor: the same for the horizontal shift; positive shifts right.
-        fill_mode, interpolation, seed, fill_value, data_format, bounding_box_format,
-            dtype: as ``RandomRotation``.
+        fill_mode, interpolation, seed, fill_value, data_format, bounding_box_format, dtype:
+            as ``RandomRotation``.
 
     Input: a rank-3 image, a rank-4 batch or a dict of targets (``Layer``: boxes, masks
     and keypoints move with the pixels). Output: same shape; float dtypes are kept,

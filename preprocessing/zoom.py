@@ -19,8 +19,8 @@ class RandomZoom(AffineLayer):
             zooms in (the sampling step is ``1 + factor``). Values in (-1, 1].
         width_factor: the same for the horizontal axis; None (default) reuses the
             vertical zoom, keeping the aspect ratio.
-        fill_mode, interpolation, seed, fill_value, data_format, bounding_box_format,
-            dtype: as ``RandomRotation``.
+        fill_mode, interpolation, seed, fill_value, data_format, bounding_box_format, dtype:
+            as ``RandomRotation``.
 
     Input: a rank-3 image, a rank-4 batch or a dict of targets (``Layer``: boxes, masks
     and keypoints move with the pixels). Output: same shape; float dtypes are kept,

@@ -12,9 +12,19 @@ from datapipe.distribute.context import (
     resolve_worker_context,
 )
 from datapipe.distribute.state_io import load_state, save_state
-from datapipe.distribute.torch_dataset import TorchIterableDataset
 
 install()
+
+
+def __getattr__(name: str) -> object:
+    # TorchIterableDataset subclasses torch's IterableDataset: importing it imports torch
+    # (~2 s), so it is loaded on first use, not with the package.
+    if name == "TorchIterableDataset":
+        from datapipe.distribute.torch_dataset import TorchIterableDataset
+
+        return TorchIterableDataset
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AutoShardError",

@@ -81,7 +81,7 @@ import logging
 import sys
 import weakref
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 from datapipe._context import IterContext, origin, walk
 from datapipe._rewrites import copy_node, replace_inputs
@@ -98,6 +98,12 @@ from datapipe.distribute.shard_point import (
 from datapipe.distribute.share import WHOLE, Share, split_counts, worker_share
 from datapipe.errors import DatapipeError
 from datapipe.options import AutoShardPolicy, Options
+
+if TYPE_CHECKING:  # datapipe.io is imported by the user's graph, not by auto-sharding
+    from datapipe.io.file_source import FileSource
+    from datapipe.io.files import FileListDataset
+
+_T = TypeVar("_T")
 
 logger = logging.getLogger("datapipe.distribute")
 
@@ -154,18 +160,18 @@ def uneven_of(options: Options) -> str:
 
 
 # ---- graph facts -----------------------------------------------------------------------
-def _file_source_class() -> type | None:
+def _file_source_class() -> type[FileSource] | None:
     # Not imported yet means no FileSource exists in any graph: skip importing datapipe.io.
     module = sys.modules.get("datapipe.io.file_source")
     return None if module is None else module.FileSource
 
 
-def _file_list_class() -> type | None:
+def _file_list_class() -> type[FileListDataset] | None:
     module = sys.modules.get("datapipe.io.files")
     return None if module is None else module.FileListDataset
 
 
-def _is(node: Dataset, cls: type | None) -> bool:
+def _is(node: Dataset, cls: type[_T] | None) -> TypeGuard[_T]:
     return cls is not None and isinstance(node, cls)
 
 
@@ -276,7 +282,7 @@ class _Builder:
         def visit(node: Dataset) -> Dataset:
             if id(node) not in memo:
                 out = replace_inputs(node, [visit(c) for c in node._inputs])
-                if _is(node, file_list) and _varies_between_workers(node, self.options):
+                if _is(out, file_list) and _varies_between_workers(node, self.options):
                     pos = self.ctx.positions.get(id(origin(node)), 0)
                     out = out.with_seed(zlib.crc32(f"datapipe.auto_shard/{pos}".encode()))
                     self._note(

@@ -181,6 +181,7 @@ class IndexCutIterator(RandomAccessIterator):
     """Reads the share in order; ``taken`` (the state's ``index``) is how many of its
     elements were read; ``ended``: the ops above were told that the share ended."""
 
+    ra: ShareAccess  # type: ignore[assignment]  # IndexCut reads through one
     ended = False
 
     def next_chunk(self, n: int) -> list:
@@ -244,7 +245,9 @@ class StreamCutIterator(OpIterator):
 
     def _next_whole(self, n: int) -> list:
         """The share is the stream itself (one worker): pass chunks through."""
-        want = n if self.whole < 0 else min(n, self.whole - self.pos)
+        whole = self.whole
+        assert whole is not None  # only called when the share is the whole stream
+        want = n if whole < 0 else min(n, whole - self.pos)
         got = self.inputs[0].next_chunk(want) if want > 0 and not self.done else []
         if not got:
             self.done = True
@@ -424,7 +427,7 @@ class UnitCutIterator(OpIterator):
             return []
         got = self._filler().next_chunk(want)
         if not got:  # the filler ran out: read it again from its start
-            self.filler.close()
+            self._filler().close()
             self.filler = None
             got = self._filler().next_chunk(want)
             if not got:

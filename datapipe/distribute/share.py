@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -245,12 +245,19 @@ def _segment(s: dict) -> Segment:
     )
 
 
-def split_counts(r: int | None, count: int, uneven: str) -> list[int | None]:
+@overload
+def split_counts(r: int, count: int, uneven: str) -> list[int]: ...
+@overload
+def split_counts(r: int | None, count: int, uneven: str) -> list[int | None]: ...
+
+
+def split_counts(r: int | None, count: int, uneven: str) -> list[int] | list[int | None]:
     """How many elements of a base set of ``r`` each of ``count`` workers reads (None:
     unbounded), evened out as ``uneven`` says ("allow": shard sizes; "drop": the smallest;
     "pad": the shard sizes, padded to the largest by ``pad_share``)."""
     if r is None:
-        return [None] * count
+        unbounded: list[int | None] = [None] * count
+        return unbounded
     sizes = [r // count + (1 if j < r % count else 0) for j in range(count)]
     if uneven == "drop":
         return [min(sizes)] * count
@@ -270,6 +277,8 @@ def worker_share(
     base's first ones when their share is empty), as ``DistributedSampler`` pads.
     ``order_of(positions)``: the order to read the share's positions in (a permutation
     of their indices), or None for ascending."""
+    if r is None:  # unbounded: every worker reads its stride, nothing to pad
+        return Share([Split(index, count, None, base)])
     counts = split_counts(r, count, uneven)
     mine = counts[index]
     split = Split(index, count, mine, base)
@@ -277,7 +286,7 @@ def worker_share(
         order = order_of(split.positions(0, mine))
         if order is not None:
             split = Split(index, count, mine, base, tuple(int(j) for j in order))
-    if uneven != "pad" or r is None or max(counts) == mine:
+    if uneven != "pad" or max(counts) == mine:
         return Share([split])
     need = max(counts) - mine
     if mine > 0:

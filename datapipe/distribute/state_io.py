@@ -25,7 +25,7 @@ import math
 import os
 import tempfile
 import zipfile
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -70,7 +70,7 @@ def _encode(x: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
             return {
                 TAG: "namedtuple",
                 "name": type(x).__name__,
-                "fields": list(x._fields),
+                "fields": list(cast(Any, x)._fields),
                 "items": items,
             }
         return {TAG: "tuple", "items": items}
@@ -161,7 +161,7 @@ def _decode(x: Any, arrays: Any) -> Any:
     if tag == "tuple":
         return tuple(_decode(v, arrays) for v in x["items"])
     if tag == "namedtuple":
-        cls = collections.namedtuple(x["name"], x["fields"])
+        cls = collections.namedtuple(x["name"], x["fields"])  # type: ignore[misc]  # made at run time
         return cls(*[_decode(v, arrays) for v in x["items"]])
     if tag == "dict":
         return {_hashable(_decode(k, arrays)): _decode(v, arrays) for k, v in x["items"]}
@@ -191,7 +191,7 @@ def state_to_bytes(state: Any) -> bytes:
     doc, arrays = encode_state(state)
     text = json.dumps({"format": _FORMAT, "state": doc})
     buf = io.BytesIO()
-    np.savez(buf, __json__=np.array(text), **arrays)
+    np.savez(buf, __json__=np.array(text), **cast(dict[str, Any], arrays))
     return buf.getvalue()
 
 

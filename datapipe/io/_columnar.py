@@ -21,13 +21,13 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
 
 from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
+from datapipe._lazy import lazy_module
 from datapipe._positions import error_from_state, error_to_state
 from datapipe._spec import TensorSpec, batched_spec
 from datapipe._validate import check_bool, check_optional_int
@@ -40,6 +40,11 @@ from datapipe.io._safe_files import is_regular_file
 from datapipe.io.file_source import FileSource, unit_path
 from datapipe.io.files import match_files
 
+if TYPE_CHECKING:  # pyarrow is imported on first use (datapipe/_lazy.py)
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")
+
 _GLOB_CHARS = set("*?[")
 
 
@@ -48,7 +53,7 @@ def resolve_paths(paths: Any, op: str) -> list[str]:
     with ``.`` or ``_`` as pyarrow's dataset discovery does), a glob, or a list of those."""
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     out: list[str] = []
-    for p in map(os.fspath, items):
+    for p in [os.fspath(x) for x in items]:
         if is_url(p):
             out += _resolve_url(p, op)
         elif os.path.isdir(p):
@@ -153,6 +158,7 @@ def field_spec(field: pa.Field, path: str) -> TensorSpec:
     t = field.type
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         inner = field_spec(pa.field(field.name, t.value_type), path)
+        assert inner.shape is not None  # a column's rows have a known rank
         return TensorSpec((None, *inner.shape), inner.dtype)
     sample = column_to_numpy(pa.array([], t), field.name, path)
     return TensorSpec(sample.shape[1:], sample.dtype)
@@ -313,7 +319,8 @@ class ColumnarIterator(OpIterator):
         """Up to ``n`` rows as pieces (one list of column slices per unit touched). With
         ``partial_ok``, a unit that fails to load after some rows were taken ends the take
         and its error waits in ``pending`` (rows before a failure are delivered first)."""
-        pieces, need = [], n
+        pieces: list = []
+        need = n
         while need > 0:
             try:
                 cols = self._current()

@@ -42,7 +42,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from datapipe.io._errors import FileReadError
 
@@ -197,11 +197,11 @@ def is_transient(e: BaseException) -> bool:
     The ``__cause__`` chain is searched too: fsspec's HTTP ``info`` turns every failure of
     its HEAD and GET requests into ``FileNotFoundError`` and chains the real one.
     """
-    seen = 0
-    while e is not None and seen < 8:
-        if _transient_one(e):
+    seen, cur = 0, cast(BaseException | None, e)
+    while cur is not None and seen < 8:
+        if _transient_one(cur):
             return True
-        e, seen = e.__cause__, seen + 1
+        cur, seen = cur.__cause__, seen + 1
     return False
 
 

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
+from datapipe._lazy import lazy_module
 from datapipe.io._columnar import ColumnarSource, source
 from datapipe.io._errors import FileReadError
 from datapipe.io._remote import is_url
+
+if TYPE_CHECKING:  # pyarrow is imported on first use (datapipe/_lazy.py)
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")
 
 
 def _open(path: str) -> pa.ipc.RecordBatchFileReader:
@@ -46,7 +50,8 @@ class ArrowIPCDataset(ColumnarSource):
 
     def _total_rows(self) -> int | None:
         if self._rows is None:
-            rows, readers = {}, {}
+            rows: dict = {}
+            readers: dict = {}
             for u in self._files:
                 r = readers.get(u[0]) or readers.setdefault(u[0], _open(u[0]))
                 rows[u] = r.get_batch(u[1]).num_rows

@@ -5,15 +5,22 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
+from datapipe._lazy import lazy_module
 from datapipe.io._columnar import ColumnarSource, source
 from datapipe.io._errors import FileReadError, SchemaMismatchError
+
+if TYPE_CHECKING:  # pyarrow is imported on first use (datapipe/_lazy.py)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+else:
+    pa = lazy_module("pyarrow")
+    pc = lazy_module("pyarrow.compute")
+    pacsv = lazy_module("pyarrow.csv")
 
 # A number as pyarrow's CSV reader parses one (ints, decimals, exponents, inf).
 _NUMBER = r"^\s*[-+]?((\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|(?i:inf|infinity))\s*$"

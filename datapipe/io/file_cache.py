@@ -13,6 +13,7 @@ shows its progress on a terminal (``DATAPIPE_PROGRESS=0`` hides it, see
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from datapipe._iterator import OpIterator
 from datapipe._progress import progress_bar
@@ -116,7 +117,7 @@ class CacheWriteIterator(OpIterator):
         self.count = 0
         total = ds._inputs[0].cardinality()
         self.expected = total if total >= 0 else None
-        self.bar = None  # opened with the first chunk, so an unused iterator draws nothing
+        self.bar: Any = None  # opened with the first chunk, so an unused iterator draws nothing
 
     def next_chunk(self, n: int) -> list:
         chunk = self.inner.next_chunk(n)
@@ -141,8 +142,8 @@ class CacheWriteIterator(OpIterator):
         if self.bar is None:
             total = self.ds._inputs[0].cardinality()
             name = f"cache {self.ds._filename.rstrip('/').rsplit('/', 1)[-1]}"
-            total = total if total >= 0 else None
-            self.bar = progress_bar(total=total, desc=name, unit="el", delay=1.0)
+            known = total if total >= 0 else None
+            self.bar = progress_bar(total=known, desc=name, unit="el", delay=1.0)
         self.bar.update(k)
 
     def _close_bar(self) -> None:

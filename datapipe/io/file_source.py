@@ -31,7 +31,7 @@ from __future__ import annotations
 import copy
 import itertools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from datapipe.dataset import Dataset
 
@@ -41,6 +41,9 @@ Unit = Any  # str | tuple[str, int]
 def unit_path(unit: Unit) -> str:
     """The file path of a unit (a path, or a ``(path, k)`` pair)."""
     return unit if isinstance(unit, str) else unit[0]
+
+
+_S = TypeVar("_S", bound="FileSource")
 
 
 class FileSource(Dataset):
@@ -57,7 +60,7 @@ class FileSource(Dataset):
         """The units this source reads: paths, or ``(path, k)`` pairs."""
         return self._files
 
-    def with_files(self, units: Sequence[Unit]) -> FileSource:
+    def with_files(self: _S, units: Sequence[Unit]) -> _S:
         """A copy that reads only ``units`` (each must be one of ``self.files``).
 
         Raises:

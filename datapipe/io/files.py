@@ -24,8 +24,8 @@ def match_files(
     Raises:
         FileNotFoundError: no file matches any pattern (the message lists the patterns).
     """
-    patterns = [file_pattern] if isinstance(file_pattern, (str, os.PathLike)) else file_pattern
-    patterns = [os.fspath(p) for p in patterns]
+    given = [file_pattern] if isinstance(file_pattern, (str, os.PathLike)) else file_pattern
+    patterns = [str(os.fspath(p)) for p in given]
     if not patterns:
         raise ValueError(f"{op}: file_pattern is an empty list")
     found: set[str] = set()

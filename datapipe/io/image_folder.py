@@ -75,7 +75,8 @@ def _walk(root: str, follow_links: bool, top: str) -> list[tuple[str, list[str]]
     ``follow_links``, a directory link that leads back to a directory above it (up to and
     past ``top``, the dataset's directory) is a loop and is not entered: it would list the
     same images over and over (or other classes' images as this one's)."""
-    out, chains = [], {}
+    out: list = []
+    chains: dict = {}
     outer = _ancestors(top) if follow_links else frozenset()
     for dirpath, dirs, files in os.walk(root, followlinks=follow_links):
         st = os.stat(dirpath)
@@ -99,7 +100,8 @@ def _walk_images(root: str, follow_links: bool, top: str) -> list[str]:
         found = remote.find(root, _OP)
         found.sort(key=lambda f: (f[0].rpartition("/")[0], f[0].rpartition("/")[2]))
         return [url for rel, url in found if rel.lower().endswith(ALLOWLIST_FORMATS)]
-    out, skipped = [], []
+    out: list = []
+    skipped: list = []
     for dirpath, files in _walk(root, follow_links, top):
         for f in sorted(files):
             if f.lower().endswith(ALLOWLIST_FORMATS):
@@ -452,7 +454,7 @@ def image_dataset_from_directory(
             f"got {names}"
         )
     if shuffle:  # Keras's global shuffle of the index, so that the split is the same as Keras's
-        s = int(np.random.randint(1e6)) if seed is None else seed
+        s = int(np.random.randint(1_000_000)) if seed is None else seed
         order = np.random.RandomState(s).permutation(len(paths))
         paths = [paths[i] for i in order]
         labs = None if labs is None else labs[order]

@@ -51,10 +51,11 @@ def _opencv() -> Any:
     global cv2
     if cv2 is _UNSET:
         try:
-            import cv2 as module
+            import cv2 as found
         except ImportError:  # pragma: no cover - the torch path is tested by forcing None
-            module = None
-        cv2 = module
+            cv2 = None
+        else:
+            cv2 = found
     return cv2
 
 
@@ -91,7 +92,7 @@ def _compute_dtype(dtype: np.dtype) -> type:
 
 
 def _resize_cv2(cv: Any, img: np.ndarray, h: int, w: int) -> np.ndarray:
-    src = np.ascontiguousarray(img, dtype=_compute_dtype(img.dtype))
+    src: np.ndarray = np.ascontiguousarray(img, dtype=_compute_dtype(img.dtype))
     out = cv.resize(src, (w, h), interpolation=cv.INTER_LINEAR)
     return out.reshape(h, w, img.shape[2])  # cv2 drops a single channel's axis
 
@@ -99,7 +100,7 @@ def _resize_cv2(cv: Any, img: np.ndarray, h: int, w: int) -> np.ndarray:
 def _resize_torch(img: np.ndarray, h: int, w: int, antialias: bool) -> np.ndarray:
     import torch
 
-    src = np.ascontiguousarray(img, dtype=_compute_dtype(img.dtype))
+    src: np.ndarray = np.ascontiguousarray(img, dtype=_compute_dtype(img.dtype))
     t = torch.from_numpy(src).permute(2, 0, 1)[None]  # NCHW view, channels-last memory
     out = torch.nn.functional.interpolate(
         t, size=(h, w), mode="bilinear", align_corners=False, antialias=antialias

@@ -305,6 +305,7 @@ def load_image(
     data = read_file(p)
 
     def target(h: int, w: int) -> tuple[int, int]:
+        assert draft_size is not None  # target() is only called when a size was given
         th, tw = draft_size(h, w) if callable(draft_size) else draft_size
         return int(th), int(tw)
 

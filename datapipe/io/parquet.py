@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
+from datapipe._lazy import lazy_module
 from datapipe.io._columnar import ColumnarSource, source
 from datapipe.io._errors import FileReadError
+
+if TYPE_CHECKING:  # pyarrow is imported on first use (datapipe/_lazy.py)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+else:
+    pa = lazy_module("pyarrow")
+    pq = lazy_module("pyarrow.parquet")
 
 
 class ParquetDataset(ColumnarSource):

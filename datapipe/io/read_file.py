@@ -12,11 +12,12 @@ from datapipe.io._safe_files import _USE_DEFAULT, read_regular_file
 
 def as_path(filename: str | bytes | os.PathLike | np.ndarray) -> str:
     """A ``str`` path from the ways pipelines carry one (str, bytes, PathLike, 0-d array)."""
+    value: Any = filename
     if isinstance(filename, np.ndarray) and filename.ndim == 0:
-        filename = filename.item()
-    if isinstance(filename, bytes):
-        return os.fsdecode(filename)
-    return str(os.fspath(filename))  # a plain str: np.str_ would show as np.str_('...')
+        value = filename.item()
+    if isinstance(value, bytes):
+        return os.fsdecode(value)
+    return str(os.fspath(value))  # a plain str: np.str_ would show as np.str_('...')
 
 
 def read_file(filename: str | bytes | os.PathLike, max_bytes: Any = _USE_DEFAULT) -> bytes:

@@ -28,13 +28,13 @@ import json
 import os
 import shutil
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
 
 from datapipe import _structure as nest
 from datapipe._iterator import OpIterator
+from datapipe._lazy import lazy_module
 from datapipe._progress import progress_bar
 from datapipe._spec import (
     TensorSpec,
@@ -50,6 +50,11 @@ from datapipe.io._errors import FileReadError
 from datapipe.io._remote import is_remote, localize
 from datapipe.io._safe_files import open_regular
 from datapipe.io.file_source import FileSource
+
+if TYPE_CHECKING:  # pyarrow is imported on first use (datapipe/_lazy.py)
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")
 
 FORMAT = "datapipe-arrow-ipc-v1"
 DATA_FILE, SPEC_FILE, MARKER = "data.arrow", "spec.json", "_COMPLETE"

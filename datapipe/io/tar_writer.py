@@ -24,7 +24,7 @@ import os
 import tarfile
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -174,7 +174,7 @@ class TarShardWriter:
         self.encode = bool(encode)
         self.index = check_int(_OP, "start_shard", start_shard, minimum=0)
         self.mtime = check_int(_OP, "mtime", mtime, minimum=0)  # an int: no PAX header
-        self.mode = "w|gz" if pattern.endswith(".gz") else "w|"
+        self.mode: Literal["w|gz", "w|"] = "w|gz" if pattern.endswith(".gz") else "w|"
         self.shards: list[str] = []  # finished shards, in order
         self.tar: tarfile.TarFile | None = None
         self.file: Any = None
@@ -266,8 +266,10 @@ class TarShardWriter:
         if self.count and (full or self._final_size(self.size + nbytes) > self.max_size):
             self._finish()
             self._open()
+        tar = self.tar
+        assert tar is not None  # _open made one
         for info, data in members:
-            self.tar.addfile(info, io.BytesIO(data))
+            tar.addfile(info, io.BytesIO(data))
         self.count += 1
         self.size += nbytes
 

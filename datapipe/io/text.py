@@ -107,7 +107,9 @@ class _Slot:
         self.ds, self.file_index, self.path = ds, file_index, ds._files[file_index]
         self.lines_read = 0
         raw = open_regular(self.path)  # a FIFO or a device would block or never end
-        self.f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if ds._gzip else raw
+        self.f: BinaryIO | gzip.GzipFile = (
+            gzip.GzipFile(fileobj=raw, mode="rb") if ds._gzip else raw
+        )
         self.raw = raw
         if offset:
             self.f.seek(offset)
@@ -132,11 +134,12 @@ class _Slot:
             if not self.buf:
                 return []
         raw = self.buf[self.pos : self.pos + n]
-        out = [_strip(x) for x in raw]
+        lines = [_strip(x) for x in raw]
+        out: list[bytes] | list[str] = lines
         enc = self.ds._encoding
         if enc is not None:
-            decoded = []
-            for x in out:
+            decoded: list[str] = []
+            for x in lines:
                 try:
                     decoded.append(x.decode(enc))
                 except UnicodeDecodeError as e:

@@ -78,15 +78,17 @@ DEFAULT_DECODERS: dict[str, Callable[[bytes], Any]] = {
 }
 
 
-def _decoders(decode: bool | Mapping[str, Callable | None]) -> dict | None:
+def _decoders(
+    decode: bool | Mapping[str, Callable | None],
+) -> dict[str, Callable[[bytes], Any] | None] | None:
     if isinstance(decode, (bool, np.bool_)):
-        return DEFAULT_DECODERS if decode else None
+        return dict(DEFAULT_DECODERS) if decode else None
     if not isinstance(decode, Mapping):
         raise TypeError(
             "webdataset: decode must be a bool or a dict of extension -> function, got "
             f"{type(decode).__name__}"
         )
-    out = dict(DEFAULT_DECODERS)
+    out: dict[str, Callable[[bytes], Any] | None] = dict(DEFAULT_DECODERS)
     for ext, fn in decode.items():
         if fn is not None and not callable(fn):
             raise TypeError(f"webdataset: decode[{ext!r}] must be callable or None, got {fn!r}")
@@ -95,7 +97,7 @@ def _decoders(decode: bool | Mapping[str, Callable | None]) -> dict | None:
 
 
 def decode_sample(
-    sample: Mapping[str, Any], decoders: Mapping[str, Callable | None] | None = None
+    sample: Mapping[str, Any], decoders: bool | Mapping[str, Callable | None] | None = None
 ) -> dict:
     """``sample`` with each ``bytes`` field decoded by the extension after its last dot.
 
@@ -105,7 +107,8 @@ def decode_sample(
     ``np.int64``; ``txt text transcript`` to ``str`` (UTF-8); ``json jsn`` to the parsed
     value; ``npy`` by ``np.load(allow_pickle=False)``. Other fields stay ``bytes``; no
     decoder unpickles. ``decoders`` adds or overrides entries (``None`` keeps an extension
-    as bytes). Usable as ``WebDataset(...).map(decode_sample, num_parallel_calls=AUTOTUNE)``
+    as bytes); ``False`` decodes nothing and ``True`` is the defaults, as ``WebDataset``'s
+    ``decode``. Usable as ``WebDataset(...).map(decode_sample, num_parallel_calls=AUTOTUNE)``
     to decode in parallel.
 
     Raises:
@@ -118,6 +121,8 @@ def decode_sample(
         {'__key__': 'a', 'cls': np.int64(3), 'txt': 'hi', 'bin': b'\\x00'}
     """
     table = DEFAULT_DECODERS if decoders is None else _decoders(decoders)
+    if table is None:  # decoders=False, as WebDataset(decode=False): every field as read
+        return dict(sample)
     out = {}
     for name, value in sample.items():
         fn = table.get(name.rsplit(".", 1)[-1]) if isinstance(value, bytes) else None
@@ -290,11 +295,11 @@ class _TarReader(RecordReader):
         data is read by ``_data`` before the next call (tar's stream order)."""
         while True:
             info = self.tar.next()
-            self.tar.members = []  # stream mode keeps every header otherwise
+            self.tar.members = []  # type: ignore[attr-defined]  # stream mode keeps every header
             if info is None:
                 return None
             key, field = split_name(info.name)
-            if not info.isreg() or key is None or _SKIP_META.match(info.name):
+            if not info.isreg() or key is None or field is None or _SKIP_META.match(info.name):
                 continue
             field = field.lower()
             keep = self.keep is None or field in self.keep
@@ -308,7 +313,9 @@ class _TarReader(RecordReader):
                 "limit of datapipe.io.max_file_bytes()",
                 self.path,
             )
-        data = self.tar.extractfile(info).read()
+        member = self.tar.extractfile(info)
+        assert member is not None  # a regular file (_next keeps no other kind)
+        data = member.read()
         if len(data) != info.size:
             raise tarfile.ReadError(f"member {info.name!r} at byte {at} is truncated")
         return data

@@ -161,7 +161,7 @@ class BatchIterator(OpIterator):
         raise_pending(self)
         b = self.b
         elems = self._pull(n * b)
-        out = []
+        out: list = []
         for s in range(0, len(elems), b):
             part = elems[s : s + b]
             if len(part) < b and self.pending is not None:  # an input error ended this pull

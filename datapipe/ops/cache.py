@@ -126,19 +126,25 @@ class CacheIterator(OpIterator):
         self.recorded: list | None = None  # this pass's elements while it may be cached
         self.fill_epoch = tuple(epoch)
         self.elements, fill_epoch = node._store.snapshot()
-        if self.elements is not None:
+        if self.elements is not None and fill_epoch is not None:  # published together
             self.fill_epoch = fill_epoch
         else:
             self._open(self.fill_epoch, record=True)
 
-    def _open(self, epoch: tuple, record: bool) -> None:
+    def _open(self, epoch: tuple, record: bool) -> OpIterator:
         self.elements = None
         self.fill_epoch = tuple(epoch)
-        self.inner = self.ctx.make(self.node._inputs[0], self.fill_epoch)
-        self.inputs = [self.inner]
+        inner = self.inner = self.ctx.make(self.node._inputs[0], self.fill_epoch)
+        self.inputs = [inner]
         self.recorded = [] if record else None
         n = self.node._inputs[0].cardinality()
         self.expected = n if n >= 0 else None
+        return inner
+
+    def _filling(self) -> OpIterator:
+        """The input of a pass that reads it (no cached elements): open while filling."""
+        assert self.inner is not None, "cache: no cached elements and no input open"
+        return self.inner
 
     def next_chunk(self, n: int) -> list:
         if self.elements is not None:
@@ -146,7 +152,7 @@ class CacheIterator(OpIterator):
             self.pos += len(out)
             return out
         try:
-            got = self.inner.next_chunk(n)
+            got = self._filling().next_chunk(n)
         except BaseException:
             self.recorded = None  # an incomplete pass is never cached
             raise
@@ -165,7 +171,7 @@ class CacheIterator(OpIterator):
         state = {"pos": self.pos, "fill_epoch": list(self.fill_epoch)}
         if self.elements is not None:
             return {"mode": "read", **state}
-        return {"mode": "fill", **state, "input": self.inner.get_state()}
+        return {"mode": "fill", **state, "input": self._filling().get_state()}
 
     def set_state(self, state: dict) -> None:
         if self.inner is not None:
@@ -178,12 +184,10 @@ class CacheIterator(OpIterator):
             self.elements, self.fill_epoch = elements, fill_epoch
             return
         if state["mode"] == "fill":
-            self._open(epoch, record=False)
-            self.inner.set_state(state["input"])
+            self._open(epoch, record=False).set_state(state["input"])
             return
         # A read position but no cache here: re-run the recording pass up to it.
-        self._open(epoch, record=elements is None)
-        head = pull_exactly(self.inner, self.pos)
+        head = pull_exactly(self._open(epoch, record=elements is None), self.pos)
         if self.recorded is not None:
             self.recorded.extend(head)
 

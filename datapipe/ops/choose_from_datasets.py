@@ -119,7 +119,7 @@ class _ChoiceSelector(Selector):
         self.it, self.num, self.op = it, num, op
         self.count = 0  # choice elements read, for error indices
         self.values = np.zeros(0, dtype=np.int64)
-        self.leftover: list[int] = []  # choices read past a bad one (after an error)
+        self.leftover: list[Any] = []  # choices (or Failed) read past a bad one
         self.err: BaseException | None = None
 
     def draw(self, n: int) -> int:

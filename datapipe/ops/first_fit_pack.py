@@ -285,9 +285,9 @@ class FirstFitPackIterator(OpIterator):
         self.done = False
         self.pending: BaseException | None = None
 
-    def _finish(self) -> None:
-        """Queue the open set's rows; start an empty set."""
-        rows = self.packer.rows()
+    def _finish(self, packer: _Packer) -> None:
+        """Queue the open set's rows (``packer``'s); start an empty set."""
+        rows = packer.rows()
         if self.node._shuffle:
             order = np.random.default_rng(self.base_seed + self.delivered).permuted(
                 range(len(rows))
@@ -303,7 +303,7 @@ class FirstFitPackIterator(OpIterator):
             if self.packer is None:
                 self.packer = _Packer(self.node, x)
             if not self.packer.try_add(x):
-                self._finish()
+                self._finish(self.packer)
                 self.packer = _Packer(self.node, x)
                 self.packer.try_add(x)  # an empty set takes any element that is not too long
         except Exception as e:  # noqa: BLE001 - located here
@@ -323,7 +323,7 @@ class FirstFitPackIterator(OpIterator):
             if self.done:
                 if self.packer is None:
                     break
-                self._finish()
+                self._finish(self.packer)
                 continue
             got = self.inner.next_chunk(1)
             if not got:

@@ -97,11 +97,12 @@ class FlatMapIterator(OpIterator):
         self.element: Any = None  # the input element whose sub-dataset is open
         self.sub: OpIterator | None = None
 
-    def _open(self, x: Any, index: int) -> None:
+    def _open(self, x: Any, index: int) -> OpIterator:
         sub_ds = _sub_dataset(self.func, x, self.op_name, index)
-        self.sub = self.ctx.make(sub_ds, (*self.epoch, index))
+        sub = self.sub = self.ctx.make(sub_ds, (*self.epoch, index))
         self.element = x
-        self.inputs = [self.inner, self.sub]
+        self.inputs = [self.inner, sub]
+        return sub
 
     def _close_sub(self) -> None:
         if self.sub is not None:
@@ -111,13 +112,14 @@ class FlatMapIterator(OpIterator):
 
     def next_chunk(self, n: int) -> list:
         while True:
-            if self.sub is None:
+            sub = self.sub
+            if sub is None:
                 got = self.inner.next_chunk(1)
                 if not got:
                     return []
                 self.count += 1
-                self._open(got[0], self.count - 1)
-            out = self.sub.next_chunk(n)
+                sub = self._open(got[0], self.count - 1)
+            out = sub.next_chunk(n)
             if out:
                 return out
             self._close_sub()
@@ -136,5 +138,4 @@ class FlatMapIterator(OpIterator):
         self.count = int(state["count"])
         self.inner.set_state(state["input"])
         if state["open"]:
-            self._open(state["element"], self.count - 1)
-            self.sub.set_state(state["sub"])
+            self._open(state["element"], self.count - 1).set_state(state["sub"])

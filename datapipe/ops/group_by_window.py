@@ -109,7 +109,7 @@ class GroupByWindowDataset(Dataset):
             if first is None:
                 return UnknownSpec()
             try:
-                window = self.reduce(self.key_of(first), [first])
+                window = self.reduce_window(self.key_of(first), [first])
             except Exception as e:  # noqa: BLE001 - located and re-raised
                 raise annotate(self._name, 0, e) from e
             self._spec_cache = window.element_spec
@@ -124,13 +124,14 @@ class GroupByWindowDataset(Dataset):
 
     def size_of(self, key: int) -> int:
         if self._window_size_func is None:
+            assert self._window_size is not None  # exactly one of them is given
             return self._window_size
         size = as_key(self._window_size_func(np.int64(key)), "window_size_func")
         if size < 1:
             raise ValueError(f"Window size must be greater than zero, but got {size}")
         return size
 
-    def reduce(self, key: int, elements: list) -> Dataset:
+    def reduce_window(self, key: int, elements: list) -> Dataset:
         window = WindowComponentDataset(list(elements), self._inputs[0].element_spec)
         out = self._reduce_func(np.int64(key), window)
         if not isinstance(out, Dataset):
@@ -159,14 +160,15 @@ class GroupByWindowIterator(OpIterator):
         self.window: tuple | None = None  # (key, elements) being delivered
         self.sub: OpIterator | None = None
 
-    def _open(self, key: int, elements: list) -> None:
+    def _open(self, key: int, elements: list) -> OpIterator:
         try:
-            sub = self.node.reduce(key, elements)
+            sub = self.node.reduce_window(key, elements)
         except Exception as e:  # noqa: BLE001 - located at the window's last element
             raise annotate(self.op_name, self.count - 1, e) from e
-        self.sub = self.ctx.make(sub, (*self.epoch, self.flushed))
+        it = self.sub = self.ctx.make(sub, (*self.epoch, self.flushed))
         self.window = (key, elements)
-        self.inputs = [self.inner, self.sub]
+        self.inputs = [self.inner, it]
+        return it
 
     def _close_sub(self) -> None:
         if self.sub is not None:
@@ -209,13 +211,14 @@ class GroupByWindowIterator(OpIterator):
 
     def next_chunk(self, n: int) -> list:
         while True:
-            if self.sub is None:
+            sub = self.sub
+            if sub is None:
                 window = self._next_window()
                 if window is None:
                     return []
                 self.flushed += 1
-                self._open(*window)
-            out = self.sub.next_chunk(n)
+                sub = self._open(*window)
+            out = sub.next_chunk(n)
             if out:
                 return out
             self._close_sub()
@@ -244,6 +247,6 @@ class GroupByWindowIterator(OpIterator):
         if state["window"] is not None:
             key, elements = state["window"]
             self.flushed -= 1  # _open uses the window's own epoch
-            self._open(int(key), list(elements))
+            sub = self._open(int(key), list(elements))
             self.flushed += 1
-            self.sub.set_state(state["sub"])
+            sub.set_state(state["sub"])

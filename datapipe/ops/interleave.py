@@ -142,7 +142,7 @@ class InterleaveIterator(OpIterator):
         super().__init__([inner])
         self.inner, self.func, self.ctx, self.epoch = inner, func, ctx, epoch
         self.cycle, self.block = cycle_length, block_length
-        self.slots: list[_Slot | None] = [None] * cycle_length
+        self.slots: list[_Slot | _Failed | None] = [None] * cycle_length
         self.cycle_index = 0
         self.block_index = 0
         self.count = 0  # input elements taken

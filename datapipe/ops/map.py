@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from datapipe._functions import ElementwiseIterator, apply_chunk, call
 from datapipe._iterator import OpIterator
@@ -24,7 +24,15 @@ def validate_parallelism(op: str, num_parallel_calls: int | None) -> int | None:
     )
 
 
-def first_element_spec(ds: Dataset) -> Any:
+class _InfersSpec(Protocol):
+    """An op that keeps the spec it inferred from its first element."""
+
+    _spec_cache: Any
+
+    def _first_element(self) -> Any: ...
+
+
+def first_element_spec(ds: _InfersSpec) -> Any:
     """The element spec of an op whose function can't be traced (unlike tf.data's): one
     element is computed to learn it, once (kept in ``ds._spec_cache``). An empty input has
     nothing to infer from: ``UnknownSpec()`` then (not kept), which merges with any spec —
@@ -157,6 +165,8 @@ class MapIterator(ElementwiseIterator):
         (after a shard was moved below it), so the message points at the data itself."""
         base = self.inner.index_base()
         if base is None or base == (1, 0) or not isinstance(err, PipelineError):
+            return err
+        if err.index is None:  # no index to translate (e.g. restored from a checkpoint)
             return err
         stride, offset = base
         return annotate(self.op_name, offset + stride * err.index, err.cause, err.path)

@@ -107,17 +107,19 @@ class _Component:
         if is_torch(v0):
             import torch
 
-            out = torch.full((len(values), *target), self._fill(v0), dtype=v0.dtype)
+            padded = torch.full((len(values), *target), self._fill(v0), dtype=v0.dtype)
             for i, (v, r) in enumerate(zip(values, region)):
-                out[(i, *r)] = v
-            return out
+                at: tuple[int | slice, ...] = (i, *r)
+                padded[at] = v
+            return padded
         arrays = [np.asarray(v) for v in values]
         dtype = arrays[0].dtype
         if dtype.kind in "USO":
             dtype = np.dtype(object)
         out = np.full((len(values), *target), self._fill(arrays[0]), dtype=dtype)
         for i, (a, r) in enumerate(zip(arrays, region)):
-            out[(i, *r)] = a
+            at = (i, *r)
+            out[at] = a
         return out
 
     def _fill(self, first: Any) -> Any:

@@ -130,7 +130,7 @@ class RaggedBatchDataset(Dataset):
     def element_spec(self) -> Any:
         dim = self._batch_size if self._drop_remainder else None
 
-        def one(s: Any, ragged: bool) -> Any:
+        def one(s: Any, ragged: bool | None) -> Any:  # None: by value, spec as stacked
             if isinstance(s, UnknownSpec):
                 return s
             return TensorSpec((dim,), object) if ragged else TensorSpec((dim,), s.dtype)
@@ -150,11 +150,10 @@ class RaggedBatchDataset(Dataset):
         first = elements[0]
         paths = [p for p, _ in nest.flatten_with_paths(first)]
         columns = list(zip(*[nest.flatten(e) for e in elements]))
+        known: Sequence[bool | None] = self._ragged
         if len(columns) != len(self._ragged):  # an empty input's UnknownSpec: by value
-            ragged = [None] * len(columns)
-        else:
-            ragged = self._ragged
-        ragged = [_by_value(c) if r is None else r for c, r in zip(columns, ragged)]
+            known = [None] * len(columns)
+        ragged = [_by_value(c) if r is None else r for c, r in zip(columns, known)]
         leaves = [
             ragged_rows(list(c)) if r else stack_leaf(list(c), self._name, start, p)
             for c, r, p in zip(columns, ragged, paths)

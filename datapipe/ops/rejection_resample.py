@@ -177,7 +177,7 @@ class RejectionResampleIterator(ElementwiseIterator):
             chunk = self._take(n)
             if not chunk:
                 return []
-            out = []
+            out: list = []
             for j, x in enumerate(chunk):
                 try:
                     value, c = self.node.class_of(x, self.count + j)

@@ -149,6 +149,7 @@ class _SampleSelector(Selector):
 
     def draw(self, n: int) -> int:
         if self.w_it is None:
+            assert self.weights is not None  # fixed weights when no dataset gives them
             self.u = self.rng.random(n)
             self.w = np.broadcast_to(self.weights, (n, self.num))
             return n

@@ -65,7 +65,7 @@ class TakeWhileIterator(ElementwiseIterator):
         if self.done:
             return []
         chunk = self._take(n)
-        out = []
+        out: list = []
         for j, x in enumerate(chunk):
             try:
                 keep = as_scalar_bool(call(self.predicate, x), "take_while")

@@ -144,7 +144,7 @@ class _WindowAccess:
         return self.node._count(self.n)
 
     def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
-        node, out = self.node, []
+        node, out = self.node, list[Any]()
         for w in indices:
             start = int(w) * node._shift
             stop = min(start + (node._size - 1) * node._stride + 1, self.n)
@@ -188,7 +188,7 @@ class WindowIterator(OpIterator):
             self.buf.extend(got)
 
     def next_chunk(self, n: int) -> list:
-        node, out = self.node, []
+        node, out = self.node, list[Any]()
         while len(out) < n and not self.done:
             start = self.next_start
             self._advance_to(start)

@@ -218,7 +218,8 @@ class Stage:
         # judged trials: (direction, from, to, rate before, rate during, kept)
         self.trials: list[tuple] = []
         # (time.perf_counter(), knob, old, new) per change: datapipe.stats's autotune_events
-        self.events: list[tuple[float, str, int, int]] = []
+        # (time, "value", old, new) or (time, "executor", old kind, new kind)
+        self.events: list[tuple[float, str, int | str, int | str]] = []
         # hill-climbing state
         self._mark: tuple | None = None
         self._trial: tuple | None = None  # (old value, base rate, direction)
@@ -355,6 +356,7 @@ class Autotuner:
         self._propose(s, rate, busy_fraction)
 
     def _judge(self, s: Stage, rate: float) -> None:
+        assert s._trial is not None  # a trial is running
         old, base, direction = s._trial
         s._trial = None
         new = s.value

@@ -101,7 +101,7 @@ class DevicePrefetchIterator(OpIterator):
     def stats_gauges(self) -> dict:
         """Buffer size and fill in elements (``datapipe.stats`` protocol); on a device also
         the worker's own time (pinning, starting copies), which no other stage counts."""
-        g = {"buffer_size": self.stage.value, "buffer_fill": self._lane.buffered,
+        g: dict[str, float] = {"buffer_size": self.stage.value, "buffer_fill": self._lane.buffered,
              "parallelism": 1}  # fmt: skip
         if self.transfer.transform is not None:
             g["busy_s"], g["cpu_s"] = self.stage.busy_s, self.stage.cpu_s

@@ -410,7 +410,8 @@ class Engine(SharedStage):
     def _finish(self, lane: Lane, chunk: Chunk) -> None:
         self.ram.release(chunk.reserved)
         chunk.reserved = 0
-        chunk.items = _Count(len(chunk.items))  # keep the count, drop the results
+        # keep the count, drop the results (readers of a finished chunk take its len())
+        chunk.items = _Count(len(chunk.items))  # type: ignore[assignment]
         chunk.inputs = ()
         lane.pending -= 1
         chunks = lane.chunks
@@ -597,7 +598,9 @@ def apply(lane: Lane, elems: list, first: int) -> tuple[list, bool]:
     element becomes a ``Failed`` in its place, named by op and index. Returns (results,
     whether any failed). The loop runs in C (``list.extend(map(...))`` keeps the results
     made before an exception), resuming after each failure."""
-    fn, out = lane.transform, []
+    fn = lane.transform
+    assert fn is not None  # a lane that transforms (engine.Lane)
+    out: list = []
     n, failed = len(elems), False
     stride, offset = lane.base
     while len(out) < n:

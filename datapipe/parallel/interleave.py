@@ -40,7 +40,13 @@ class SlotEngine:
         self.eng = Engine("interleave", "slots", self.tuner, self.stage, THREAD)
         self.eng.block = block
         ref = weakref.ref(self.eng)  # the tuner must not keep a closed pipeline alive
-        self.stage.apply = lambda n: (e := ref()) is not None and e.resize(n)
+
+        def apply(n: int) -> None:
+            eng = ref()
+            if eng is not None:
+                eng.resize(n)
+
+        self.stage.apply = apply
 
     @property
     def cond(self) -> Any:

@@ -71,6 +71,7 @@ class ParallelMapIterator(OpIterator):
         if plan.executor in ("process", "auto") and plan.allow_process:
             eng.process_factory = _process_factory(ctx, key, op_name, func, eng)
         if kind == PROCESS:  # started with the first chunk; a function that cannot be
+            assert eng.process_factory is not None  # PROCESS is only planned with one
             eng.processes = eng.process_factory()  # pickled raises TypeError here
             eng.sizer.target_s = PROCESS_CHUNK_S
         stage.executor = kind

@@ -218,7 +218,7 @@ def take_ready(items: list, start: int, n: int) -> tuple[list, BaseException | N
     Returns (elements, error or None, new position). The error is returned only when it is
     the very next item, so good elements are always delivered before a failure.
     """
-    out = []
+    out: list = []
     i, end = start, min(len(items), start + n)
     while i < end:
         x = items[i]
@@ -249,6 +249,7 @@ def consume(
     waiting (it has no thread of its own). A taken exception is raised here, and so is
     ``shared.fatal`` (a worker died: ``SharedStage.worker_died``) before anything else.
     """
+    got: Any = None
     waited = 0.0
     with cond:
         while True:
@@ -289,6 +290,13 @@ class SharedStage:
     ``stage``."""
 
     fatal: BaseException | None = None  # a worker died: raised to the consumer from now on
+    cond: threading.Condition
+    closed: bool
+    group: WorkerGroup
+    chunks: Any  # the chunks not consumed yet (each with its ``reserved`` RAM)
+    ram: Any  # the pipeline's RAM budget (autotune)
+    tuner: Any
+    stage: Any
 
     def worker_died(self, error: BaseException, cause: BaseException) -> None:
         """Called on a worker thread whose loop raised: the stage is broken; wake the

@@ -177,7 +177,7 @@ class Workers:
 
     def __init__(self, op: str, start_method: str | None, intra_op: int):
         self.op, self.intra_op = op, intra_op
-        self.mp = multiprocessing.get_context(start_method)
+        self.mp: Any = multiprocessing.get_context(start_method)  # its Process, Pipe
         self.prefix = f"{shm.SHM_PREFIX}{os.getpid()}-{next(_SERIAL)}-"
         self.procs: list[_Proc] = []
         self.fn_key = 0
@@ -357,7 +357,8 @@ def _picklable(x: Any) -> bool:
 
 def _located(out: list, lane: Any, first: int, proc: _Proc) -> tuple[list, bool]:
     """Replace each worker failure with a ``Failed`` naming the op and the element."""
-    stride, offset, failed = *lane.base, False
+    stride, offset = lane.base
+    failed = False
     for k, x in enumerate(out):
         if type(x) is _Failure:
             out[k] = Failed(_remote_error(x, lane.op, offset + stride * (first + k), proc))
@@ -373,7 +374,7 @@ def _remote_error(f: _Failure, op: str, index: int, proc: _Proc) -> BaseExceptio
     if hasattr(err, "add_note"):
         err.add_note(f"raised {where}:\n{f.tb}")
     try:
-        err.worker_traceback = f.tb
+        err.worker_traceback = f.tb  # type: ignore[attr-defined]  # for debuggers
     except AttributeError:
         pass
     return err

@@ -83,6 +83,7 @@ def dumps(obj: Any, name: str | None) -> tuple[bytes, str | None, list]:
     data = f.getvalue()
     if not big:
         return data, None, []
+    assert name is not None  # buffers go out of band only with a segment name
     layout, off = [], 0
     for b in big:
         n = b.raw().nbytes
@@ -126,7 +127,7 @@ def _warn_no_room(size: int, e: OSError) -> None:
 
     warnings.warn(
         f"datapipe: no room for a {size}-byte shared-memory segment in {SHM_DIR} "
-        f"({os.strerror(e.errno)}); worker processes' elements go through the pipe instead "
+        f"({os.strerror(e.errno or 0)}); worker processes' elements go through the pipe instead "
         "(a copy). Give the machine or container more shared memory (e.g. docker run "
         "--shm-size=2g) for the fast path.",
         RuntimeWarning,

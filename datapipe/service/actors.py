@@ -75,7 +75,7 @@ class Dispatcher:
         self.blobs: dict[str, Any] = {}
 
     def _start(self, slot: int):
-        return Worker.options(
+        return Worker.options(  # type: ignore[attr-defined]  # added by @ray.remote
             num_cpus=self.config["num_cpus_per_worker"], scheduling_strategy="SPREAD"
         ).remote(slot, int(self.config["num_cpus_per_worker"]))
 
@@ -101,7 +101,7 @@ class Dispatcher:
         return list(self.workers)
 
     def stats(self) -> dict:
-        out = dict(self.table.stats, live_jobs=len(self.table.jobs))
+        out: dict[str, Any] = dict(self.table.stats, live_jobs=len(self.table.jobs))
         refs = [w.stats.remote() for w in self.workers]
         workers = []
         for ref in refs:

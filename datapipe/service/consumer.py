@@ -74,7 +74,8 @@ class _Run:
     def __init__(self, sid: int, worker: int, stem: tuple):
         self.sid, self.worker, self.attempt = sid, worker, 0
         self.key = (*stem, sid, 0)
-        self.seq, self.opened, self.refs = 0, False, deque()
+        self.seq, self.opened = 0, False
+        self.refs: deque = deque()  # Ray object refs of the requests in flight
 
     def reopen(self, worker: int) -> None:
         self.attempt += 1
@@ -88,10 +89,16 @@ class _Lane:
     __slots__ = ("worker", "assign", "run", "ended")
 
     def __init__(self, worker: int):
-        self.worker, self.assign, self.run, self.ended = worker, None, None, False
+        self.worker, self.ended = worker, False
+        self.assign: Any = None  # the dispatcher's reply (ref) for the split asked for
+        self.run: _Run | None = None  # the split being read, once assigned
+
+    def running(self) -> _Run:
+        assert self.run is not None, "distribute: a lane without an assignment has a split"
+        return self.run
 
     def head(self) -> Any:
-        return self.assign if self.assign is not None else self.run.refs[0]
+        return self.assign if self.assign is not None else self.running().refs[0]
 
 
 class DistributeIterator(OpIterator):
@@ -117,7 +124,7 @@ class DistributeIterator(OpIterator):
         self._reset()
 
     def _reset(self) -> None:
-        self.info = None  # the joined job (jobs.JobInfo)
+        self.info: Any = None  # the joined job (jobs.JobInfo), once _start joined it
         self.exhausted = False
         self.lanes: list[_Lane] = []
         self.turn = 0
@@ -212,7 +219,7 @@ class DistributeIterator(OpIterator):
             a = ref.assignment if isinstance(ref, _Adopted) else self._wait(ref, None)
             self._assigned(lane, a)
             return True
-        run = lane.run
+        run = lane.running()
         ref = run.refs.popleft()
         try:
             reply = self._wait(ref, run)
@@ -295,7 +302,7 @@ class DistributeIterator(OpIterator):
             self._submit(lane)
 
     def _submit(self, lane: _Lane) -> None:
-        run = lane.run
+        run = lane.running()
         worker = self.workers[run.worker]
         while len(run.refs) < self.per_lane:
             first = not run.opened
@@ -332,7 +339,7 @@ class DistributeIterator(OpIterator):
                 "the cluster may lack a free CPU for it"
             ) from None
         for lane in affected:
-            run = lane.run
+            run = lane.running()
             if run.attempt + 1 >= MAX_ATTEMPTS:
                 raise WorkerDiedError(
                     f"distribute: split {run.sid} of job {self.node.job_name!r} lost its worker "
@@ -437,6 +444,7 @@ class DistributeIterator(OpIterator):
 
     def _restored_state(self) -> dict:
         me = self.node.consumer_index
+        assert self.restore is not None  # called while restoring
         mine = [s for s in self.restore[0] if me is None or s["consumer"] == me]
         records = {int(r["sid"]): r for s in mine for r in s["records"]}
         done = sorted({int(sid) for s in mine for sid in s["done"]})

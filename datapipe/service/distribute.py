@@ -388,11 +388,13 @@ class DistributeDataset(Dataset):
             return UNKNOWN_CARDINALITY
         if self.num_consumers is None:
             return n if self.job_name is None else UNKNOWN_CARDINALITY
+        from datapipe.distribute.auto_shard import uneven_of
         from datapipe.distribute.share import split_counts
 
         sizes = split_counts(n, self.num_consumers, "allow")
-        uneven = self.layout().uneven
+        uneven = uneven_of(self.options)  # as layout() cuts the job
         if uneven == "allow":
+            assert self.consumer_index is not None  # given with num_consumers (checked)
             return sizes[self.consumer_index]
         return max(sizes) if uneven == "pad" else min(sizes)
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,7 +203,7 @@ class JobTable:
 
     # ---- reading -------------------------------------------------------------------------
     def next_split(
-        self, key: tuple, token: int, worker: int, finished: list[int] = ()
+        self, key: tuple, token: int, worker: int, finished: Sequence[int] = ()
     ) -> Assignment | None:
         """Mark ``finished`` done (every element delivered by this consumer) and hand this
         consumer its next split, to read on worker slot ``worker`` (``parallel_epochs``:
@@ -225,7 +226,7 @@ class JobTable:
             self.stats["splits_resumed"] += 1
         return Assignment(spec, self._slot(job, spec, worker), record)
 
-    def _finish(self, job: Job, token: int, sids: list[int]) -> None:
+    def _finish(self, job: Job, token: int, sids: Sequence[int]) -> None:
         for sid in sids:
             if job.assigned.get(sid) == token:
                 del job.assigned[sid]
@@ -266,7 +267,7 @@ class JobTable:
             return spec, None
 
     def release(
-        self, key: tuple, token: int, records: list[Record], finished: list[int] = ()
+        self, key: tuple, token: int, records: list[Record], finished: Sequence[int] = ()
     ) -> None:
         """A consumer stops (its input ended, or ``close``): ``finished`` are done, and it
         gives back its splits in progress with what it had received and not delivered

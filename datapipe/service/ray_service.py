@@ -19,9 +19,7 @@ _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _HANDLES: dict[tuple, Any] = {}
 
 
-def _check_int(arg: str, value: Any, minimum: int, optional: bool = False) -> int | None:
-    if value is None and optional:
-        return None
+def _check_int(arg: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         if type(value).__module__ == "numpy" and hasattr(value, "__index__"):
             value = int(value)
@@ -143,7 +141,7 @@ class RayService:
                 f"RayService: name must be 1-64 letters, digits, '_', '.' or '-', got {name!r}"
             )
         self.name = name
-        self.split_size = _check_int("split_size", split_size, 1, optional=True)
+        self.split_size = None if split_size is None else _check_int("split_size", split_size, 1)
         if isinstance(connect_timeout_s, bool) or not isinstance(connect_timeout_s, (int, float)):
             raise TypeError("RayService: connect_timeout_s must be a number of seconds")
         if not 0 < connect_timeout_s <= 60:
@@ -192,6 +190,7 @@ class RayService:
         if kind == "process" and env:
             (kind, host, port), target = parse_address(env), env
         if kind in ("gcs", "client"):
+            assert host is not None and port is not None and target is not None  # parsed so
             probe(host, port, self.connect_timeout_s, target)
         return kind, target
 
@@ -234,7 +233,7 @@ class RayService:
             handle = ray.get_actor(actor_name, namespace=NAMESPACE)
         except ValueError:  # no such actor yet: create it (another process may race us)
             self._check_resources(ray)
-            handle = Dispatcher.options(
+            handle = Dispatcher.options(  # type: ignore[attr-defined]  # added by @ray.remote
                 name=actor_name, namespace=NAMESPACE, get_if_exists=True
             ).remote(self.config)
         config = ray.get(handle.get_config.remote())

@@ -93,7 +93,7 @@ def _convert_leaf(value: Any, spec: TensorSpec, path: str) -> Any:
         if is_torch_dtype(spec.dtype):
             import torch
 
-            out = torch.as_tensor(value, dtype=spec.dtype)
+            out: Any = torch.as_tensor(value, dtype=spec.dtype)
             shape = tuple(out.shape)
         elif spec.dtype == np.dtype(object):
             if isinstance(value, (str, bytes)):
@@ -156,7 +156,7 @@ class GeneratorIterator(OpIterator):
         raise_pending(self)
         if self.done:
             return []
-        it, out = self._open(), []
+        it, out = self._open(), list[Any]()
         for _ in range(n):
             try:
                 value = next(it)
@@ -181,7 +181,7 @@ class GeneratorIterator(OpIterator):
         return out
 
     def get_state(self) -> dict:
-        state = {"count": self.count, "done": self.done}
+        state: dict[str, Any] = {"count": self.count, "done": self.done}
         if self.pending is not None:
             state["pending_error"] = error_to_state(self.pending)
         return state

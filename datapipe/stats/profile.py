@@ -143,6 +143,8 @@ def iterator_report(iterator: Any, wall_s: float | None = None) -> ProfileReport
     rec = recorder_from(iterator)
     root = rec.root
     if wall_s is None:
-        wall_s = (root.t_last - root.t_first) if root and root.t_first is not None else 0.0
+        wall_s = 0.0
+        if root is not None and root.t_first is not None and root.t_last is not None:
+            wall_s = root.t_last - root.t_first
     step_s = max(wall_s - (root.wait if root else 0.0), 0.0)
     return build_report(rec, wall_s, step_s=step_s, rank=current_rank())

@@ -1,0 +1,39 @@
+"""MkDocs hook: the guides take their text from the README's sections, so the two never drift.
+
+A page line ``<!-- readme: Title -->`` becomes the README's ``## Title`` section (its
+heading included; a page with one such section takes its body under the page's title),
+``<!-- readme-intro -->`` the README's text before its first ``##`` section. A title that
+is not in the README fails the build (strict or not).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+_MARK = re.compile(r"^<!-- readme: (.+?) -->$", re.M)
+
+
+def _sections(text: str) -> tuple[str, dict[str, str]]:
+    parts = re.split(r"^## (.+)$", text, flags=re.M)
+    intro = parts[0].split("\n", 1)[1].strip()  # without the README's "# datapipe" title
+    return intro, {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts), 2)}
+
+
+def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:
+    intro, sections = _sections(README.read_text())
+    marks = _MARK.findall(markdown)
+    missing = [m for m in marks if m not in sections]
+    if missing:
+        raise ValueError(f"{page.file.src_path}: no README section named {missing}")
+
+    def section(m: re.Match) -> str:
+        body = sections[m.group(1)]
+        if len(marks) == 1:  # the page is this section: its ### become the page's ##
+            return re.sub(r"^### ", "## ", body, flags=re.M)
+        return f"## {m.group(1)}\n\n{body}"
+
+    markdown = markdown.replace("<!-- readme-intro -->", intro)
+    return _MARK.sub(section, markdown)

@@ -1,0 +1,95 @@
+"""benchmarks/ runs from the README's dev install: every package a benchmark imports is
+installed by ``pip install -e ".[dev]"`` (issue 17: run.py crashed at W2 for
+scikit-learn, which no extra installed).
+
+The imports are read from the sources (``ast``: module level and inside functions), so an
+optional import added later is checked too; each is mapped to the distribution that
+provides it and looked up in the requirements ``dev`` pulls in (core + dev, and the
+extras dev names, such as ``datapipe[bench]``).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata as md
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+tomllib = pytest.importorskip("tomllib", reason="reads pyproject.toml with Python 3.11's tomllib")
+
+ROOT = Path(__file__).resolve().parents[1]
+# This repository's own modules (benchmarks put benchmarks/ and test helpers on sys.path).
+LOCAL = {"datapipe", "preprocessing"} | {
+    p.stem if p.suffix else p.name
+    for folder in ("benchmarks", "tests")
+    for p in (ROOT / folder).rglob("*")
+    if p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists())
+}
+# Imports a benchmark tries and reports as unavailable when they fail (not dependencies).
+OPTIONAL = {
+    "torchvision": "bench_preprocessing.py's last contender: its compiled ops do not load "
+    "beside the CPU torch build, so the row says unavailable",
+    "turbojpeg": "bench_image_backends.py reports PyTurboJPEG as unavailable without it "
+    "(it also needs the libturbojpeg shared library)",
+}
+
+
+def _imports() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "benchmarks").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top not in LOCAL | OPTIONAL.keys():
+                    found.setdefault(top, []).append(path.relative_to(ROOT).as_posix())
+    return found
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _dev_requirements() -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    names, todo, seen = set(), list(project["dependencies"]), set()
+    todo += extras["dev"]
+    while todo:
+        req = todo.pop()
+        m = re.match(r"\s*([A-Za-z0-9_.\-]+)(?:\[([^\]]+)\])?", req)
+        assert m, req
+        name, wanted = _norm(m.group(1)), m.group(2)
+        if name == "datapipe":  # an extra of this project: its requirements count
+            for extra in (wanted or "").split(","):
+                if extra.strip() not in seen:
+                    seen.add(extra.strip())
+                    todo += extras[extra.strip()]
+            continue
+        names.add(name)
+    return names
+
+
+def test_every_benchmark_import_is_installed_by_the_dev_extra() -> None:
+    provided = md.packages_distributions()
+    wanted = _dev_requirements()
+    missing = {}
+    for module, files in _imports().items():
+        dists = {_norm(d) for d in provided.get(module, [])}
+        assert dists, f"{module} (imported by {files}) is not installed here"
+        if not dists & wanted:
+            missing[module] = (sorted(dists), sorted(set(files)))
+    assert missing == {}, f"not installed by the dev extra: {missing}"
+
+
+def test_the_check_sees_w2s_scikit_learn_import() -> None:
+    # The import that crashed run.py at W2 is found, and dev now carries it (via bench).
+    assert "benchmarks/workloads/w2.py" in _imports()["sklearn"]
+    assert "scikit-learn" in _dev_requirements()
