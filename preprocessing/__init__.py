@@ -17,15 +17,26 @@ from datapipe._image_format import image_data_format, set_image_data_format
 
 from . import bounding_boxes
 from .affine import AffineLayer, affine_transform
+from .auto_contrast import AutoContrast
 from .base import Layer, RandomLayer, layer_from_config, serialize_layer
 from .brightness import RandomBrightness
 from .category_encoding import CategoryEncoding
+from .color import (
+    RandomColorDegeneration,
+    RandomColorJitter,
+    RandomGrayscale,
+    RandomHue,
+    RandomInvert,
+    RandomSaturation,
+)
 from .contrast import RandomContrast
 from .crop import RandomCrop
 from .discretization import Discretization
 from .dtype_policy import DTypePolicy, dtype_policy, set_dtype_policy
 from .elastic import RandomElasticTransform
+from .equalization import Equalization
 from .flip import RandomFlip
+from .gaussian_blur import RandomGaussianBlur
 from .geometric import GeometricLayer
 from .hashing import HashedCrossing, Hashing
 from .lookup import IntegerLookup, StringLookup
@@ -33,11 +44,15 @@ from .max_boxes import MaxNumBoundingBoxes
 from .normalization import Normalization
 from .perspective import RandomPerspective
 from .pipeline import Pipeline
+from .posterization import RandomPosterization
+from .rand_augment import RandAugment
 from .rescaling import Rescaling
 from .resized_crop import RandomResizedCrop
 from .resizing import CenterCrop, Resizing
 from .rotation import RandomRotation
+from .sharpness import RandomSharpness
 from .shear import RandomShear
+from .solarization import Solarization
 from .spectrogram import MelSpectrogram, STFTSpectrogram
 from .text_vectorization import TextVectorization
 from .translation import RandomTranslation
@@ -45,10 +60,12 @@ from .zoom import RandomZoom
 
 __all__ = [
     "AffineLayer",
+    "AutoContrast",
     "CategoryEncoding",
     "CenterCrop",
     "Discretization",
     "DTypePolicy",
+    "Equalization",
     "GeometricLayer",
     "HashedCrossing",
     "Hashing",
@@ -58,20 +75,31 @@ __all__ = [
     "MelSpectrogram",
     "Normalization",
     "Pipeline",
+    "RandAugment",
     "RandomBrightness",
+    "RandomColorDegeneration",
+    "RandomColorJitter",
     "RandomContrast",
     "RandomCrop",
     "RandomElasticTransform",
     "RandomFlip",
+    "RandomGaussianBlur",
+    "RandomGrayscale",
+    "RandomHue",
+    "RandomInvert",
     "RandomLayer",
     "RandomPerspective",
+    "RandomPosterization",
     "RandomResizedCrop",
     "RandomRotation",
+    "RandomSaturation",
+    "RandomSharpness",
     "RandomShear",
     "RandomTranslation",
     "RandomZoom",
     "Rescaling",
     "Resizing",
+    "Solarization",
     "STFTSpectrogram",
     "StringLookup",
     "TextVectorization",

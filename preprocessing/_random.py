@@ -83,3 +83,15 @@ def box_muller(u1: torch.Tensor, u2: torch.Tensor) -> torch.Tensor:
     """Standard normal draws from two independent U[0, 1) tensors (Box and Muller, 1958)."""
     radius = torch.sqrt(-2.0 * torch.log1p(-u1))  # 1 - u1 lies in (0, 1]: log is finite
     return radius * torch.cos((2.0 * math.pi) * u2)
+
+
+def derive_seed(seed: int | None, index: int) -> int | None:
+    """The seed of sub-layer ``index`` of a layer seeded with ``seed`` (None stays None).
+
+    Keras hands its composite layers' seed unchanged to every sub-layer; with counter-based
+    draws that would make the sub-layers' draws equal, so each gets a hash of (seed, index)
+    instead: unrelated streams, still a pure function of the layer's seed.
+    """
+    if seed is None:
+        return None
+    return _mix64_int(int(seed) + (index + 1) * _STREAM)

@@ -29,6 +29,9 @@ boxes = st.sampled_from([None, "xyxy", "rel_yxyx", "center_xywh"])
 policy = st.sampled_from([None, "float32", "float64", "mixed_bfloat16"])
 geo = dict(bounding_box_format=boxes, dtype=policy)
 from_zero = st.one_of(pos_unit, st.tuples(pos_unit, pos_unit).map(lambda p: tuple(sorted(p))))
+vrange = st.sampled_from([(0, 1), (0, 255), [-1, 1]])
+photo = dict(seed=seed, data_format=fmt, dtype=policy)
+odd = st.sampled_from([1, 3, 5])
 
 STRATEGIES = {
     "Rescaling": st.builds(
@@ -146,6 +149,70 @@ STRATEGIES = {
         seed=seed,
         data_format=fmt,
         **geo,
+    ),
+    # Photometric layers and RandAugment / AugMix (issue 13b).
+    "RandomColorDegeneration": st.builds(
+        pp.RandomColorDegeneration, factor=from_zero, value_range=vrange, **photo
+    ),
+    "RandomGrayscale": st.builds(pp.RandomGrayscale, factor=pos_unit, **photo),
+    "RandomInvert": st.builds(pp.RandomInvert, factor=from_zero, value_range=vrange, **photo),
+    "RandomHue": st.builds(pp.RandomHue, factor=from_zero, value_range=vrange, **photo),
+    "RandomSaturation": st.builds(
+        pp.RandomSaturation, factor=from_zero, value_range=vrange, **photo
+    ),
+    "RandomColorJitter": st.builds(
+        pp.RandomColorJitter,
+        value_range=vrange,
+        brightness_factor=st.one_of(st.none(), pos_unit, pair),
+        contrast_factor=st.one_of(st.none(), from_zero),
+        saturation_factor=st.one_of(st.none(), from_zero),
+        hue_factor=st.one_of(st.none(), from_zero),
+        **photo,
+    ),
+    "RandomSharpness": st.builds(pp.RandomSharpness, factor=from_zero, value_range=vrange, **photo),
+    "RandomPosterization": st.builds(
+        pp.RandomPosterization,
+        factor=st.one_of(
+            st.integers(1, 8),
+            st.tuples(st.integers(1, 8), st.integers(1, 8)).map(lambda p: tuple(sorted(p))),
+        ),
+        value_range=vrange,
+        **photo,
+    ),
+    "Solarization": st.builds(
+        pp.Solarization,
+        addition_factor=from_zero,
+        threshold_factor=from_zero,
+        value_range=vrange,
+        **photo,
+    ),
+    "AutoContrast": st.builds(pp.AutoContrast, value_range=vrange, data_format=fmt, dtype=policy),
+    "Equalization": st.builds(
+        pp.Equalization,
+        value_range=vrange,
+        bins=st.integers(2, 256),
+        data_format=fmt,
+        dtype=policy,
+    ),
+    "RandomGaussianBlur": st.builds(
+        pp.RandomGaussianBlur,
+        factor=from_zero,
+        kernel_size=st.one_of(odd, st.tuples(odd, odd)),
+        sigma=st.one_of(
+            st.floats(0.0, 3.0),
+            st.tuples(st.floats(0.0, 3.0), st.floats(0.0, 3.0)).map(lambda p: tuple(sorted(p))),
+        ),
+        value_range=vrange,
+        **photo,
+    ),
+    "RandAugment": st.builds(
+        pp.RandAugment,
+        value_range=vrange,
+        num_ops=st.integers(0, 3),
+        factor=from_zero,
+        interpolation=st.sampled_from(["bilinear", "nearest"]),
+        **photo,
+        bounding_box_format=boxes,
     ),
     "MaxNumBoundingBoxes": st.builds(
         pp.MaxNumBoundingBoxes, max_number=st.integers(1, 5), fill_value=st.integers(-3, 0)

@@ -1,0 +1,138 @@
+"""What the photometric layers share: value ranges, colour conversions, and applying an
+operation to only the samples a draw selected.
+
+Colour conversions follow Keras 3's backends (``keras.src.backend.*.image``): grayscale
+weights ``(0.2989, 0.587, 0.114)`` (ITU-R 601, as tf.image and torchvision), and the HSV
+formulas of dm_pix that Keras copies. They are written here in a form that never divides
+by the value channel (see ``shift_hue`` / ``scale_saturation``), so they work on any
+non-negative range without rescaling.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .base import Layer, ordered_pair
+
+GRAY_WEIGHTS = (0.2989, 0.587, 0.114)
+
+
+def value_range_pair(layer: Layer, value_range: Any) -> tuple[float, float]:
+    """``(low, high)`` finite numbers with low < high (the layers divide by high - low)."""
+    lo, hi = ordered_pair(layer, "value_range", value_range, -math.inf, math.inf, False)
+    if not lo < hi:
+        layer._fail("value_range", "must be a pair (low, high) with low < high", value_range)
+    return lo, hi
+
+
+def channel_dim(layer: Layer) -> int:
+    """The channel axis of a rank-4 batch in ``layer``'s data_format."""
+    return 1 if layer.data_format == "channels_first" else 3
+
+
+def check_channels(layer: Layer, batch: torch.Tensor, allowed: tuple[int, ...]) -> int:
+    c = batch.shape[channel_dim(layer)]
+    if c not in allowed:
+        raise ValueError(
+            f"{type(layer).__name__}: expected images with {' or '.join(map(str, allowed))} "
+            f"channel(s) along the channel axis of {layer.data_format!r}; got shape "
+            f"{tuple(batch.shape)}"
+        )
+    return c
+
+
+def grayscale(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """Luma ``0.2989 R + 0.587 G + 0.114 B`` with the channel axis kept (size 1); a
+    one-channel image is returned as is."""
+    if x.shape[dim] == 1:
+        return x
+    r, g, b = x.unbind(dim)
+    w0, w1, w2 = GRAY_WEIGHTS
+    return (r * w0).add_(g, alpha=w1).add_(b, alpha=w2).unsqueeze(dim)
+
+
+def per_image(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """(B,) -> (B, 1, 1, 1) in ``like``'s dtype, for broadcasting over one image."""
+    return values.to(like.dtype).view(-1, 1, 1, 1)
+
+
+def shift_hue(x: torch.Tensor, dim: int, shift: torch.Tensor) -> torch.Tensor:
+    """Rotate the hue of RGB images ``x`` (values >= 0) by ``shift`` (B,) turns.
+
+    Keras's ``rgb_to_hsv`` -> ``h + shift`` -> ``hsv_to_rgb`` (dm_pix's formulas), with
+    ``v * (1 - s + s * d) = v - range * (1 - d)``: the value and the range (max - min) of a
+    pixel are kept, only where its hue sits moves.
+    """
+    r, g, b = x.unbind(dim)
+    value = torch.maximum(torch.maximum(r, g), b)
+    rng = value - torch.minimum(torch.minimum(r, g), b)
+    norm = 1.0 / (6.0 * torch.where(rng > 0, rng, torch.ones_like(rng)))
+    hue = torch.where(value == g, norm * (b - r) + 2.0 / 6.0, norm * (r - g) + 4.0 / 6.0)
+    hue = torch.where(value == r, norm * (g - b), hue)
+    hue = torch.where(rng > 0, hue, torch.zeros_like(hue))
+    dh = torch.remainder(hue + shift.to(x.dtype).view(-1, 1, 1), 1.0).mul_(6.0)
+    out = []
+    for centre, sign in ((3.0, 1.0), (2.0, -1.0), (4.0, -1.0)):
+        if sign > 0:  # red: clip(|dh - 3| - 1, 0, 1)
+            d = (dh - centre).abs_().sub_(1.0).clamp_(0.0, 1.0)
+        else:  # green / blue: clip(2 - |dh - c|, 0, 1)
+            d = (dh - centre).abs_().neg_().add_(2.0).clamp_(0.0, 1.0)
+        out.append(value - rng * (1.0 - d))
+    return torch.stack(out, dim)
+
+
+def scale_saturation(x: torch.Tensor, dim: int, factor: torch.Tensor) -> torch.Tensor:
+    """Multiply the HSV saturation of RGB images ``x`` (values >= 0) by ``factor`` (B,),
+    clipped to [0, 1], hue and value kept.
+
+    With ``s = range / v`` each channel is ``c = v - range * (1 - d)``; the new saturation
+    ``min(s * f, 1)`` gives ``v - min(f, v / range) * (v - c)``: no HSV round trip.
+    """
+    value = x.amax(dim=dim, keepdim=True)
+    rng = value - x.amin(dim=dim, keepdim=True)
+    f = per_image(factor, x)
+    k = torch.minimum(f, value / torch.where(rng > 0, rng, torch.full_like(rng, math.inf)))
+    return value - k * (value - x)
+
+
+def apply_where(
+    x: torch.Tensor, mask: torch.Tensor, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+) -> torch.Tensor:
+    """``fn(x[i], i)`` for the samples where ``mask`` (B,) holds, ``x[i]`` elsewhere.
+
+    ``fn(subset, index)`` receives the selected samples and their indices (to pick their
+    parameters). On CPU only the selected samples are computed and written (the mask is
+    read on the host, where that costs no device sync); on other devices and under
+    ``torch.compile`` one ``torch.where`` over the whole batch keeps everything on the
+    device without a sync.
+    """
+    n = x.shape[0]
+    if x.device.type != "cpu" or torch.compiler.is_compiling():
+        everyone = torch.arange(n, device=x.device)
+        return torch.where(mask.view(-1, 1, 1, 1), fn(x, everyone), x)
+    index = mask.nonzero().squeeze(1)
+    k = index.numel()
+    if k == n:
+        return fn(x, index)
+    if k == 0:
+        return x
+    return x.index_copy(0, index, fn(x.index_select(0, index), index).to(x.dtype))
+
+
+def take(params: Any, index: torch.Tensor, n: int) -> Any:
+    """The parameters of the samples ``index`` of a draw for ``n`` samples: every tensor
+    with a leading axis of ``n`` is indexed; ``input_shape`` gets the new batch size."""
+    if isinstance(params, dict):
+        out = {k: take(v, index, n) for k, v in params.items()}
+        if isinstance(params.get("input_shape"), tuple):
+            out["input_shape"] = (index.numel(), *params["input_shape"][1:])
+        return out
+    if isinstance(params, (list, tuple)):
+        return type(params)(take(v, index, n) for v in params)
+    if isinstance(params, torch.Tensor) and params.ndim >= 1 and params.shape[0] == n:
+        return params.index_select(0, index.to(params.device))
+    return params

@@ -1,0 +1,91 @@
+"""Equalization (Keras 3's ``keras.layers.Equalization``)."""
+
+from __future__ import annotations
+
+import torch
+
+from ._photometric import value_range_pair
+from .base import Layer
+
+
+def equalize(x: torch.Tensor, bins: int) -> torch.Tensor:
+    """Histogram-equalise each row of ``x`` (R, N) holding values in [0, 255].
+
+    Keras's arithmetic: bin ``int(v * (bins - 1) / 255)``, lookup table
+    ``round((cdf - cdf_min) * 255 / (cdf[-1] - cdf_min))`` with ``cdf_min`` the first
+    non-zero cumulative count, rows with one occupied bin (or none) unchanged.
+    """
+    rows, n = x.shape
+    index = (x * ((bins - 1) / 255.0)).clamp_(0, bins - 1).to(torch.int64)
+    offsets = torch.arange(rows, device=x.device).mul_(bins).unsqueeze(1)
+    hist = torch.bincount((index + offsets).reshape(-1), minlength=rows * bins).view(rows, bins)
+    cdf = hist.cumsum(dim=1)
+    # The first non-zero cumulative count is the smallest one above zero.
+    cdf_min = torch.where(cdf > 0, cdf, torch.full_like(cdf, n + 1)).amin(dim=1, keepdim=True)
+    den = cdf[:, -1:] - cdf_min
+    den = torch.where(den == 0, torch.ones_like(den), den)
+    lut = ((cdf - cdf_min).to(x.dtype) * 255.0 / den.to(x.dtype)).round_().clamp_(0, 255)
+    out = torch.gather(lut, 1, index)
+    flat = (hist > 0).sum(dim=1, keepdim=True) <= 1
+    return torch.where(flat, x, out)
+
+
+class Equalization(Layer):
+    """Histogram-equalise each channel of each image (Keras 3's ``Equalization``).
+
+    The image is mapped from ``value_range`` to [0, 255]; per image and channel, values
+    are binned into ``bins`` bins and replaced by the rounded cumulative distribution of
+    their bin, stretched over [0, 255] (Keras's formula; see ``equalize``); a channel
+    whose values fill one bin is left as it is. Keras histograms each channel over the
+    whole batch at once; here each image gets its own histogram, as for a single image in
+    Keras (and as PIL's ``ImageOps.equalize``), so an image's result does not depend on
+    the batch it came in. Identity (but for the dtype) in ``eval()``, as Keras's.
+
+    Args:
+        value_range: ``(low, high)`` of the input values (low < high), default (0, 255).
+        bins: the number of histogram bins, an int >= 2 (default 256).
+        data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
+            package default, ``preprocessing.image_data_format()``.
+        dtype: a dtype policy name or None (``preprocessing.dtype_policy``).
+
+    Input: a rank-3 image, a rank-4 batch or a dict of targets (only ``images`` change).
+    Output: same shape; float dtypes are kept, integer inputs come back as float32.
+
+    Raises:
+        ValueError: a bad argument (naming it) or an input that is not rank 3 or 4.
+
+    Example:
+        >>> import torch
+        >>> Equalization()(torch.tensor([[[10.0, 10.0, 20.0, 40.0]]]))
+        tensor([[[  0.,   0., 128., 255.]]])
+    """
+
+    _random = True  # Keras applies it in training only
+
+    def __init__(
+        self,
+        value_range: tuple[float, float] = (0, 255),
+        bins: int = 256,
+        data_format: str | None = None,
+        dtype: str | None = None,
+    ) -> None:
+        super().__init__(data_format=data_format, dtype=dtype)
+        self.value_range, self.bins = value_range, bins
+        self._range = value_range_pair(self, value_range)
+        if isinstance(bins, bool) or not isinstance(bins, int) or bins < 2:
+            self._fail("bins", "must be an int >= 2", bins)
+
+    def get_random_transformation(self, images: torch.Tensor, generator: object = None):
+        return {}  # deterministic, but identity in eval() (_random)
+
+    def transform_images(self, images: torch.Tensor, params: object = None) -> torch.Tensor:
+        batch, single = self._as_batch(images)
+        x = self._to_nchw(self._to_float(batch))
+        lo, hi = self._range
+        unit = (lo, hi) == (0.0, 255.0)
+        y = x if unit else (x - lo) * (255.0 / (hi - lo))
+        b, c, h, w = y.shape
+        out = equalize(y.reshape(b * c, h * w), self.bins).reshape(b, c, h, w)
+        if not unit:
+            out = out * ((hi - lo) / 255.0) + lo
+        return self._unbatch(self._from_nchw(out), single)

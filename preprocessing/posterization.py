@@ -1,0 +1,81 @@
+"""RandomPosterization (Keras 3's ``keras.layers.RandomPosterization``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ._photometric import value_range_pair
+from .base import RandomLayer, _is_number, ordered_pair
+
+
+class RandomPosterization(RandomLayer):
+    """Keep only the ``bits`` most significant bits of each 8-bit channel value, ``bits``
+    drawn per image (Keras 3's ``RandomPosterization``; PIL's ``ImageOps.posterize``).
+
+    The image is mapped from ``value_range`` to [0, 255], truncated to integers (Keras's
+    cast to uint8), its low ``8 - bits`` bits cleared, and mapped back.
+
+    Args:
+        factor: the number of bits to keep, an int in [1, 8]: a number ``b`` draws ``bits``
+            from the integers in ``[1, b]``, a pair ``(lo, hi)`` from those in ``[lo, hi]``
+            (both ends included; Keras's ``randint`` leaves the upper end out, so its
+            ``factor=(8, 8)`` keeps 8 bits but ``factor=8`` never does).
+        value_range: ``(low, high)`` of the input values (low < high), default (0, 255).
+        data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
+            package default, ``preprocessing.image_data_format()``.
+        seed: seeds the layer's draws; None uses torch's global RNG.
+        dtype: a dtype policy name or None (``preprocessing.dtype_policy``).
+
+    Input: a rank-3 image, a rank-4 batch or a dict of targets (only ``images`` change).
+    Output: same shape; float dtypes are kept, integer inputs come back as float32.
+    Identity (but for the dtype) in ``eval()``.
+
+    Raises:
+        ValueError: a bad argument (naming it) or an input that is not rank 3 or 4.
+
+    Example:
+        >>> import torch
+        >>> RandomPosterization((2, 2))(torch.tensor([[[0.0, 63.0, 64.0, 200.0, 255.0]]]))
+        tensor([[[  0.,   0.,  64., 192., 192.]]])
+    """
+
+    def __init__(
+        self,
+        factor: int | tuple[int, int],
+        value_range: tuple[float, float] = (0, 255),
+        data_format: str | None = None,
+        seed: int | None = None,
+        dtype: str | None = None,
+    ) -> None:
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        self.factor, self.value_range = factor, value_range
+        if _is_number(factor):
+            pair = (1, factor)
+        else:
+            pair = ordered_pair(self, "factor", factor, 1, 8, symmetric=False)
+        if not all(float(b).is_integer() and 1 <= b <= 8 for b in pair):
+            self._fail("factor", "must be an int in [1, 8] or a pair of them", factor)
+        self._bits = (int(pair[0]), int(pair[1]))
+        self._range = value_range_pair(self, value_range)
+
+    def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
+        batch, _ = self._as_batch(images)
+        lo, hi = self._bits
+        u = self._rand((batch.shape[0],), batch.device, generator)
+        bits = (lo + (u * (hi - lo + 1)).floor()).clamp_(max=hi).to(torch.uint8)
+        return {"shift_factor": 8 - bits}
+
+    def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
+        batch, single = self._as_batch(images)
+        x = self._to_float(batch)
+        lo, hi = self._range
+        unit = (lo, hi) == (0.0, 255.0)
+        q = x if unit else (x - lo) / (hi - lo) * 255.0
+        # Clamp first: a float outside [0, 255] has no defined uint8 cast.
+        q = q.clamp(0.0, 255.0).to(torch.uint8)
+        keep = 256 - torch.pow(2, params["shift_factor"].to(torch.int32))
+        q = q.bitwise_and_(keep.to(torch.uint8).view(-1, 1, 1, 1)).to(x.dtype)
+        out = q if unit else q.mul_((hi - lo) / 255.0).add_(lo)
+        return self._unbatch(out, single)

@@ -1,0 +1,82 @@
+"""RandomSharpness (Keras 3's ``keras.layers.RandomSharpness``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from ._photometric import per_image, value_range_pair
+from .base import RandomLayer, from_zero_pair
+
+
+class RandomSharpness(RandomLayer):
+    """Sharpen or blur each image by a random amount (Keras 3's ``RandomSharpness``).
+
+    Per image ``f`` is drawn from ``factor``'s range and ``s = 2 f``; the image becomes
+    ``clip(x + (1 - s) * (smooth(x) - x), low, high)`` with ``smooth`` the 3x3 kernel
+    ``[[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13`` per channel. ``f = 0.5`` changes nothing,
+    smaller values blur, larger values sharpen (PIL's ``ImageEnhance.Sharpness`` with
+    factor ``s``). Border pixels, where the kernel would reach outside the image, are
+    kept as they are (PIL's and torchvision's rule); Keras pads with zeros there, which
+    darkens (``s < 1``) or brightens (``s > 1``) a one-pixel frame. Interior pixels agree
+    with Keras.
+
+    Args:
+        factor: a number ``a`` in [0, 1] draws ``f`` from ``[0, a]``; a pair ``(lo, hi)``
+            (``0 <= lo <= hi <= 1``) from ``[lo, hi]``.
+        value_range: ``(low, high)`` of the input values (low < high), default (0, 255).
+        data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
+            package default, ``preprocessing.image_data_format()``.
+        seed: seeds the layer's draws; None uses torch's global RNG.
+        dtype: a dtype policy name or None (``preprocessing.dtype_policy``).
+
+    Input: a rank-3 image, a rank-4 batch (any channel count) or a dict of targets (only
+    ``images`` change). Output: same shape; float dtypes are kept, integer inputs come
+    back as float32. Identity (but for the dtype) in ``eval()``.
+
+    Raises:
+        ValueError: a bad argument (naming it) or an input that is not rank 3 or 4.
+
+    Example:
+        >>> import torch
+        >>> x = torch.zeros(1, 3, 3)
+        >>> x[0, 1, 1] = 13.0
+        >>> RandomSharpness((0.0, 0.0))(x)  # s = 0: the smoothed image inside the border
+        tensor([[[0., 0., 0.],
+                 [0., 5., 0.],
+                 [0., 0., 0.]]])
+    """
+
+    def __init__(
+        self,
+        factor: float | tuple[float, float],
+        value_range: tuple[float, float] = (0, 255),
+        data_format: str | None = None,
+        seed: int | None = None,
+        dtype: str | None = None,
+    ) -> None:
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        self.factor, self.value_range = factor, value_range
+        self._factor = from_zero_pair(self, "factor", factor)
+        self._range = value_range_pair(self, value_range)
+
+    def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
+        batch, _ = self._as_batch(images)
+        return {"factor": self._uniform(batch.shape[0], *self._factor, batch.device, generator)}
+
+    def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
+        batch, single = self._as_batch(images)
+        x = self._to_nchw(self._to_float(batch))
+        out = x.clone()
+        c, h, w = x.shape[1:]
+        if h > 2 and w > 2:
+            # smooth(x) - x = (box3x3(x) - 9 x) / 13 inside the border: one depthwise conv.
+            kernel = torch.full((3, 3), 1.0 / 13.0, dtype=x.dtype, device=x.device)
+            kernel[1, 1] = -8.0 / 13.0
+            detail = F.conv2d(x, kernel.expand(c, 1, 3, 3), groups=c)
+            weight = 1.0 - 2.0 * per_image(params["factor"], x)
+            out[:, :, 1:-1, 1:-1].addcmul_(detail, weight)
+        out = out.clamp_(*self._range)
+        return self._unbatch(self._from_nchw(out), single)

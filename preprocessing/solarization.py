@@ -1,0 +1,83 @@
+"""Solarization (Keras 3's ``keras.layers.Solarization``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ._photometric import per_image, value_range_pair
+from .base import RandomLayer, from_zero_pair
+
+
+class Solarization(RandomLayer):
+    """Add a random amount to each image, then invert the values at or above a random
+    threshold (Keras 3's ``Solarization``; PIL's ``ImageOps.solarize`` plus an addition).
+
+    In [0, 255] units (the image is mapped there from ``value_range`` and back): per
+    image ``a`` is drawn from ``addition_factor``'s range times 255 and ``t`` from
+    ``threshold_factor``'s range times 255; ``y = clip(x + a, 0, 255)`` and the output is
+    ``y`` where ``y < t``, else ``255 - y``. With the defaults (0, 0) every value is
+    inverted. (Keras scales only the upper end of each range by 255; the lower end is
+    scaled too here, which changes nothing for the usual lower end 0.)
+
+    Args:
+        addition_factor: a number ``a`` in [0, 1] means ``(0, a)``; a pair ``(lo, hi)``
+            (``0 <= lo <= hi <= 1``) is taken as is. Default 0.
+        threshold_factor: the same, for the threshold. Default 0.
+        value_range: ``(low, high)`` of the input values (low < high), default (0, 255).
+        seed: seeds the layer's draws; None uses torch's global RNG.
+        data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
+            package default (the result does not depend on it).
+        dtype: a dtype policy name or None (``preprocessing.dtype_policy``).
+
+    Input: a rank-3 image, a rank-4 batch or a dict of targets (only ``images`` change).
+    Output: same shape; float dtypes are kept, integer inputs come back as float32.
+    Identity (but for the dtype) in ``eval()``.
+
+    Raises:
+        ValueError: a bad argument (naming it) or an input that is not rank 3 or 4.
+
+    Example:
+        >>> import torch
+        >>> layer = Solarization(threshold_factor=(0.5, 0.5))  # invert from 127.5 up
+        >>> layer(torch.tensor([[[0.0, 100.0, 200.0, 255.0]]]))
+        tensor([[[  0., 100.,  55.,   0.]]])
+    """
+
+    _checks_layout = False
+
+    def __init__(
+        self,
+        addition_factor: float | tuple[float, float] = 0.0,
+        threshold_factor: float | tuple[float, float] = 0.0,
+        value_range: tuple[float, float] = (0, 255),
+        seed: int | None = None,
+        data_format: str | None = None,
+        dtype: str | None = None,
+    ) -> None:
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        self.addition_factor, self.threshold_factor = addition_factor, threshold_factor
+        self.value_range = value_range
+        self._addition = from_zero_pair(self, "addition_factor", addition_factor)
+        self._threshold = from_zero_pair(self, "threshold_factor", threshold_factor)
+        self._range = value_range_pair(self, value_range)
+
+    def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
+        batch, _ = self._as_batch(images)
+        n, dev = batch.shape[0], batch.device
+        a = self._uniform(n, *self._addition, dev, generator) * 255.0
+        t = self._uniform(n, *self._threshold, dev, generator) * 255.0
+        return {"additions": a, "thresholds": t}
+
+    def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
+        batch, single = self._as_batch(images)
+        x = self._to_float(batch)
+        lo, hi = self._range
+        unit = (lo, hi) == (0.0, 255.0)
+        y = x if unit else (x - lo) / (hi - lo) * 255.0
+        y = (y + per_image(params["additions"], x)).clamp_(0.0, 255.0)
+        out = torch.where(y < per_image(params["thresholds"], x), y, 255.0 - y)
+        if not unit:
+            out = out.mul_((hi - lo) / 255.0).add_(lo)
+        return self._unbatch(out, single)
