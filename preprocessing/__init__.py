@@ -17,6 +17,7 @@ from datapipe._image_format import image_data_format, set_image_data_format
 
 from . import bounding_boxes
 from .affine import AffineLayer, affine_transform
+from .aug_mix import AugMix
 from .auto_contrast import AutoContrast
 from .base import Layer, RandomLayer, layer_from_config, serialize_layer
 from .brightness import RandomBrightness
@@ -60,6 +61,7 @@ from .zoom import RandomZoom
 
 __all__ = [
     "AffineLayer",
+    "AugMix",
     "AutoContrast",
     "CategoryEncoding",
     "CenterCrop",

@@ -136,3 +136,19 @@ def take(params: Any, index: torch.Tensor, n: int) -> Any:
     if isinstance(params, torch.Tensor) and params.ndim >= 1 and params.shape[0] == n:
         return params.index_select(0, index.to(params.device))
     return params
+
+
+def to_255(x: torch.Tensor, lo: float, hi: float) -> torch.Tensor:
+    """``x`` from [lo, hi] to [0, 255] in Keras's order of operations (``(x - lo) / (hi -
+    lo) * 255``, which decides where truncating ops cut); ``x`` itself when the range is
+    already (0, 255), else a fresh tensor."""
+    if (lo, hi) == (0.0, 255.0):
+        return x
+    return (x - lo).div_(hi - lo).mul_(255.0)
+
+
+def from_255(y: torch.Tensor, lo: float, hi: float) -> torch.Tensor:
+    """Undo ``to_255`` on a fresh tensor ``y`` (in place)."""
+    if (lo, hi) == (0.0, 255.0):
+        return y
+    return y.div_(255.0).mul_(hi - lo).add_(lo)

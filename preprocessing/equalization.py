@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ._photometric import value_range_pair
+from ._photometric import from_255, to_255, value_range_pair
 from .base import Layer
 
 
@@ -16,17 +16,26 @@ def equalize(x: torch.Tensor, bins: int) -> torch.Tensor:
     non-zero cumulative count, rows with one occupied bin (or none) unchanged.
     """
     rows, n = x.shape
-    index = (x * ((bins - 1) / 255.0)).clamp_(0, bins - 1).to(torch.int64)
-    offsets = torch.arange(rows, device=x.device).mul_(bins).unsqueeze(1)
-    hist = torch.bincount((index + offsets).reshape(-1), minlength=rows * bins).view(rows, bins)
+    scaled = x if bins == 256 else x * ((bins - 1) / 255.0)
+    # Truncation through uint8 is Keras's int cast for values in [0, 255] and is cheaper
+    # than a float -> int64 cast; the int64 index is needed by scatter/gather.
+    small = torch.uint8 if bins <= 256 else torch.int32
+    index = scaled.clamp(0, bins - 1).to(small).to(torch.int64)
+    # Counts in float32 are exact below 2**24 pixels per image; a scatter into a (R, bins)
+    # table costs a quarter of bincount over row-offset indices.
+    count_dtype = torch.float32 if n < 2**24 else torch.float64
+    ones = torch.ones((), dtype=count_dtype, device=x.device).expand(rows, n)
+    hist = torch.zeros(rows, bins, dtype=count_dtype, device=x.device).scatter_add_(1, index, ones)
     cdf = hist.cumsum(dim=1)
     # The first non-zero cumulative count is the smallest one above zero.
     cdf_min = torch.where(cdf > 0, cdf, torch.full_like(cdf, n + 1)).amin(dim=1, keepdim=True)
     den = cdf[:, -1:] - cdf_min
     den = torch.where(den == 0, torch.ones_like(den), den)
-    lut = ((cdf - cdf_min).to(x.dtype) * 255.0 / den.to(x.dtype)).round_().clamp_(0, 255)
+    lut = ((cdf - cdf_min) * 255.0 / den).round_().clamp_(0, 255).to(x.dtype)
     out = torch.gather(lut, 1, index)
     flat = (hist > 0).sum(dim=1, keepdim=True) <= 1
+    if x.device.type == "cpu" and not torch.compiler.is_compiling() and not flat.any():
+        return out  # (read on the host: no device sync on CPU)
     return torch.where(flat, x, out)
 
 
@@ -82,10 +91,8 @@ class Equalization(Layer):
         batch, single = self._as_batch(images)
         x = self._to_nchw(self._to_float(batch))
         lo, hi = self._range
-        unit = (lo, hi) == (0.0, 255.0)
-        y = x if unit else (x - lo) * (255.0 / (hi - lo))
+        y = to_255(x, lo, hi)
         b, c, h, w = y.shape
         out = equalize(y.reshape(b * c, h * w), self.bins).reshape(b, c, h, w)
-        if not unit:
-            out = out * ((hi - lo) / 255.0) + lo
+        out = from_255(out, lo, hi)
         return self._unbatch(self._from_nchw(out), single)

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from ._photometric import value_range_pair
+from ._photometric import from_255, to_255, value_range_pair
 from .base import RandomLayer, _is_number, ordered_pair
 
 
@@ -71,11 +71,10 @@ class RandomPosterization(RandomLayer):
         batch, single = self._as_batch(images)
         x = self._to_float(batch)
         lo, hi = self._range
-        unit = (lo, hi) == (0.0, 255.0)
-        q = x if unit else (x - lo) / (hi - lo) * 255.0
-        # Clamp first: a float outside [0, 255] has no defined uint8 cast.
-        q = q.clamp(0.0, 255.0).to(torch.uint8)
-        keep = 256 - torch.pow(2, params["shift_factor"].to(torch.int32))
-        q = q.bitwise_and_(keep.to(torch.uint8).view(-1, 1, 1, 1)).to(x.dtype)
-        out = q if unit else q.mul_((hi - lo) / 255.0).add_(lo)
+        q = to_255(x, lo, hi)
+        # Truncating to an int and clearing the low s bits is floor(v / 2**s) * 2**s for
+        # v in [0, 255]: three in-place float passes, no uint8 round trip.
+        step = torch.pow(2.0, params["shift_factor"].to(x.dtype)).view(-1, 1, 1, 1)
+        q = q.clamp(0.0, 255.0).div_(step).floor_().mul_(step)
+        out = from_255(q, lo, hi)
         return self._unbatch(out, single)

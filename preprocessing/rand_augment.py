@@ -79,8 +79,8 @@ class RandAugment(RandomLayer):
         >>> out.shape, bool(out.min() >= 0 and out.max() <= 1)
         (torch.Size([8, 3, 32, 32]), True)
         >>> params = layer.get_random_transformation(x)
-        >>> params["layer_idxes"].shape  # (num_ops, B): each image's op per slot
-        torch.Size([2, 8])
+        >>> params["layer_idxes"].shape  # (B, num_ops): each image's op per slot
+        torch.Size([8, 2])
     """
 
     def __init__(
@@ -116,11 +116,11 @@ class RandAugment(RandomLayer):
         )
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        """``{"layer_idxes": (num_ops, B) int64 op indices, "transforms": [one dict per
+        """``{"layer_idxes": (B, num_ops) int64 op indices, "transforms": [one dict per
         slot: {op name: that op's parameters for the batch}]}``."""
         batch, _ = self._as_batch(images)
         n, dev = batch.shape[0], batch.device
-        u = self._rand((self.num_ops, n), dev, generator)
+        u = self._rand((n, self.num_ops), dev, generator)
         choice = (u * len(self.ops)).to(torch.int64).clamp_(max=len(self.ops) - 1)
         return {
             "layer_idxes": choice,
@@ -129,7 +129,7 @@ class RandAugment(RandomLayer):
 
     def _apply(self, method: str, value: Any, params: dict[str, Any], n: int) -> Any:
         for i in range(self.num_ops):
-            choice = params["layer_idxes"][i]
+            choice = params["layer_idxes"][:, i]
             value = apply_slot(self.ops, method, value, choice, params["transforms"][i], n)
         return value
 

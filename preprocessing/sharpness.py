@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from ._photometric import per_image, value_range_pair
 from .base import RandomLayer, from_zero_pair
@@ -70,13 +69,15 @@ class RandomSharpness(RandomLayer):
         batch, single = self._as_batch(images)
         x = self._to_nchw(self._to_float(batch))
         out = x.clone()
-        c, h, w = x.shape[1:]
-        if h > 2 and w > 2:
-            # smooth(x) - x = (box3x3(x) - 9 x) / 13 inside the border: one depthwise conv.
-            kernel = torch.full((3, 3), 1.0 / 13.0, dtype=x.dtype, device=x.device)
-            kernel[1, 1] = -8.0 / 13.0
-            detail = F.conv2d(x, kernel.expand(c, 1, 3, 3), groups=c)
-            weight = 1.0 - 2.0 * per_image(params["factor"], x)
-            out[:, :, 1:-1, 1:-1].addcmul_(detail, weight)
+        if x.shape[2] > 2 and x.shape[3] > 2:
+            # smooth(x) - x = (box3x3(x) - 9 x) / 13 inside the border; the 3x3 box sum
+            # as two passes of shifted adds costs half of a depthwise conv2d on CPU.
+            rows = x[..., :, :-2] + x[..., :, 1:-1]
+            rows.add_(x[..., :, 2:])
+            box = rows[..., :-2, :] + rows[..., 1:-1, :]
+            box.add_(rows[..., 2:, :])
+            w = (1.0 - 2.0 * per_image(params["factor"], x)) / 13.0
+            inner = out[:, :, 1:-1, 1:-1]
+            inner.mul_(1.0 - 9.0 * w).add_(box.mul_(w))
         out = out.clamp_(*self._range)
         return self._unbatch(self._from_nchw(out), single)

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from ._photometric import per_image, value_range_pair
+from ._photometric import from_255, per_image, to_255, value_range_pair
 from .base import RandomLayer, from_zero_pair
 
 
@@ -74,10 +74,8 @@ class Solarization(RandomLayer):
         batch, single = self._as_batch(images)
         x = self._to_float(batch)
         lo, hi = self._range
-        unit = (lo, hi) == (0.0, 255.0)
-        y = x if unit else (x - lo) / (hi - lo) * 255.0
-        y = (y + per_image(params["additions"], x)).clamp_(0.0, 255.0)
-        out = torch.where(y < per_image(params["thresholds"], x), y, 255.0 - y)
-        if not unit:
-            out = out.mul_((hi - lo) / 255.0).add_(lo)
+        y = to_255(x, lo, hi)
+        a = per_image(params["additions"], x)
+        y = (y + a if y is x else y.add_(a)).clamp_(0.0, 255.0)
+        out = from_255(torch.where(y < per_image(params["thresholds"], x), y, 255.0 - y), lo, hi)
         return self._unbatch(out, single)

@@ -214,6 +214,17 @@ STRATEGIES = {
         **photo,
         bounding_box_format=boxes,
     ),
+    "AugMix": st.builds(
+        pp.AugMix,
+        value_range=vrange,
+        num_chains=st.integers(1, 3),
+        chain_depth=st.integers(1, 3),
+        factor=from_zero,
+        alpha=st.floats(0.1, 5.0),
+        all_ops=st.booleans(),
+        interpolation=st.sampled_from(["bilinear", "nearest"]),
+        **photo,
+    ),
     "MaxNumBoundingBoxes": st.builds(
         pp.MaxNumBoundingBoxes, max_number=st.integers(1, 5), fill_value=st.integers(-3, 0)
     ),

@@ -34,7 +34,7 @@ def test_every_op_alone_equals_that_layer(k):
     layer = pp.RandAugment(value_range=(0, 1), num_ops=1, factor=0.7, seed=1)
     x = images()
     params = layer.get_random_transformation(x)
-    params["layer_idxes"] = torch.full((1, 6), k)
+    params["layer_idxes"] = torch.full((6, 1), k)
     op = layer.ops[OPS[k]]
     expected = op.transform_images(x, params["transforms"][0][OPS[k]])
     torch.testing.assert_close(layer.transform_images(x, params), expected, rtol=0, atol=0)
@@ -44,12 +44,12 @@ def test_mixed_choices_equal_each_image_on_its_own():
     layer = pp.RandAugment(value_range=(0, 1), num_ops=2, factor=0.9, seed=2)
     x = images(n=11)
     params = layer.get_random_transformation(x)
-    params["layer_idxes"] = torch.stack([torch.arange(11), torch.arange(11).flip(0)])
+    params["layer_idxes"] = torch.stack([torch.arange(11), torch.arange(11).flip(0)], dim=1)
     out = layer.transform_images(x, params)
     for i in range(11):
         y = x[i : i + 1]
         for slot in range(2):
-            name = OPS[int(params["layer_idxes"][slot, i])]
+            name = OPS[int(params["layer_idxes"][i, slot])]
             y = layer.ops[name].transform_images(
                 y, take(params["transforms"][slot][name], torch.tensor([i]), 11)
             )
@@ -59,10 +59,10 @@ def test_mixed_choices_equal_each_image_on_its_own():
 def test_choices_are_per_image_and_uniform():
     layer = pp.RandAugment(num_ops=3, seed=5)
     choice = layer.get_random_transformation(torch.zeros(2000, 3, 4, 4))["layer_idxes"]
-    assert choice.shape == (3, 2000) and choice.dtype == torch.int64
+    assert choice.shape == (2000, 3) and choice.dtype == torch.int64
     counts = torch.bincount(choice.flatten(), minlength=11)
     assert counts.min() > 6000 / 11 * 0.85 and counts.max() < 6000 / 11 * 1.15
-    assert (choice[0] != choice[0, 0]).any()  # not one op for the whole batch
+    assert (choice[:, 0] != choice[0, 0]).any()  # not one op for the whole batch
 
 
 def test_compiled_path_equals_eager_path(monkeypatch):
@@ -112,7 +112,7 @@ def test_dict_targets_move_only_with_geometric_ops():
         "keypoints": torch.tensor([[[3.0, 5.0]]]).repeat(n, 1, 1),  # off the centre
     }
     params = layer.get_random_transformation(x)
-    params["layer_idxes"] = torch.arange(n).view(1, n)
+    params["layer_idxes"] = torch.arange(n).view(n, 1)
     params["input_shape"] = tuple(x.shape)
     out = layer._apply_targets(data, x, False, params)
     assert torch.equal(out["labels"], data["labels"])
