@@ -1,0 +1,87 @@
+"""AugMix: per-image chains, Dirichlet/Beta mixing, Keras's op sets."""
+
+import math
+
+import pytest
+import torch
+
+import preprocessing as pp
+from preprocessing import _augment_ops
+from preprocessing.aug_mix import _TRIES, OPS, OPS_ALL, gamma_from_uniform
+
+
+@pytest.mark.parametrize("alpha", [0.3, 1.0, 4.0])
+def test_gamma_draws_have_gamma_moments(alpha):
+    u = torch.rand(2 * _TRIES + 1, 200_000, generator=torch.Generator().manual_seed(0))
+    g = gamma_from_uniform(alpha, u).double()
+    assert bool((g > 0).all())
+    # Gamma(a, 1): mean a, variance a; 200k draws give ~0.5% standard errors.
+    assert float(g.mean()) == pytest.approx(alpha, rel=0.02)
+    assert float(g.var()) == pytest.approx(alpha, rel=0.05)
+
+
+def test_mixing_weights_are_dirichlet_and_beta():
+    layer = pp.AugMix(num_chains=4, alpha=2.0, seed=0)
+    params = layer.get_random_transformation(torch.zeros(20_000, 3, 2, 2))
+    w, m = params["chain_mixing_weights"], params["weight_sample"]
+    assert w.shape == (20_000, 4) and m.shape == (20_000,)
+    torch.testing.assert_close(w.sum(dim=1), torch.ones(20_000))
+    # Dirichlet(2, 2, 2, 2): mean 1/4, variance (1/4)(3/4) / (8 + 1); Beta(2, 2): mean 1/2.
+    assert float(w.mean()) == pytest.approx(0.25, abs=0.003)
+    assert float(w[:, 0].var()) == pytest.approx(0.1875 / 9, rel=0.05)
+    assert float(m.mean()) == pytest.approx(0.5, abs=0.01)
+    assert float(m.var()) == pytest.approx(0.05, rel=0.05)  # ab / ((a+b)^2 (a+b+1))
+    choice = params["layer_idxes"]
+    assert choice.shape == (20_000, 12)  # num_chains * chain_depth
+    counts = torch.bincount(choice.flatten(), minlength=12).float()
+    assert float(counts.min() / counts.max()) > 0.95  # 11 ops and "none", uniformly
+
+
+def test_ops_follow_keras_op_sets():
+    assert tuple(pp.AugMix().ops) == OPS_ALL
+    assert tuple(pp.AugMix(all_ops=False).ops) == OPS
+    assert "random_contrast" not in OPS and len(OPS) == 7
+
+
+def test_one_chain_one_step_is_a_blend_of_that_op():
+    layer = pp.AugMix(value_range=(0, 1), num_chains=1, chain_depth=1, seed=1)
+    x = torch.rand(6, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    params = layer.get_random_transformation(x)
+    params["layer_idxes"] = torch.tensor([[3], [5], [11], [0], [10], [11]])  # 11: no op
+    out = layer.transform_images(x, params)
+    m = params["weight_sample"]
+    for i, k in enumerate(params["layer_idxes"][:, 0].tolist()):
+        y = x[i : i + 1]
+        if k < 11:
+            name = OPS_ALL[k]
+            p = _augment_ops.take(params["transforms"][0][name], torch.tensor([i]), 6)
+            y = layer.ops[name].transform_images(y, p)
+        expected = (m[i] * x[i] + (1 - m[i]) * y[0]).clamp(0, 1)
+        torch.testing.assert_close(out[i], expected, rtol=0, atol=1e-6)
+
+
+def test_eval_identity_targets_untouched_and_compiled_path(monkeypatch):
+    layer = pp.AugMix(value_range=(0, 1), seed=2)
+    x = torch.rand(5, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    masks = torch.ones(5, 8, 8, dtype=torch.uint8)
+    out = layer({"images": x, "segmentation_masks": masks})
+    assert out["segmentation_masks"] is masks and not torch.equal(out["images"], x)
+    assert torch.equal(layer.eval()(x), x)
+    layer.train()
+    params = layer.get_random_transformation(x)
+    eager = layer.transform_images(x, params)
+    monkeypatch.setattr(_augment_ops.torch.compiler, "is_compiling", lambda: True)
+    torch.testing.assert_close(layer.transform_images(x, params), eager, rtol=0, atol=1e-6)
+
+
+def test_bad_arguments_name_themselves():
+    for kwargs, arg in [
+        (dict(num_chains=0), "num_chains"),
+        (dict(chain_depth=1.5), "chain_depth"),
+        (dict(alpha=0.0), "alpha"),
+        (dict(alpha=math.inf), "alpha"),
+        (dict(all_ops="yes"), "all_ops"),
+        (dict(factor=(0.5, 0.2)), "factor"),
+    ]:
+        with pytest.raises(ValueError, match=f"AugMix: {arg}"):
+            pp.AugMix(**kwargs)
