@@ -303,6 +303,7 @@ def check_close(env: Env, step: Callable) -> None:
 # ---- 5. layers --------------------------------------------------------------------------------
 def layers() -> list:
     geo = dict(fill_mode="reflect", interpolation="bilinear")
+    geo_interp = dict(interpolation="bilinear")
     return [
         pp.Rescaling(0.5, offset=0.25),
         pp.Normalization(mean=[0.5, 0.4, 0.3], variance=[0.1, 0.2, 0.3]),
@@ -321,6 +322,20 @@ def layers() -> list:
         pp.RandomPerspective(0.5, seed=0),
         pp.RandomElasticTransform(0.5, value_range=(0, 1), seed=0, **geo),
         pp.RandomResizedCrop(96, 80, seed=0),
+        pp.RandomColorDegeneration(0.8, value_range=(0, 1), seed=0),
+        pp.RandomGrayscale(0.5, seed=0),
+        pp.RandomInvert(value_range=(0, 1), seed=0),
+        pp.RandomHue(0.5, value_range=(0, 1), seed=0),
+        pp.RandomSaturation((0.1, 0.9), value_range=(0, 1), seed=0),
+        pp.RandomColorJitter((0, 1), 0.2, 0.3, (0.2, 0.8), 0.3, seed=0),
+        pp.RandomSharpness(1.0, value_range=(0, 1), seed=0),
+        pp.RandomPosterization((2, 7), value_range=(0, 1), seed=0),
+        pp.Solarization(0.3, 0.8, value_range=(0, 1), seed=0),
+        pp.AutoContrast(value_range=(0, 1)),
+        pp.Equalization(value_range=(0, 1)),
+        pp.RandomGaussianBlur(0.8, 5, (0.5, 2.0), value_range=(0, 1), seed=0),
+        pp.RandAugment(value_range=(0, 1), num_ops=2, factor=0.5, seed=0, **geo_interp),
+        pp.AugMix(value_range=(0, 1), seed=0),
         pp.Pipeline(
             [
                 pp.RandomRotation(0.1, **geo),

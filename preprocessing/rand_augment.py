@@ -127,7 +127,7 @@ class RandAugment(RandomLayer):
             "transforms": draw_slots(self.ops, batch, self.num_ops, generator),
         }
 
-    def _apply(self, method: str, value: Any, params: dict[str, Any], n: int) -> Any:
+    def _per_slot(self, method: str, value: Any, params: dict[str, Any], n: int) -> Any:
         for i in range(self.num_ops):
             choice = params["layer_idxes"][:, i]
             value = apply_slot(self.ops, method, value, choice, params["transforms"][i], n)
@@ -135,15 +135,15 @@ class RandAugment(RandomLayer):
 
     def transform_images(self, images: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         batch, single = self._as_batch(images)
-        out = self._apply("transform_images", self._to_float(batch), params, batch.shape[0])
+        out = self._per_slot("transform_images", self._to_float(batch), params, batch.shape[0])
         return self._unbatch(out, single)
 
     def transform_bounding_boxes(self, bounding_boxes: dict, params: Any) -> dict:
         n = bounding_boxes["boxes"].shape[0]
-        return self._apply("transform_bounding_boxes", bounding_boxes, params, n)
+        return self._per_slot("transform_bounding_boxes", bounding_boxes, params, n)
 
     def transform_segmentation_masks(self, masks: torch.Tensor, params: Any) -> torch.Tensor:
-        return self._apply("transform_segmentation_masks", masks, params, masks.shape[0])
+        return self._per_slot("transform_segmentation_masks", masks, params, masks.shape[0])
 
     def transform_keypoints(self, keypoints: torch.Tensor, params: Any) -> torch.Tensor:
-        return self._apply("transform_keypoints", keypoints, params, keypoints.shape[0])
+        return self._per_slot("transform_keypoints", keypoints, params, keypoints.shape[0])

@@ -58,6 +58,38 @@ def test_export_save_and_load_in_process_without_library(tmp_path):
     torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-6)
 
 
+def photometric_model():
+    """Every photometric layer and RandAugment / AugMix (issue 13b): in eval() all are the
+    identity but AutoContrast, which Keras applies at inference too."""
+    kw = dict(value_range=(0, 255))
+    return torch.nn.Sequential(
+        pp.RandomColorJitter(brightness_factor=0.2, hue_factor=0.2, seed=0, **kw),
+        pp.RandomColorDegeneration(0.5, seed=1, **kw),
+        pp.RandomGrayscale(0.3, seed=2),
+        pp.RandomInvert(seed=3, **kw),
+        pp.RandomHue(0.3, seed=4, **kw),
+        pp.RandomSaturation(0.7, seed=5, **kw),
+        pp.RandomSharpness(0.7, seed=6, **kw),
+        pp.RandomPosterization(6, seed=7, **kw),
+        pp.Solarization(0.2, 0.9, seed=8, **kw),
+        pp.Equalization(**kw),
+        pp.RandomGaussianBlur(seed=9, **kw),
+        pp.RandAugment(seed=10, **kw),
+        pp.AugMix(seed=11, **kw),
+        pp.AutoContrast(value_range=(0, 1)),
+    )
+
+
+def test_photometric_layers_export_and_load_without_library(tmp_path):
+    model = photometric_model().eval()
+    x = torch.rand(2, 3, 16, 16) * 100 + 50
+    expected = model(x)
+    low = x.amin(dim=(2, 3), keepdim=True)
+    torch.testing.assert_close(expected, (x - low) / (x.amax(dim=(2, 3), keepdim=True) - low))
+    got = run_exported_elsewhere(tmp_path, model, (x,))
+    torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-6)
+
+
 class FeatureModel(torch.nn.Module):
     """The numeric feature layers (adapted ones included) in one exported program."""
 

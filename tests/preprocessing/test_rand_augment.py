@@ -1,5 +1,7 @@
 """RandAugment: each image gets its own ops, each op computed only on its images."""
 
+import copy
+
 import pytest
 import torch
 
@@ -88,6 +90,14 @@ def test_seeded_stream_formats_ranks_and_dtypes():
     assert single.shape == (3, 8, 8) and single.dtype == torch.float32
     half = pp.RandAugment(value_range=(0, 1), seed=7, dtype="mixed_bfloat16")(x)
     assert half.dtype == torch.bfloat16
+
+
+def test_moves_between_devices_and_copies():
+    # nn.Module.to() calls Module._apply: a layer method of that name once shadowed it.
+    layer = pp.RandAugment(value_range=(0, 1), seed=0)
+    moved = copy.deepcopy(layer).to("cpu", torch.float64)
+    x = images()
+    torch.testing.assert_close(moved(x), layer(x), rtol=0, atol=0)
 
 
 def test_eval_is_identity_and_num_ops_zero_too():
