@@ -15,13 +15,18 @@ degrees, bilinear, reflect) + per-channel normalization:
 Per op -- each layer in ``nn.Sequential`` against hand-written torch for its op (the same
 draws' distribution, the same kernels a user would call), ratio = ours / hand-written.
 
+Photometric (issue 13b) -- each colour / tone layer and RandAugment / AugMix in
+``nn.Sequential`` against hand-written torch for its op (torchvision's formulas, batched)
+and kornia.augmentation's layer of that name (``p=1``; its parameter distributions are
+kornia's own where they differ, e.g. its RandAugment's ops and magnitudes).
+
 Every contender is warmed up once, then rounds of ``--iters`` batches interleave the
 contenders in a rotating order (load on the shared machine hits all alike) and the best
 round is kept. The
 load average (``os.getloadavg``) is printed before and after.
 
 Usage: python benchmarks/bench_preprocessing.py [--device cpu|cuda] [--iters N]
-       [--rounds N] [--batch N] [--only w4|ops]
+       [--rounds N] [--batch N] [--only w4|ops|photo]
 """
 
 from __future__ import annotations
@@ -201,6 +206,185 @@ def ops(device):
     ]
 
 
+# --------------------------------------------------------- photometric (13b)
+GRAY = (0.2989, 0.587, 0.114)
+
+
+def _coin(x, p=0.5):
+    return (torch.rand(x.shape[0], device=x.device) < p).view(-1, 1, 1, 1)
+
+
+def _per_image(x, lo, hi):
+    return (lo + (hi - lo) * torch.rand(x.shape[0], device=x.device)).view(-1, 1, 1, 1)
+
+
+def _gray(x):
+    return (GRAY[0] * x[:, 0] + GRAY[1] * x[:, 1] + GRAY[2] * x[:, 2]).unsqueeze(1)
+
+
+def _hsv(x):
+    """torchvision's _rgb2hsv, batched: what one writes by hand."""
+    r, g, b = x.unbind(1)
+    maxc, minc = x.amax(1), x.amin(1)
+    eqc = maxc == minc
+    cr = maxc - minc
+    s = cr / torch.where(eqc, torch.ones_like(maxc), maxc)
+    crd = torch.where(eqc, torch.ones_like(cr), cr)
+    rc, gc, bc = (maxc - r) / crd, (maxc - g) / crd, (maxc - b) / crd
+    hr = (maxc == r) * (bc - gc)
+    hg = ((maxc == g) & (maxc != r)) * (2.0 + rc - bc)
+    hb = ((maxc != g) & (maxc != r)) * (4.0 + gc - rc)
+    h = torch.fmod((hr + hg + hb) / 6.0 + 1.0, 1.0)
+    return h, s, maxc
+
+
+def _rgb(h, s, v):
+    """torchvision's _hsv2rgb, batched."""
+    i = torch.floor(h * 6.0)
+    f = h * 6.0 - i
+    i = i.to(torch.int32) % 6
+    p, q, t = (
+        (v * (1.0 - s)).clamp(0, 1),
+        (v * (1.0 - s * f)).clamp(0, 1),
+        (v * (1.0 - s * (1.0 - f))).clamp(0, 1),
+    )
+    mask = i.unsqueeze(1) == torch.arange(6, device=h.device).view(-1, 1, 1)
+    a1, a2, a3 = (
+        torch.stack(c, dim=1) for c in ((v, q, p, p, t, v), (t, v, v, q, p, p), (p, p, t, v, v, q))
+    )
+    return torch.stack(
+        [torch.einsum("...ijk,...xijk->...jk", mask.to(h.dtype), a) for a in (a1, a2, a3)], 1
+    )
+
+
+def _hand_hue(x):
+    h, s, v = _hsv(x)
+    shift = (torch.rand(x.shape[0], device=x.device) - 0.5).view(-1, 1, 1) * 0.5
+    return _rgb(torch.remainder(h + shift, 1.0), s, v)
+
+
+def _hand_saturation(x):
+    h, s, v = _hsv(x)
+    f = torch.rand(x.shape[0], device=x.device).view(-1, 1, 1) * 2.0
+    return _rgb(h, (s * f).clamp(0, 1), v)
+
+
+def _hand_jitter(x):
+    x = (x + _per_image(x, -0.2, 0.2)).clamp(0, 1)
+    mean = x.mean(dim=(2, 3), keepdim=True)
+    x = ((x - mean) * _per_image(x, 0.7, 1.3) + mean).clamp(0, 1)
+    return _hand_hue(x)  # + saturation through the same HSV pass would be one more
+
+
+def _hand_sharpness(x):
+    k = torch.tensor([[1.0, 1.0, 1.0], [1.0, 5.0, 1.0], [1.0, 1.0, 1.0]], device=x.device) / 13
+    smooth = F.conv2d(x, k.expand(x.shape[1], 1, 3, 3), groups=x.shape[1])
+    out = x.clone()
+    out[:, :, 1:-1, 1:-1] = smooth
+    return torch.lerp(out, x, _per_image(x, 0.0, 2.0)).clamp(0, 1)
+
+
+def _hand_posterize(x):
+    bits = torch.randint(1, 9, (x.shape[0],), device=x.device)
+    mask = (256 - 2 ** (8 - bits)).to(torch.uint8).view(-1, 1, 1, 1)
+    return ((x * 255).to(torch.uint8) & mask).float() / 255
+
+
+def _hand_solarize(x):
+    y = (x + _per_image(x, 0.0, 0.3)).clamp(0, 1)
+    return torch.where(y < _per_image(x, 0.0, 1.0), y, 1.0 - y)
+
+
+def _hand_autocontrast(x):
+    low, high = x.amin(dim=(2, 3), keepdim=True), x.amax(dim=(2, 3), keepdim=True)
+    scale = torch.where(high > low, 1.0 / (high - low), torch.ones_like(high))
+    return ((x - low) * scale).clamp(0, 1)
+
+
+def _hand_equalize(x):
+    b, c, h, w = x.shape
+    idx = (x * 255).to(torch.int64).clamp(0, 255).reshape(b * c, -1)
+    flat = idx + torch.arange(b * c, device=x.device).view(-1, 1) * 256
+    hist = torch.bincount(flat.view(-1), minlength=b * c * 256).view(b * c, 256)
+    cdf = hist.cumsum(1)
+    cdf_min = torch.where(cdf > 0, cdf, cdf[:, -1:]).amin(1, keepdim=True)
+    lut = ((cdf - cdf_min) * 255.0 / (cdf[:, -1:] - cdf_min).clamp_min(1)).round()
+    return (torch.take(lut, flat) / 255).view(b, c, h, w)
+
+
+def _hand_blur(x):
+    b, c = x.shape[:2]
+    sigma = 0.1 + 1.9 * torch.rand(b, 2, device=x.device)
+    t = torch.arange(5, device=x.device) - 2.0
+    taps = torch.exp(-0.5 * (t / sigma.unsqueeze(-1)) ** 2)
+    taps = (taps / taps.sum(-1, keepdim=True)).repeat_interleave(c, 0)  # (B*C, 2, 5)
+    y = F.pad(x, (2, 2, 2, 2), mode="reflect").reshape(1, b * c, *[n + 4 for n in x.shape[2:]])
+    y = F.conv2d(y, taps[:, 1].reshape(b * c, 1, 5, 1), groups=b * c)
+    y = F.conv2d(y, taps[:, 0].reshape(b * c, 1, 1, 5), groups=b * c)
+    return y.view_as(x)
+
+
+def photo_ops():
+    """(name, our layer, hand-written torch, kornia builder or None) per photometric layer.
+    Every image is changed (probabilities 1) unless the op is a coin flip by nature."""
+    vr = dict(value_range=(0, 1))
+    return [
+        ("RandomColorDegeneration", pp.RandomColorDegeneration(1.0, seed=0, **vr),
+         lambda x: torch.lerp(x, _gray(x).expand_as(x), _per_image(x, 0, 1)).clamp(0, 1), None),
+        ("RandomGrayscale p=0.5", pp.RandomGrayscale(0.5, seed=0),
+         lambda x: torch.where(_coin(x), _gray(x).expand_as(x), x),
+         lambda K: K.RandomGrayscale(p=0.5)),
+        ("RandomInvert p=0.5", pp.RandomInvert((0.5, 0.5), seed=0, **vr),
+         lambda x: torch.where(_coin(x), 1.0 - x, x), lambda K: K.RandomInvert(p=0.5)),
+        ("RandomHue 0.5", pp.RandomHue(0.5, seed=0, **vr), _hand_hue,
+         lambda K: K.RandomHue((-0.25, 0.25))),
+        ("RandomSaturation", pp.RandomSaturation(1.0, seed=0, **vr), _hand_saturation,
+         lambda K: K.RandomSaturation((0.0, 2.0))),
+        ("RandomColorJitter b,c,h", pp.RandomColorJitter(brightness_factor=0.2,
+         contrast_factor=0.3, hue_factor=0.5, seed=0, **vr), _hand_jitter,
+         lambda K: K.ColorJitter(0.2, 0.3, 0.0, 0.25)),
+        ("RandomSharpness", pp.RandomSharpness(1.0, seed=0, **vr), _hand_sharpness,
+         lambda K: K.RandomSharpness((0.0, 2.0), p=1.0)),
+        ("RandomPosterization", pp.RandomPosterization(8, seed=0, **vr), _hand_posterize,
+         lambda K: K.RandomPosterize((1, 8), p=1.0)),
+        ("Solarization", pp.Solarization(0.3, 1.0, seed=0, **vr), _hand_solarize,
+         lambda K: K.RandomSolarize(0.5, 0.3, p=1.0)),
+        ("AutoContrast", pp.AutoContrast(**vr), _hand_autocontrast,
+         lambda K: K.RandomAutoContrast(p=1.0)),
+        ("Equalization", pp.Equalization(**vr), _hand_equalize,
+         lambda K: K.RandomEqualize(p=1.0)),
+        ("RandomGaussianBlur k5", pp.RandomGaussianBlur((1.0, 1.0), 5, (0.1, 2.0), seed=0,
+         **vr), _hand_blur, lambda K: K.RandomGaussianBlur(5, (0.1, 2.0), p=1.0)),
+        ("RandAugment n=2 (vs kornia's)", pp.RandAugment(num_ops=2, factor=0.5, seed=0, **vr),
+         None, lambda K: __import__("kornia.augmentation.auto", fromlist=["x"]).RandAugment(2, 10)),
+        ("AugMix 3x3", pp.AugMix(seed=0, **vr), None, None),
+    ]  # fmt: skip
+
+
+def run_photo(device, x, args):
+    print(f"\nPhotometric ops in nn.Sequential, {tuple(x.shape)} float32 in [0, 1]")
+    print("  (kornia's ops draw other distributions for some layers; each changes every image)")
+    try:
+        import kornia.augmentation as K
+    except ImportError:  # kornia is in the bench extra
+        K = None
+    for name, layer, hand, kornia in photo_ops():
+        fns = {"ours": torch.nn.Sequential(layer.to(device)).train()}
+        if hand is not None:
+            fns["hand"] = hand
+        if kornia is not None and K is not None:
+            fns["kornia"] = kornia(K).to(device)
+        with torch.no_grad():
+            for fn in fns.values():
+                fn(x)
+        rates = race(fns, x, args.rounds, args.iters)
+        cols = "  ".join(f"{k} {v:8.1f}" for k, v in rates.items())
+        ratios = "  ".join(
+            f"/{k} {rates['ours'] / v:5.2f}x" for k, v in rates.items() if k != "ours"
+        )
+        print(f"  {name:30s} {cols}  {ratios}")
+
+
 # ----------------------------------------------------------------- measuring
 def measure(fn, x, iters):
     """Images/s over ``iters`` calls (after the caller's warm-up)."""
@@ -270,7 +454,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--size", type=int, default=224)
-    parser.add_argument("--only", choices=("w4", "ops"), default=None)
+    parser.add_argument("--only", choices=("w4", "ops", "photo"), default=None)
     args = parser.parse_args()
     device = torch.device(args.device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
@@ -282,6 +466,8 @@ def main() -> None:
         run_w4(device, x, args)
     if args.only in (None, "ops"):
         run_ops(device, x, args)
+    if args.only in (None, "photo"):
+        run_photo(device, x, args)
     print(f"\nload average at end: {os.getloadavg()}")
 
 
