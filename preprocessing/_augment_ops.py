@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from ._photometric import take
+from ._photometric import gather_rows, scatter_rows, take
 from ._random import derive_seed
 from .auto_contrast import AutoContrast
 from .brightness import RandomBrightness
@@ -96,11 +96,11 @@ def draw_slots(
     return out
 
 
-def _subset(value: Any, index: torch.Tensor) -> Any:
+def _subset(value: Any, rows: list[int]) -> Any:
     if isinstance(value, dict):
-        return {k: _subset(v, index) for k, v in value.items()}
+        return {k: _subset(v, rows) for k, v in value.items()}
     if isinstance(value, torch.Tensor):
-        return value.index_select(0, index.to(value.device))
+        return gather_rows(value, rows)
     return value
 
 
@@ -110,13 +110,13 @@ def _clone(value: Any) -> Any:
     return value.clone() if isinstance(value, torch.Tensor) else value
 
 
-def _put(dst: Any, index: torch.Tensor, src: Any) -> None:
+def _put(dst: Any, rows: list[int], src: Any) -> None:
     if isinstance(dst, dict):
         for k in dst:
             if isinstance(dst[k], torch.Tensor):
-                _put(dst[k], index, src[k])
+                _put(dst[k], rows, src[k])
         return
-    dst.index_copy_(0, index.to(dst.device), src.to(dst.dtype))
+    scatter_rows(dst, rows, src)
 
 
 def _where(mask: torch.Tensor, new: Any, old: Any) -> Any:
@@ -171,9 +171,10 @@ def apply_slot(
         if counts[k] == n:
             return getattr(ops[name], method)(value, slot[name])
         index = order[starts[k] : starts[k + 1]]
-        sub = getattr(ops[name], method)(_subset(value, index), take(slot[name], index, n))
+        rows = index.tolist()
+        sub = getattr(ops[name], method)(_subset(value, rows), take(slot[name], index, n))
         if out is None:
             fresh = covered and isinstance(value, torch.Tensor)
             out = torch.empty_like(value, dtype=sub.dtype) if fresh else _clone(value)
-        _put(out, index, sub)
+        _put(out, rows, sub)
     return value if out is None else out

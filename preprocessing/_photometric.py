@@ -99,28 +99,62 @@ def scale_saturation(x: torch.Tensor, dim: int, factor: torch.Tensor) -> torch.T
     return value - k * (value - x)
 
 
+def _eager_cpu(x: torch.Tensor) -> bool:
+    return x.device.type == "cpu" and not torch.compiler.is_compiling()
+
+
+def gather_rows(x: torch.Tensor, rows: list[int]) -> torch.Tensor:
+    """``x[rows]`` as a new tensor. On CPU one copy per row: ``index_select`` (and
+    ``index_copy_``) along the batch axis of image batches measured here 20-100x slower
+    than copying the rows one by one (64x3x224x224 float32, half the rows)."""
+    if _eager_cpu(x):
+        return torch.stack([x[i] for i in rows]) if rows else x[:0].clone()
+    return x.index_select(0, torch.tensor(rows, dtype=torch.int64, device=x.device))
+
+
+def scatter_rows(out: torch.Tensor, rows: list[int], src: torch.Tensor) -> None:
+    """``out[rows] = src`` in place (see ``gather_rows`` for why row by row on CPU)."""
+    src = src.to(out.dtype)
+    if _eager_cpu(out):
+        for j, i in enumerate(rows):
+            out[i].copy_(src[j])
+        return
+    out.index_copy_(0, torch.tensor(rows, dtype=torch.int64, device=out.device), src)
+
+
 def apply_where(
     x: torch.Tensor, mask: torch.Tensor, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 ) -> torch.Tensor:
     """``fn(x[i], i)`` for the samples where ``mask`` (B,) holds, ``x[i]`` elsewhere.
 
-    ``fn(subset, index)`` receives the selected samples and their indices (to pick their
-    parameters). On CPU only the selected samples are computed and written (the mask is
-    read on the host, where that costs no device sync); on other devices and under
+    ``fn(subset, index)`` receives a run of samples and their indices (to pick their
+    parameters). On CPU the mask is read on the host (no device sync there) and each run
+    of consecutive selected samples is computed from its slice of ``x`` (a view: nothing
+    is gathered) and written into the output, the other runs copied (``flip_batch``'s
+    scheme); unselected samples are never computed. On other devices and under
     ``torch.compile`` one ``torch.where`` over the whole batch keeps everything on the
     device without a sync.
     """
     n = x.shape[0]
-    if x.device.type != "cpu" or torch.compiler.is_compiling():
+    if not _eager_cpu(x):
         everyone = torch.arange(n, device=x.device)
         return torch.where(mask.view(-1, 1, 1, 1), fn(x, everyone), x)
-    index = mask.nonzero().squeeze(1)
-    k = index.numel()
-    if k == n:
-        return fn(x, index)
-    if k == 0:
+    chosen = mask.tolist()
+    if all(chosen):
+        return fn(x, torch.arange(n))
+    if not any(chosen):
         return x
-    return x.index_copy(0, index, fn(x.index_select(0, index), index).to(x.dtype))
+    out = torch.empty_like(x)
+    start = 0
+    for end in range(1, n + 1):
+        if end < n and chosen[end] == chosen[start]:
+            continue
+        if chosen[start]:
+            out[start:end] = fn(x[start:end], torch.arange(start, end))
+        else:
+            out[start:end] = x[start:end]
+        start = end
+    return out
 
 
 def take(params: Any, index: torch.Tensor, n: int) -> Any:

@@ -289,3 +289,18 @@ def test_bad_arguments_and_inputs_name_the_layer():
         pp.AutoContrast(value_range=(1, 0))
     with pytest.raises(ValueError, match="RandomSharpness: expected a rank-3"):
         pp.RandomSharpness(0.5)(torch.zeros(3, 4))
+
+
+@pytest.mark.slow
+def test_seeded_photometric_layers_compile_fullgraph_with_the_eager_stream():
+    x = unit_images(n=4)
+    for layer in (
+        pp.RandomHue(0.5, value_range=(0, 1), seed=0),
+        pp.RandomGrayscale(0.5, seed=1),
+        pp.Equalization(value_range=(0, 1)),
+        pp.RandomGaussianBlur(value_range=(0, 1), seed=2),
+    ):
+        eager = type(layer).from_config(layer.get_config())
+        compiled = torch.compile(layer, fullgraph=True)
+        for _ in range(2):  # two calls: the draw counter advances alike
+            torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=1e-6)
