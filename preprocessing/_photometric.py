@@ -176,14 +176,21 @@ def take(params: Any, index: torch.Tensor, n: int) -> Any:
 def to_255(x: torch.Tensor, lo: float, hi: float) -> torch.Tensor:
     """``x`` from [lo, hi] to [0, 255] in Keras's order of operations (``(x - lo) / (hi -
     lo) * 255``, which decides where truncating ops cut); ``x`` itself when the range is
-    already (0, 255), else a fresh tensor."""
+    already (0, 255), else a fresh tensor. Steps that change nothing (``- 0``, ``/ 1``)
+    are skipped: they are exact, and each is a pass over the batch."""
     if (lo, hi) == (0.0, 255.0):
         return x
-    return (x - lo).div_(hi - lo).mul_(255.0)
+    y = x - lo if lo else None
+    if hi - lo != 1.0:
+        y = y.div_(hi - lo) if y is not None else x / (hi - lo)
+    return y.mul_(255.0) if y is not None else x * 255.0
 
 
 def from_255(y: torch.Tensor, lo: float, hi: float) -> torch.Tensor:
-    """Undo ``to_255`` on a fresh tensor ``y`` (in place)."""
+    """Undo ``to_255`` on a fresh tensor ``y`` (in place; identity steps skipped)."""
     if (lo, hi) == (0.0, 255.0):
         return y
-    return y.div_(255.0).mul_(hi - lo).add_(lo)
+    y = y.div_(255.0)
+    if hi - lo != 1.0:
+        y = y.mul_(hi - lo)
+    return y.add_(lo) if lo else y

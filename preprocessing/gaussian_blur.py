@@ -122,5 +122,5 @@ class RandomGaussianBlur(RandomLayer):
         out = apply_where(
             x, params["should_apply_blur"], lambda s, i: blur(s, sigma[i], self._size)
         )
-        out = out.clamp(*self._range)
+        out = out.clamp(*self._range) if out is x else out.clamp_(*self._range)
         return self._unbatch(self._from_nchw(out), single)

@@ -75,6 +75,7 @@ class RandomPosterization(RandomLayer):
         # Truncating to an int and clearing the low s bits is floor(v / 2**s) * 2**s for
         # v in [0, 255]: three in-place float passes, no uint8 round trip.
         step = torch.pow(2.0, params["shift_factor"].to(x.dtype)).view(-1, 1, 1, 1)
-        q = q.clamp(0.0, 255.0).div_(step).floor_().mul_(step)
+        q = q.clamp(0.0, 255.0) if q is x else q.clamp_(0.0, 255.0)
+        q = q.div_(step).floor_().mul_(step)
         out = from_255(q, lo, hi)
         return self._unbatch(out, single)
