@@ -22,19 +22,19 @@ def test_gamma_draws_have_gamma_moments(alpha):
 
 def test_mixing_weights_are_dirichlet_and_beta():
     layer = pp.AugMix(num_chains=4, alpha=2.0, seed=0)
-    params = layer.get_random_transformation(torch.zeros(20_000, 3, 2, 2))
+    params = layer.get_random_transformation(torch.zeros(4_000, 3, 2, 2))
     w, m = params["chain_mixing_weights"], params["weight_sample"]
-    assert w.shape == (20_000, 4) and m.shape == (20_000,)
-    torch.testing.assert_close(w.sum(dim=1), torch.ones(20_000))
+    assert w.shape == (4_000, 4) and m.shape == (4_000,)
+    torch.testing.assert_close(w.sum(dim=1), torch.ones(4_000))
     # Dirichlet(2, 2, 2, 2): mean 1/4, variance (1/4)(3/4) / (8 + 1); Beta(2, 2): mean 1/2.
     assert float(w.mean()) == pytest.approx(0.25, abs=0.003)
-    assert float(w[:, 0].var()) == pytest.approx(0.1875 / 9, rel=0.05)
+    assert float(w[:, 0].var()) == pytest.approx(0.1875 / 9, rel=0.1)
     assert float(m.mean()) == pytest.approx(0.5, abs=0.01)
-    assert float(m.var()) == pytest.approx(0.05, rel=0.05)  # ab / ((a+b)^2 (a+b+1))
+    assert float(m.var()) == pytest.approx(0.05, rel=0.1)  # ab / ((a+b)^2 (a+b+1))
     choice = params["layer_idxes"]
-    assert choice.shape == (20_000, 12)  # num_chains * chain_depth
+    assert choice.shape == (4_000, 12)  # num_chains * chain_depth
     counts = torch.bincount(choice.flatten(), minlength=12).float()
-    assert float(counts.min() / counts.max()) > 0.95  # 11 ops and "none", uniformly
+    assert float(counts.min() / counts.max()) > 0.9  # 11 ops and "none", uniformly
 
 
 def test_ops_follow_keras_op_sets():
