@@ -5,13 +5,14 @@ computing each op only on the samples that chose it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 
 from ._photometric import gather_rows, scatter_rows, take
 from ._random import derive_seed
 from .auto_contrast import AutoContrast
+from .base import Layer
 from .brightness import RandomBrightness
 from .color import RandomColorDegeneration
 from .contrast import RandomContrast
@@ -39,13 +40,13 @@ def build_ops(
     """Keras 3's sub-layers of RandAugment / AugMix, each configured as Keras configures
     it from the magnitude range ``factor`` = (lower, upper); sub-layer ``k`` is seeded
     with ``derive_seed(seed, k)``."""
-    geo = dict(
+    geo: dict[str, Any] = dict(
         interpolation=interpolation,
         data_format=data_format,
         bounding_box_format=bounding_box_format,
         dtype=dtype,
     )
-    color = dict(value_range=value_range, data_format=data_format, dtype=dtype)
+    color: dict[str, Any] = dict(value_range=value_range, data_format=data_format, dtype=dtype)
     builders = {
         "random_shear": lambda s: RandomShear(x_factor=factor, y_factor=factor, seed=s, **geo),
         "random_translation": lambda s: RandomTranslation(factor, factor, seed=s, **geo),
@@ -83,7 +84,8 @@ def draw_slots(
     stacked = shape_only(batch, slots)
     draws = {}
     for name, op in ops.items():
-        params = op.get_random_transformation(stacked, generator) if op._random else {}
+        layer = cast(Layer, op)
+        params = layer.get_random_transformation(stacked, generator) if layer._random else {}
         draws[name] = params if params is not None else {}
     out = []
     for s in range(slots):
@@ -146,7 +148,7 @@ def apply_slot(
     ``torch.compile`` every op runs on the whole batch and ``torch.where`` picks, which
     traces without data-dependent shapes.
     """
-    names = [name for name in ops if ops[name]._overrides(method)]
+    names = [name for name in ops if cast(Layer, ops[name])._overrides(method)]
     if method == "transform_images":
         names = list(ops)
     position = {name: k for k, name in enumerate(ops)}

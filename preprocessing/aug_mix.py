@@ -171,7 +171,7 @@ class AugMix(RandomLayer):
         x = self._to_float(batch)
         n = x.shape[0]
         weights = params["chain_mixing_weights"].to(x.dtype)
-        mixed = None
+        mixed: torch.Tensor | None = None
         for k in range(self.num_chains):
             chain = x
             for d in range(self.chain_depth):
@@ -180,6 +180,7 @@ class AugMix(RandomLayer):
                 chain = apply_slot(self.ops, "transform_images", chain, choice, slot, n)
             term = chain * weights[:, k].view(-1, 1, 1, 1)
             mixed = term if mixed is None else mixed.add_(term)
+        assert mixed is not None  # num_chains >= 1 (checked in __init__)
         m = params["weight_sample"].to(x.dtype).view(-1, 1, 1, 1)
         out = torch.lerp(mixed, x, m).clamp_(*self._range)
         return self._unbatch(out, single)

@@ -9,7 +9,7 @@ change only some samples (grayscale, invert) compute and write only those on CPU
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -89,7 +89,9 @@ class RandomColorDegeneration(RandomLayer):
         return self._unbatch(out.clamp_(*self._range), single)
 
 
-RandomColorDegeneration.__doc__ = RandomColorDegeneration.__doc__.format(common=_COMMON_ARGS)
+RandomColorDegeneration.__doc__ = (RandomColorDegeneration.__doc__ or "").format(
+    common=_COMMON_ARGS
+)
 
 
 class RandomGrayscale(RandomLayer):
@@ -142,7 +144,7 @@ class RandomGrayscale(RandomLayer):
         return self._unbatch(out, single)
 
 
-RandomGrayscale.__doc__ = RandomGrayscale.__doc__.format(common=_COMMON_ARGS)
+RandomGrayscale.__doc__ = (RandomGrayscale.__doc__ or "").format(common=_COMMON_ARGS)
 
 
 class RandomInvert(RandomLayer):
@@ -202,7 +204,7 @@ class RandomInvert(RandomLayer):
         return self._unbatch(out, single)
 
 
-RandomInvert.__doc__ = RandomInvert.__doc__.format(common=_COMMON_ARGS)
+RandomInvert.__doc__ = (RandomInvert.__doc__ or "").format(common=_COMMON_ARGS)
 
 
 class RandomHue(RandomLayer):
@@ -267,7 +269,7 @@ class RandomHue(RandomLayer):
         return self._unbatch(out.clamp_(lo, hi), single)
 
 
-RandomHue.__doc__ = RandomHue.__doc__.format(common=_COMMON_ARGS)
+RandomHue.__doc__ = (RandomHue.__doc__ or "").format(common=_COMMON_ARGS)
 
 
 class RandomSaturation(RandomLayer):
@@ -330,7 +332,7 @@ class RandomSaturation(RandomLayer):
         return self._unbatch(out.clamp_(lo, hi), single)
 
 
-RandomSaturation.__doc__ = RandomSaturation.__doc__.format(common=_COMMON_ARGS)
+RandomSaturation.__doc__ = (RandomSaturation.__doc__ or "").format(common=_COMMON_ARGS)
 
 
 class RandomColorJitter(RandomLayer):
@@ -402,7 +404,7 @@ class RandomColorJitter(RandomLayer):
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
         batch, _ = self._as_batch(images)
         return {
-            name: step.get_random_transformation(batch, generator)
+            name: cast(RandomLayer, step).get_random_transformation(batch, generator)
             for name, step in self.steps.items()
         }
 
@@ -410,8 +412,8 @@ class RandomColorJitter(RandomLayer):
         batch, single = self._as_batch(images)
         x = self._to_float(batch)
         for name, step in self.steps.items():
-            x = step.transform_images(x, params[name])
+            x = cast(RandomLayer, step).transform_images(x, params[name])
         return self._unbatch(x, single)
 
 
-RandomColorJitter.__doc__ = RandomColorJitter.__doc__.format(common=_COMMON_ARGS)
+RandomColorJitter.__doc__ = (RandomColorJitter.__doc__ or "").format(common=_COMMON_ARGS)

@@ -51,10 +51,11 @@ class RandomPosterization(RandomLayer):
     ) -> None:
         super().__init__(seed=seed, data_format=data_format, dtype=dtype)
         self.factor, self.value_range = factor, value_range
-        if _is_number(factor):
-            pair = (1, factor)
-        else:
-            pair = ordered_pair(self, "factor", factor, 1, 8, symmetric=False)
+        pair: tuple[Any, Any] = (
+            (1, factor)
+            if _is_number(factor)
+            else ordered_pair(self, "factor", factor, 1, 8, symmetric=False)
+        )
         if not all(float(b).is_integer() and 1 <= b <= 8 for b in pair):
             self._fail("factor", "must be an int in [1, 8] or a pair of them", factor)
         self._bits = (int(pair[0]), int(pair[1]))
