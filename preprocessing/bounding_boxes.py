@@ -135,8 +135,10 @@ def clip_to_image_size(
     """Clip boxes to the image and mark those left with no area (Keras's function).
 
     Every coordinate is clipped to ``[0, width]`` / ``[0, height]`` (``[0, 1]`` for
-    relative formats); a box whose clipped area is zero gets label -1, Keras's marker of
-    a dropped (padding) box. Boxes keep their place, so shapes do not change.
+    relative formats); a box left with no area (``x2 <= x1`` or ``y2 <= y1``, or NaN) gets
+    label -1, Keras's marker of a dropped (padding) box. (Keras tests the product of
+    width and height, which keeps a box inverted on both axes; here it is dropped.)
+    Boxes keep their place, so shapes do not change.
 
     Args:
         bounding_boxes: ``{"boxes": (..., N, 4), "labels": (..., N)}`` (other keys kept).
@@ -158,10 +160,11 @@ def clip_to_image_size(
     x1, y1, x2, y2 = boxes.unbind(-1)
     x1, x2 = x1.clamp(0.0, float(width)), x2.clamp(0.0, float(width))
     y1, y2 = y1.clamp(0.0, float(height)), y2.clamp(0.0, float(height))
-    area = (x2 - x1) * (y2 - y1)
+    # Keras tests (x2 - x1) * (y2 - y1) > 0, which keeps a box inverted on both axes.
+    has_area = (x2 > x1) & (y2 > y1)
     boxes = torch.stack([x1, y1, x2, y2], dim=-1)
     out = dict(bounding_boxes)
     out["boxes"] = convert_format(boxes, "xyxy", bounding_box_format, height, width)
     labels = torch.as_tensor(bounding_boxes["labels"])
-    out["labels"] = torch.where(area > 0, labels, torch.full_like(labels, -1))
+    out["labels"] = torch.where(has_area, labels, torch.full_like(labels, -1))
     return out

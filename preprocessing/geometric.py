@@ -15,7 +15,8 @@ extent of the moved box's part inside the output image (exact for flips, crops a
 resizes; for rotations, shears and perspective it is the smallest axis-aligned box holding
 what remains visible of the moved box, which is tighter than clipping the moved box's
 extent as Keras does when a turned box is cut by the border); a box left with no area gets
-label -1 (Keras's ``clip_to_image_size``). Keypoints go through the same
+label -1 (Keras's ``clip_to_image_size``), and so does a box that had none in the input
+(inverted, zero-width or NaN), whatever the move. Keypoints go through the same
 matrix: a keypoint at the centre of pixel (i, j) lands at the centre of the output pixel
 that samples pixel (i, j). Masks are resampled with ``"nearest"`` and keep their dtype.
 
@@ -222,8 +223,12 @@ class GeometricLayer(Layer):
         h, w = self._input_hw(params)
         oh, ow = self.output_size(params, h, w)
         boxes = convert_format(bounding_boxes["boxes"], fmt, "xyxy", h, w)
+        # A box with no area (inverted, a line, NaN) holds no pixel wherever it moves; the
+        # extent of its moved corners would re-order or widen it into a real box.
+        held = (boxes[..., 2] > boxes[..., 0]) & (boxes[..., 3] > boxes[..., 1])
         moved = dict(bounding_boxes, boxes=self.move_boxes(boxes, params, h, w))
         out = clip_to_image_size(moved, oh, ow, "xyxy")
+        out["labels"] = torch.where(held, out["labels"], torch.full_like(out["labels"], -1))
         out["boxes"] = convert_format(out["boxes"], "xyxy", fmt, oh, ow)
         return out
 

@@ -483,3 +483,38 @@ def test_max_num_bounding_boxes_matches_keras():
         )["bounding_boxes"]
         np.testing.assert_array_equal(ours["boxes"].numpy(), np.asarray(theirs["boxes"]))
         np.testing.assert_array_equal(ours["labels"].numpy(), np.asarray(theirs["labels"]))
+
+
+# ------------------------------------------------------------------ review (issue 13)
+@pytest.mark.parametrize(
+    "name", ["flip", "rotation", "perspective", "elastic", "crop", "resized_crop", "resizing"]
+)
+def test_boxes_with_no_area_stay_dropped(name):
+    # An inverted box, a zero-width one and a NaN one hold no pixel: moving them must not
+    # make them real boxes again (amin/amax of moved corners used to re-order an inverted
+    # box and give a turned line segment an area); the valid box keeps its label.
+    one = [[11.0, 5.0, 5.0, 11.0], [5.0, 5.0, 5.0, 11.0], [float("nan"), 5.0, 11.0, 11.0]]
+    boxes = torch.tensor([one + [[5.0, 5.0, 11.0, 11.0]]]).repeat(4, 1, 1)
+    labels = torch.tensor([[1, 2, 3, 4]]).repeat(4, 1)
+    layer = GEOMETRIC[name](seed=0, bounding_box_format="xyxy")
+    for _ in range(3):
+        out = layer(
+            {
+                "images": torch.rand(4, 3, 16, 16),
+                "bounding_boxes": {"boxes": boxes, "labels": labels},
+            }
+        )["bounding_boxes"]
+        assert out["labels"][:, :3].tolist() == [[-1, -1, -1]] * 4, out
+        assert out["labels"][:, 3].tolist() == [4] * 4
+
+
+def test_clip_to_image_size_drops_boxes_inverted_on_both_axes():
+    out = clip_to_image_size(
+        {
+            "boxes": torch.tensor([[8.0, 8.0, 2.0, 2.0], [2.0, 2.0, 8.0, 8.0]]),
+            "labels": torch.tensor([1, 2]),
+        },
+        16,
+        16,
+    )
+    assert out["labels"].tolist() == [-1, 2]
