@@ -42,7 +42,10 @@ def check_keys(layer: Any, data: dict) -> None:
 
 
 def batch_boxes(layer: Any, value: Any, single: bool, n: int) -> dict[str, torch.Tensor]:
-    """``{"boxes": (B, N, 4) float, "labels": (B, N)}`` from a single or batched target."""
+    """``{"boxes": (B, N, 4) float, "labels": (B, N)}`` from a single or batched target.
+
+    Integer boxes become float32; unsigned or bool labels become int64 (they cannot hold
+    -1, the label of a dropped box)."""
     name = type(layer).__name__
     if not isinstance(value, dict) or "boxes" not in value or "labels" not in value:
         raise ValueError(
@@ -53,6 +56,12 @@ def batch_boxes(layer: Any, value: Any, single: bool, n: int) -> dict[str, torch
     boxes, labels = as_tensor(value["boxes"]), as_tensor(value["labels"])
     if not boxes.is_floating_point():
         boxes = boxes.to(torch.float32)
+    if labels.dtype == torch.bool or (
+        not labels.is_floating_point() and not labels.is_complex() and not labels.is_signed()
+    ):
+        # A dropped or padding box gets label -1 (Keras's marker); uint8 would wrap it
+        # to 255, a real class id.
+        labels = labels.to(torch.int64)
     rank = 2 if single else 3
     if boxes.ndim != rank or boxes.shape[-1] != 4 or (not single and boxes.shape[0] != n):
         want = "(N, 4) for one image" if single else f"({n}, N, 4) for a batch of {n}"

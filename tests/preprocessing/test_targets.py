@@ -518,3 +518,20 @@ def test_clip_to_image_size_drops_boxes_inverted_on_both_axes():
         16,
     )
     assert out["labels"].tolist() == [-1, 2]
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bool])
+def test_labels_that_cannot_hold_minus_one_become_int64(dtype):
+    # A dropped box's label -1 wrapped to 255 in uint8: a real class id, silently.
+    layer = pp.RandomCrop(4, 4, seed=0, bounding_box_format="xyxy")
+    data = {
+        "images": torch.rand(2, 3, 8, 8),
+        "bounding_boxes": {
+            "boxes": torch.tensor([[[0.0, 0.0, 8.0, 8.0], [20.0, 20.0, 30.0, 30.0]]] * 2),
+            "labels": torch.ones(2, 2, dtype=dtype),
+        },
+    }
+    out = layer(data)["bounding_boxes"]["labels"]
+    assert out.dtype == torch.int64 and out.tolist() == [[1, -1], [1, -1]]
+    padded = pp.MaxNumBoundingBoxes(3)(data)["bounding_boxes"]["labels"]
+    assert padded.dtype == torch.int64 and padded.tolist() == [[1, 1, -1], [1, 1, -1]]
