@@ -84,12 +84,15 @@ def unbatch_boxes(value: dict[str, torch.Tensor], single: bool) -> dict[str, tor
     return {**value, "boxes": value["boxes"][0], "labels": value["labels"][0]}
 
 
-def batch_masks(layer: Any, value: Any, single: bool, n: int) -> tuple[torch.Tensor, bool]:
+def batch_masks(
+    layer: Any, value: Any, single: bool, n: int, size: tuple[int, int] | None = None
+) -> tuple[torch.Tensor, bool]:
     """Masks as a rank-4 batch in the layer's data_format, and whether they came without
     a channel axis.
 
     Masks have the images' layout with their own channel count (Keras's form), or no
-    channel axis at all (``(B, H, W)`` / ``(H, W)``, torch's usual form)."""
+    channel axis at all (``(B, H, W)`` / ``(H, W)``, torch's usual form); with ``size``,
+    their (height, width) must equal it (the images')."""
     masks = as_tensor(value)
     rank = 3 if single else 4
     no_channel = masks.ndim == rank - 1
@@ -107,6 +110,12 @@ def batch_masks(layer: Any, value: Any, single: bool, n: int) -> tuple[torch.Ten
         raise ValueError(
             f"{type(layer).__name__}: segmentation_masks hold {masks.shape[0]} masks for "
             f"{n} images; got shape {tuple(as_tensor(value).shape)}"
+        )
+    if size is not None and tuple(layer._hw(masks)) != tuple(size):
+        # A geometric layer would warp the mask on its own grid: misaligned, silently.
+        raise ValueError(
+            f"{type(layer).__name__}: segmentation_masks must have the images' size "
+            f"{tuple(size)}; got {tuple(layer._hw(masks))} (shape {tuple(as_tensor(value).shape)})"
         )
     return masks, no_channel
 

@@ -307,7 +307,9 @@ class Layer(torch.nn.Module):
                 self.transform_bounding_boxes(boxes, params), single
             )
         if "segmentation_masks" in data and self._overrides("transform_segmentation_masks"):
-            masks, no_channel = _targets.batch_masks(self, data["segmentation_masks"], single, n)
+            masks, no_channel = _targets.batch_masks(
+                self, data["segmentation_masks"], single, n, self._hw(batch)
+            )
             masks = self.transform_segmentation_masks(masks, params)
             out["segmentation_masks"] = _targets.unbatch_masks(self, masks, single, no_channel)
         if "keypoints" in data and self._overrides("transform_keypoints"):

@@ -535,3 +535,25 @@ def test_labels_that_cannot_hold_minus_one_become_int64(dtype):
     assert out.dtype == torch.int64 and out.tolist() == [[1, -1], [1, -1]]
     padded = pp.MaxNumBoundingBoxes(3)(data)["bounding_boxes"]["labels"]
     assert padded.dtype == torch.int64 and padded.tolist() == [[1, 1, -1], [1, 1, -1]]
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [
+        pp.RandomRotation(0.2, seed=0),
+        pp.RandomCrop(6, 6, seed=0),
+        pp.Resizing(4, 4),
+        pp.Pipeline([pp.RandomFlip(seed=0), pp.RandomShear(0.2, seed=1)]),
+    ],
+)
+def test_masks_of_another_size_than_the_images_raise(layer):
+    # An 8x8 mask beside 16x16 images was warped on its own grid (silently misaligned) or
+    # failed deep inside torch.
+    data = {"images": torch.rand(2, 3, 16, 16), "segmentation_masks": torch.zeros(2, 8, 8)}
+    with pytest.raises(
+        ValueError, match=r"segmentation_masks must have the images' size \(16, 16\)"
+    ):
+        layer(data)
+    one = {"images": torch.rand(16, 16, 3), "segmentation_masks": torch.zeros(16, 15, 1)}
+    with pytest.raises(ValueError, match=r"images' size \(16, 16\); got \(16, 15\)"):
+        pp.RandomFlip(seed=0, data_format="channels_last")(one)
