@@ -16,13 +16,24 @@ import torch
 
 TARGETS = ("images", "labels", "bounding_boxes", "segmentation_masks", "keypoints")
 
+# Other libraries' names for the targets (torchvision's "boxes"/"masks", albumentations'
+# "bboxes"/"mask"): far from Keras's spelling, yet data given under them would pass
+# through untransformed.
+_ALIASES = {
+    "boxes": "bounding_boxes",
+    "bboxes": "bounding_boxes",
+    "masks": "segmentation_masks",
+    "mask": "segmentation_masks",
+}
+
 
 def as_tensor(value: Any) -> torch.Tensor:
     return value if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
 
 
 def check_keys(layer: Any, data: dict) -> None:
-    """``images`` must be there; a key that looks like a misspelt target is refused (it
+    """``images`` must be there; a key that looks like a misspelt target, or is another
+    library's name for one (``boxes``, ``bboxes``, ``masks``, ``mask``), is refused (it
     would pass through untransformed); other keys pass through unchanged, as in Keras."""
     name = type(layer).__name__
     if "images" not in data:
@@ -34,6 +45,7 @@ def check_keys(layer: Any, data: dict) -> None:
         if key in TARGETS or not isinstance(key, str):
             continue
         close = difflib.get_close_matches(key, TARGETS, n=1, cutoff=0.75)
+        close = [_ALIASES[key]] if key in _ALIASES else close
         if close:
             raise ValueError(
                 f"{name}: dict key {key!r} is not a target this layer transforms; did you "

@@ -557,3 +557,18 @@ def test_masks_of_another_size_than_the_images_raise(layer):
     one = {"images": torch.rand(16, 16, 3), "segmentation_masks": torch.zeros(16, 15, 1)}
     with pytest.raises(ValueError, match=r"images' size \(16, 16\); got \(16, 15\)"):
         pp.RandomFlip(seed=0, data_format="channels_last")(one)
+
+
+@pytest.mark.parametrize(
+    "key, target",
+    [
+        ("boxes", "bounding_boxes"),
+        ("bboxes", "bounding_boxes"),
+        ("masks", "segmentation_masks"),
+        ("mask", "segmentation_masks"),
+    ],
+)
+def test_torchvision_style_keys_raise_instead_of_passing_through(key, target):
+    # torchvision's names: boxes/masks given under them were passed through unmoved.
+    with pytest.raises(ValueError, match=f"dict key '{key}'.*did you mean '{target}'"):
+        pp.RandomFlip(seed=0)({"images": torch.rand(1, 3, 4, 4), key: torch.zeros(1, 1, 4)})
