@@ -22,7 +22,7 @@ def crop_windows(
     columns) keep the offsets on the device; their index tensors are broadcast views.
     """
     b, c, h, w = x.shape
-    if x.device.type == "cpu" and not torch.compiler.is_compiling():
+    if x.device.type == "cpu" and not torch.compiler.is_compiling() and b:
         spots = zip(top.tolist(), left.tolist())
         return torch.stack(
             [x[i, :, t : t + height, s : s + width] for i, (t, s) in enumerate(spots)]

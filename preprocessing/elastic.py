@@ -41,8 +41,11 @@ def _blur(fields: torch.Tensor, taps: torch.Tensor) -> torch.Tensor:
     r = taps.shape[1] // 2
     weight = taps.repeat_interleave(k, dim=0)  # (B * K, taps): one kernel per field
     x = fields.reshape(1, b * k, h, w)
-    x = F.conv2d(x, weight.view(b * k, 1, -1, 1), padding=(r, 0), groups=b * k)
-    x = F.conv2d(x, weight.view(b * k, 1, 1, -1), padding=(0, r), groups=b * k)
+    if b * k == 0:  # an empty batch: conv2d takes no zero groups
+        return fields
+    n = taps.shape[1]
+    x = F.conv2d(x, weight.view(b * k, 1, n, 1), padding=(r, 0), groups=b * k)
+    x = F.conv2d(x, weight.view(b * k, 1, 1, n), padding=(0, r), groups=b * k)
     return x.view(b, k, h, w)
 
 

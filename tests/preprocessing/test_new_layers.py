@@ -311,3 +311,31 @@ def test_resized_crop_scale_and_ratio_hold_for_found_crops():
     assert aspect.min() >= 0.6 and aspect.max() <= 1.6
     assert (p["top"] + p["crop_height"] <= 64).all() and (p["left"] + p["crop_width"] <= 96).all()
     assert len(set(p["crop_width"].tolist())) > 20
+
+
+# ------------------------------------------------------------------ review (issue 13)
+@pytest.mark.parametrize(
+    "layer, out_hw",
+    [
+        (pp.RandomElasticTransform(seed=0, bounding_box_format="xyxy"), (8, 8)),
+        (pp.RandomResizedCrop(4, 6, seed=0, bounding_box_format="xyxy"), (4, 6)),
+        (pp.RandomCrop(4, 6, seed=0, bounding_box_format="xyxy"), (4, 6)),
+        (pp.RandomShear(0.2, seed=0, bounding_box_format="xyxy"), (8, 8)),
+        (pp.RandomPerspective(seed=0, bounding_box_format="xyxy"), (8, 8)),
+    ],
+)
+def test_empty_batch_gives_an_empty_batch(layer, out_hw):
+    # A batch of 0 images (a filtered-out batch) failed inside torch's reshape/stack.
+    out = layer(torch.rand(0, 3, 8, 8))
+    assert out.shape == (0, 3, *out_hw) and out.dtype == torch.float32
+    data = {
+        "images": torch.rand(0, 3, 8, 8),
+        "bounding_boxes": {"boxes": torch.zeros(0, 2, 4), "labels": torch.zeros(0, 2)},
+        "segmentation_masks": torch.zeros(0, 8, 8, dtype=torch.int64),
+        "keypoints": torch.zeros(0, 3, 2),
+    }
+    out = layer(data)
+    assert out["images"].shape == (0, 3, *out_hw)
+    assert out["bounding_boxes"]["boxes"].shape == (0, 2, 4)
+    assert out["segmentation_masks"].shape == (0, *out_hw)
+    assert out["keypoints"].shape == (0, 3, 2)
