@@ -67,8 +67,8 @@ def encode(
     hot = hot * valid.unsqueeze(-1)
     if output_mode == "one_hot":
         return hot.to(dtype)
-    if output_mode == "multi_hot":
-        return hot.amax(dim=-2).to(dtype)
+    if output_mode == "multi_hot":  # any(), not amax(): an empty axis gives zeros
+        return hot.any(dim=-2).to(dtype)
     if count_weights is not None:
         return (hot.to(count_weights.dtype) * count_weights.unsqueeze(-1)).sum(dim=-2)
     return hot.sum(dim=-2).to(dtype)

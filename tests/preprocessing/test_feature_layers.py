@@ -303,3 +303,15 @@ def test_vocabulary_file(tmp_path):
     path.unlink()
     again = pp.layer_from_config(pp.serialize_layer(layer))
     assert again(["fire", "air"]).tolist() == [3, 0]
+
+
+# ------------------------------------------------------------------ review (issue 16)
+def test_multi_hot_of_empty_input_is_zeros():
+    # amax over an empty axis failed: a batch of 0 rows, or rows of 0 tokens.
+    encode = pp.CategoryEncoding(num_tokens=4, output_mode="multi_hot")
+    assert encode(torch.zeros(0, 3, dtype=torch.int64)).shape == (0, 4)
+    assert encode(torch.zeros(2, 0, dtype=torch.int64)).tolist() == [[0.0] * 4] * 2
+    assert encode(torch.zeros(0, dtype=torch.int64)).tolist() == [0.0] * 4
+    lookup = pp.StringLookup(vocabulary=["a", "b"], output_mode="multi_hot")
+    assert lookup(np.zeros((0, 2), dtype=str)).shape == (0, 3)
+    assert pp.Hashing(num_bins=3, output_mode="multi_hot")(np.zeros((0, 2), str)).shape == (0, 3)
