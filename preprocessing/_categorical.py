@@ -170,6 +170,15 @@ def run_adapt(layer: Any, data: Any, batch_size, steps, progress, update) -> int
     return count
 
 
+def is_empty(batch: Any) -> bool:
+    """True for an adapt batch with no values: an empty list/tuple, array or tensor."""
+    if isinstance(batch, (list, tuple)):
+        return len(batch) == 0
+    if isinstance(batch, torch.Tensor):
+        return batch.numel() == 0
+    return isinstance(batch, np.ndarray) and batch.size == 0
+
+
 def to_numpy(x: Any) -> np.ndarray:
     if isinstance(x, torch.Tensor):
         return x.detach().cpu().numpy()

@@ -249,6 +249,8 @@ class _IndexLookup(Layer):
         self._finish_adapt(counts, docs, num_docs[0])
 
     def _adapt_rows(self, batch: Any, column: bool) -> list[list]:
+        if cat.is_empty(batch):  # nothing to count (an empty list has no string dtype)
+            return []
         arr = self._as_array(batch)
         if arr.ndim == 0:
             arr = arr.reshape(1, 1)

@@ -247,6 +247,8 @@ class TextVectorization(Layer):
         ``StringLookup.adapt`` for the ordering and ``max_tokens``."""
 
         def rows(batch: Any) -> list[list[str]]:
+            if cat.is_empty(batch):
+                return []
             strings, _ = self._strings(batch)
             return [self.tokenize(s) for s in strings]
 

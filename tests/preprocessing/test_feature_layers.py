@@ -315,3 +315,28 @@ def test_multi_hot_of_empty_input_is_zeros():
     lookup = pp.StringLookup(vocabulary=["a", "b"], output_mode="multi_hot")
     assert lookup(np.zeros((0, 2), dtype=str)).shape == (0, 3)
     assert pp.Hashing(num_bins=3, output_mode="multi_hot")(np.zeros((0, 2), str)).shape == (0, 3)
+
+
+@pytest.mark.parametrize(
+    "make, data",
+    [
+        (pp.StringLookup, np.array([], dtype=str)),
+        (pp.StringLookup, np.zeros((0, 3), dtype=str)),
+        (pp.StringLookup, []),
+        (pp.IntegerLookup, np.zeros((0,), np.int64)),
+        (pp.IntegerLookup, torch.zeros(0, 2, dtype=torch.int64)),
+        (pp.TextVectorization, []),
+        (pp.TextVectorization, np.array([], dtype=str)),
+    ],
+)
+def test_adapt_on_empty_data_keeps_the_vocabulary_like_an_empty_dataset(make, data):
+    # An empty array failed in numpy's reshape, an empty list on its float64 dtype; an
+    # empty Dataset already left the vocabulary as it was (Keras's rule).
+    layer = make()
+    before = layer.get_vocabulary()
+    layer.adapt(data)
+    assert layer.get_vocabulary() == before
+    layer.adapt(
+        dp.from_tensor_slices(np.array([], dtype=np.int64 if make is pp.IntegerLookup else str))
+    )
+    assert layer.get_vocabulary() == before
