@@ -180,6 +180,9 @@ class MelSpectrogram(Layer):
         pad = self.fft_length // 2
         if x.shape[-1] <= pad:
             self._fail("input", f"needs more than {pad} samples (reflect padding)", x.shape[-1])
+        if x.numel() == 0:  # no signal: the FFT library refuses a batch of 0
+            n_frames = (x.shape[-1] + 2 * pad - self.fft_length) // self.sequence_stride + 1
+            return x.new_zeros(*x.shape[:-1], self.num_mel_bins, n_frames)
         batch = x.reshape(-1, 1, x.shape[-1])
         padded = F.pad(batch, (pad, pad), mode="reflect").squeeze(1)
         frames = padded.unfold(-1, self.fft_length, self.sequence_stride)
@@ -222,8 +225,8 @@ class STFTSpectrogram(Layer):
 
     Raises:
         ValueError: bad arguments (named: ``frame_step`` above ``frame_length``,
-            ``fft_length`` below it, an unknown mode/window/scaling/padding) or input of
-            another rank.
+            ``fft_length`` below it, an unknown mode/window/scaling/padding), input of
+            another rank, or (``padding="valid"``) fewer samples than ``frame_length``.
 
     Example:
         >>> layer = STFTSpectrogram(mode="magnitude", frame_length=16, frame_step=8)
@@ -323,6 +326,13 @@ class STFTSpectrogram(Layer):
             self._fail("input", "must be float16, float32 or float64", f"dtype {x.dtype}")
         if self.data_format == "channels_last":
             x = x.transpose(1, 2)
+        if self.padding == "valid" and x.shape[-1] < self.frame_length:
+            self._fail(
+                "input",
+                f"must hold at least frame_length={self.frame_length} samples with "
+                "padding='valid' (or use padding='same')",
+                f"{x.shape[-1]} samples",
+            )
         if self.mode == "real":
             return self._layout(self._conv(x, self._real))
         if self.mode == "imag":

@@ -340,3 +340,24 @@ def test_adapt_on_empty_data_keeps_the_vocabulary_like_an_empty_dataset(make, da
         dp.from_tensor_slices(np.array([], dtype=np.int64 if make is pp.IntegerLookup else str))
     )
     assert layer.get_vocabulary() == before
+
+
+def test_spectrograms_take_empty_batches_and_name_short_signals():
+    mel = pp.MelSpectrogram(
+        fft_length=64, sequence_stride=16, sequence_length=64, num_mel_bins=16, sampling_rate=8000
+    )
+    # A batch of 0 signals failed in the FFT library ("DFTI ERROR") or in amax.
+    full = mel(torch.rand(2, 1000))
+    assert full.shape == (2, 16, 63)
+    empty = mel(torch.rand(0, 1000))
+    assert empty.shape == (0, 16, 63) and empty.dtype == torch.float32
+    stft = pp.STFTSpectrogram(frame_length=64, frame_step=16)
+    assert stft(torch.rand(0, 1, 1000)).shape == (0, 33, 59)
+    # A signal shorter than one frame failed inside conv1d, naming no layer.
+    with pytest.raises(ValueError, match=r"STFTSpectrogram: input .*at least frame_length=64"):
+        stft(torch.rand(2, 1, 10))
+    assert pp.STFTSpectrogram(frame_length=64, padding="same")(torch.rand(2, 1, 10)).shape == (
+        2,
+        33,
+        1,
+    )
