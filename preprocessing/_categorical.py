@@ -27,18 +27,33 @@ def check_choice(layer: Any, name: str, value: Any, allowed: tuple) -> str:
 
 @overload
 def check_int(
-    layer: Any, name: str, value: Any, low: int, optional: Literal[False] = False
+    layer: Any,
+    name: str,
+    value: Any,
+    low: int,
+    optional: Literal[False] = False,
+    high: int | None = None,
 ) -> int: ...
 @overload
-def check_int(layer: Any, name: str, value: Any, low: int, optional: bool) -> int | None: ...
+def check_int(
+    layer: Any, name: str, value: Any, low: int, optional: bool, high: int | None = None
+) -> int | None: ...
 
 
-def check_int(layer: Any, name: str, value: Any, low: int, optional: bool = False) -> int | None:
+def check_int(
+    layer: Any, name: str, value: Any, low: int, optional: bool = False, high: int | None = None
+) -> int | None:
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        what = f"must be an int >= {low}" + (" or None" if optional else "")
-        layer._fail(name, what, value)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or value < low
+        or (high is not None and value > high)
+    ):
+        top = "2**63 - 1" if high == 2**63 - 1 else high
+        what = f"must be an int >= {low}" if high is None else f"must be an int in [{low}, {top}]"
+        layer._fail(name, what + (" or None" if optional else ""), value)
     return int(value)
 
 

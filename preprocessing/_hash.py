@@ -337,10 +337,13 @@ def siphash24(
 
 # --------------------------------------------------------------------------- buckets
 def unsigned_mod(h: torch.Tensor, m: int) -> torch.Tensor:
-    """``h % m`` with ``h``'s int64 bits read as an unsigned 64-bit number (0 < m < 2**62)."""
+    """``h % m`` with ``h``'s int64 bits read as an unsigned 64-bit number (0 < m < 2**63)."""
     xp = _xp(h)
     r = xp.remainder(h, m)  # floor mod: in [0, m) for negative h too
-    return xp.where(h < 0, xp.remainder(r + (2**64) % m, m), r)
+    # A negative h stands for h + 2**64, so add k = 2**64 % m modulo m; r + k passes
+    # 2**63 - 1 once m > 2**62, so compute r + k - m (in [-m, m)) and add m back if < 0.
+    s = r - (m - (2**64) % m)
+    return xp.where(h < 0, s + xp.where(s < 0, m, 0), r)
 
 
 def fingerprint_cat64(fp1: torch.Tensor, fp2: torch.Tensor) -> torch.Tensor:

@@ -62,7 +62,7 @@ class Hashing(Layer):
     SipHash-2-4 keyed by the salt. Outputs equal Keras's for the same inputs.
 
     Args:
-        num_bins: the number of bins, the mask bin included (>= 1).
+        num_bins: the number of bins, the mask bin included (1 to 2**63 - 1: int64 outputs).
         mask_value: a value sent to bin 0 (the others hash into ``1 .. num_bins - 1``);
             None (default): no mask bin.
         salt: an int (used for both keys) or a pair of ints: SipHash-2-4 keys; None:
@@ -96,7 +96,7 @@ class Hashing(Layer):
         sparse: bool = False,
     ) -> None:
         super().__init__()
-        self.num_bins = cat.check_int(self, "num_bins", num_bins, 1)
+        self.num_bins = cat.check_int(self, "num_bins", num_bins, 1, high=2**63 - 1)
         if mask_value is not None and (
             isinstance(mask_value, bool) or not isinstance(mask_value, (str, int, np.integer))
         ):
@@ -144,7 +144,7 @@ class HashedCrossing(Layer):
     integer (TensorFlow's ``SparseCrossHashed``). Outputs equal Keras's.
 
     Args:
-        num_bins: the number of bins (>= 1).
+        num_bins: the number of bins (1 to 2**63 - 1).
         output_mode: ``"int"`` (default) or ``"one_hot"``.
         sparse: a torch sparse COO tensor for ``one_hot``.
 
@@ -167,7 +167,7 @@ class HashedCrossing(Layer):
 
     def __init__(self, num_bins: int, output_mode: str = "int", sparse: bool = False) -> None:
         super().__init__()
-        self.num_bins = cat.check_int(self, "num_bins", num_bins, 1)
+        self.num_bins = cat.check_int(self, "num_bins", num_bins, 1, high=2**63 - 1)
         self.output_mode = cat.check_choice(self, "output_mode", output_mode, ("int", "one_hot"))
         self.sparse = check_bool(self, "sparse", sparse)
         if self.sparse and self.output_mode == "int":

@@ -361,3 +361,25 @@ def test_spectrograms_take_empty_batches_and_name_short_signals():
         33,
         1,
     )
+
+
+@pytest.mark.parametrize("num_bins", [2**62 + 3, 2**64 // 3 + 1, 2**63 - 1])
+def test_hashing_into_more_than_2_to_the_62_bins_is_exact(num_bins):
+    # The unsigned remainder overflowed int64 past 2**62 bins: Hashing(num_bins=2**63 - 25)
+    # returned negative bins; 2**64 // 3 + 1 bins, wrong ones half the time.
+    words = ["a", "b", "cat", "é", "", "dog", "x" * 40, "🐍"]
+    raw = _hash.hash_strings(words, None).tolist()
+    want = [(h % 2**64) % num_bins for h in raw]
+    assert pp.Hashing(num_bins=num_bins)(words).tolist() == want
+    ints = torch.tensor([0, -1, 7, 2**62, -(2**63)])
+    raw = _hash.hash_int64(ints, None).tolist()
+    assert pp.Hashing(num_bins=num_bins)(ints).tolist() == [(h % 2**64) % num_bins for h in raw]
+
+
+def test_hashing_refuses_bins_past_int64():
+    with pytest.raises(ValueError, match=r"Hashing: num_bins must be an int in \[1, 2\*\*63 - 1\]"):
+        pp.Hashing(num_bins=2**63)
+    with pytest.raises(
+        ValueError, match=r"HashedCrossing: num_bins must be an int in \[1, 2\*\*63"
+    ):
+        pp.HashedCrossing(num_bins=2**64)
