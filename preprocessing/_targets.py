@@ -68,9 +68,8 @@ def batch_boxes(layer: Any, value: Any, single: bool, n: int) -> dict[str, torch
     boxes, labels = as_tensor(value["boxes"]), as_tensor(value["labels"])
     if not boxes.is_floating_point():
         boxes = boxes.to(torch.float32)
-    if labels.dtype == torch.bool or (
-        not labels.is_floating_point() and not labels.is_complex() and not labels.is_signed()
-    ):
+    kind = labels.dtype  # dtype attributes, not tensor methods: torch.compile traces them
+    if kind == torch.bool or not (kind.is_floating_point or kind.is_complex or kind.is_signed):
         # A dropped or padding box gets label -1 (Keras's marker); uint8 would wrap it
         # to 255, a real class id.
         labels = labels.to(torch.int64)

@@ -537,6 +537,31 @@ def test_labels_that_cannot_hold_minus_one_become_int64(dtype):
     assert padded.dtype == torch.int64 and padded.tolist() == [[1, 1, -1], [1, 1, -1]]
 
 
+def test_dict_inputs_compile_with_fullgraph():
+    # The label dtype check once called a tensor method Dynamo cannot trace.
+    def make():
+        box = {"bounding_box_format": "xyxy"}
+        return pp.Pipeline(
+            [pp.RandomFlip(seed=0, **box), pp.RandomRotation(0.1, seed=1, **box)]
+            + [pp.RandomResizedCrop(8, 8, seed=2, **box), pp.MaxNumBoundingBoxes(2)]
+        )
+
+    data = {
+        "images": torch.rand(2, 3, 16, 16),
+        "bounding_boxes": {
+            "boxes": torch.tensor([[[1.0, 1.0, 9.0, 9.0]]] * 2),
+            "labels": torch.ones(2, 1, dtype=torch.uint8),
+        },
+        "keypoints": torch.rand(2, 3, 2) * 16,
+    }
+    compiled, eager = torch.compile(make(), fullgraph=True, backend="eager"), make()
+    for _ in range(2):
+        got, want = compiled(data), eager(data)
+        torch.testing.assert_close(got["images"], want["images"])
+        torch.testing.assert_close(got["bounding_boxes"], want["bounding_boxes"])
+        torch.testing.assert_close(got["keypoints"], want["keypoints"])
+
+
 @pytest.mark.parametrize(
     "layer",
     [
