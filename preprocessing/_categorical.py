@@ -194,6 +194,17 @@ def is_empty(batch: Any) -> bool:
     return isinstance(batch, np.ndarray) and batch.size == 0
 
 
+def decode(layer: Any, value: bytes, encoding: str, what: str) -> str:
+    """``value`` as text; bytes that are not valid ``encoding`` raise naming the layer."""
+    try:
+        return value.decode(encoding)
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{type(layer).__name__}: {what} holds bytes that are not valid {encoding} "
+            f"({e.reason}); got {value!r}"
+        ) from None
+
+
 def to_numpy(x: Any) -> np.ndarray:
     if isinstance(x, torch.Tensor):
         return x.detach().cpu().numpy()

@@ -129,8 +129,11 @@ class Hashing(Layer):
                 return torch.zeros_like(values, dtype=torch.bool)
             assert mask is not None  # called only with a mask_value
             return torch.eq(values, mask)
-        flat = [v.decode() if isinstance(v, bytes) else v for v in values.reshape(-1).tolist()]
-        hit = np.array([v == mask for v in flat], dtype=bool).reshape(values.shape)
+        # Bytes compare as bytes (Keras compares TensorFlow's byte strings): no decoding.
+        as_bytes = mask.encode() if isinstance(mask, str) else mask
+        flat = values.reshape(-1).tolist()
+        hit = [v == (as_bytes if isinstance(v, bytes) else mask) for v in flat]
+        hit = np.array(hit, dtype=bool).reshape(values.shape)
         return torch.from_numpy(hit)
 
 

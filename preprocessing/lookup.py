@@ -416,7 +416,7 @@ class StringLookup(_IndexLookup):
 
     def _as_token(self, value: Any, what: str) -> str:
         if isinstance(value, bytes):
-            return value.decode(self.encoding)
+            return cat.decode(self, value, self.encoding, what)
         if not isinstance(value, str):
             self._fail(what, "must hold strings", value)
         return value

@@ -214,7 +214,7 @@ class TextVectorization(Layer):
             self._fail("input", "must hold strings", f"dtype {arr.dtype}")
         flat = arr.reshape(-1).tolist()
         enc = self.lookup.encoding
-        strings = [s.decode(enc) if isinstance(s, bytes) else s for s in flat]
+        strings = [cat.decode(self, s, enc, "input") if isinstance(s, bytes) else s for s in flat]
         if not all(isinstance(s, str) for s in strings):
             self._fail("input", "must hold only strings", arr.dtype)
         return strings, single

@@ -383,3 +383,18 @@ def test_hashing_refuses_bins_past_int64():
         ValueError, match=r"HashedCrossing: num_bins must be an int in \[1, 2\*\*63"
     ):
         pp.HashedCrossing(num_bins=2**64)
+
+
+def test_bytes_that_are_not_utf8():
+    # Hashing hashes raw bytes (as Keras), but a mask_value made it decode them and fail
+    # with a bare UnicodeDecodeError; the lookups failed the same way, naming nothing.
+    raw = np.array([b"\xff", b"a", b"b"])
+    masked = pp.Hashing(num_bins=5, mask_value="a")(raw)
+    plain = pp.Hashing(num_bins=4)(np.array([b"\xff", b"b"]))
+    assert masked.tolist() == [plain[0] + 1, 0, plain[1] + 1]
+    with pytest.raises(ValueError, match=r"StringLookup: input .*not valid utf-8.*b'\\xff'"):
+        pp.StringLookup(vocabulary=["a"])(raw)
+    with pytest.raises(ValueError, match=r"StringLookup: adapt data .*not valid utf-8"):
+        pp.StringLookup().adapt(raw)
+    with pytest.raises(ValueError, match=r"TextVectorization: input .*not valid utf-8"):
+        pp.TextVectorization(vocabulary=["a"])(raw)
