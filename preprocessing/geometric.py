@@ -120,6 +120,12 @@ def boxes_extent(
     return quad_extent(moved, float(height), float(width))
 
 
+def _at_least_float32(x: torch.Tensor) -> torch.Tensor:
+    """Coordinates are moved in float32 at least: float16/bfloat16 arithmetic on pixel
+    coordinates of a large image errs by several times the dtype's own rounding."""
+    return x if x.dtype in (torch.float32, torch.float64) else x.to(torch.float32)
+
+
 def window_matrix(
     top: torch.Tensor, left: torch.Tensor | int, win_h: Any, win_w: Any, out_h: int, out_w: int
 ) -> torch.Tensor:
@@ -222,14 +228,15 @@ class GeometricLayer(Layer):
         fmt = self._box_format(params)
         h, w = self._input_hw(params)
         oh, ow = self.output_size(params, h, w)
-        boxes = convert_format(bounding_boxes["boxes"], fmt, "xyxy", h, w)
+        dtype = bounding_boxes["boxes"].dtype
+        boxes = convert_format(_at_least_float32(bounding_boxes["boxes"]), fmt, "xyxy", h, w)
         # A box with no area (inverted, a line, NaN) holds no pixel wherever it moves; the
         # extent of its moved corners would re-order or widen it into a real box.
         held = (boxes[..., 2] > boxes[..., 0]) & (boxes[..., 3] > boxes[..., 1])
         moved = dict(bounding_boxes, boxes=self.move_boxes(boxes, params, h, w))
         out = clip_to_image_size(moved, oh, ow, "xyxy")
         out["labels"] = torch.where(held, out["labels"], torch.full_like(out["labels"], -1))
-        out["boxes"] = convert_format(out["boxes"], "xyxy", fmt, oh, ow)
+        out["boxes"] = convert_format(out["boxes"], "xyxy", fmt, oh, ow).to(dtype)
         return out
 
     def move_points(self, xy: torch.Tensor, params: Any, height: int, width: int):
@@ -238,5 +245,5 @@ class GeometricLayer(Layer):
 
     def transform_keypoints(self, keypoints: torch.Tensor, params: Any) -> torch.Tensor:
         h, w = self._input_hw(params)
-        xy = self.move_points(keypoints[..., :2], params, h, w)
+        xy = self.move_points(_at_least_float32(keypoints[..., :2]), params, h, w)
         return torch.cat([xy.to(keypoints.dtype), keypoints[..., 2:]], dim=-1)
