@@ -136,6 +136,8 @@ def apply_where(
     device without a sync.
     """
     n = x.shape[0]
+    if n == 0:
+        return x  # an empty batch (a filtered-out one): grouped convolutions refuse 0 groups
     if not _eager_cpu(x):
         everyone = torch.arange(n, device=x.device)
         return torch.where(mask.view(-1, 1, 1, 1), fn(x, everyone), x)

@@ -67,6 +67,18 @@ def test_changes_images_and_is_identity_in_eval_where_keras_is(name):
 
 
 @pytest.mark.parametrize("name", LAYERS)
+@pytest.mark.parametrize("fmt", ["channels_first", "channels_last"])
+def test_empty_batch_gives_an_empty_batch(name, fmt):
+    # A batch of 0 images (a filtered-out one): RandomGaussianBlur's grouped convolution
+    # refused 0 groups.
+    shape = (0, 3, 8, 8) if fmt == "channels_first" else (0, 8, 8, 3)
+    out = by_name(name, fmt)(torch.rand(shape))
+    assert out.shape == shape and out.dtype == torch.float32
+    out = by_name(name, fmt)({"images": torch.rand(shape), "labels": torch.zeros(0)})
+    assert out["images"].shape == shape and out["labels"].shape == (0,)
+
+
+@pytest.mark.parametrize("name", LAYERS)
 def test_layouts_ranks_and_uint8_agree_under_one_draw(name):
     x = unit_images()
     first, last = by_name(name), by_name(name, "channels_last")
