@@ -175,10 +175,12 @@ def test_iterator_report_of_a_live_training_loop():
     ds = ds.with_options(dp.Options(stats=dp.StatsOptions(enabled=True)))
     it = iter(ds)
     for _ in it:
-        time.sleep(0.002)
+        # A 30 ms step: a loaded machine (load 9 on 2 cores) stretched the ~0.1 ms waits for
+        # data past 5% of a 2 ms step, and the verdict said input-bound.
+        time.sleep(0.03)
     report = dp.stats.iterator_report(it)
     assert report.stage("map").elements == 20
-    assert report.step_s > 0.02
+    assert report.step_s > 0.3
     assert report.verdict.kind == "model"
     with pytest.raises(ValueError, match="records no statistics"):
         dp.stats.iterator_report(iter(dp.range(3)))
