@@ -13,59 +13,14 @@ import threading
 import numpy as np
 import pytest
 import torch
+from harness import assert_resumes, consume_with_errors, py, values
 
 import datapipe as dp
 from datapipe import TensorSpec
 from datapipe._batching import BatchShapeError
 from datapipe._context import IterContext
 from datapipe._spec import DatasetSpec
-from datapipe.errors import DatapipeError, PipelineError
-
-
-def py(x):
-    """Plain Python view of an element (arrays -> lists, Datasets -> their elements)."""
-    if isinstance(x, dict):
-        return {k: py(v) for k, v in x.items()}
-    if isinstance(x, tuple):
-        return tuple(py(v) for v in x)
-    if isinstance(x, dp.Dataset):
-        return [py(v) for v in x]
-    if isinstance(x, (np.ndarray, np.generic, torch.Tensor)):
-        return x.tolist()
-    return x
-
-
-def values(ds) -> list:
-    return [py(x) for x in ds]
-
-
-def assert_resumes(ds, cuts=None) -> None:
-    """For each cut k: consume k elements, checkpoint (through pickle, so the state holds
-    no live objects), restore in a fresh iterator, and get exactly what the original
-    iterator goes on to produce (same epoch, so random ops draw the same)."""
-    n = len(values(ds))
-    for k in cuts if cuts is not None else range(n + 1):
-        it = iter(ds)
-        head = [py(next(it)) for _ in range(k)]
-        state = pickle.loads(pickle.dumps(it.get_state()))
-        rest = [py(x) for x in it]
-        fresh = iter(ds)
-        fresh.set_state(state)
-        assert [py(x) for x in fresh] == rest, f"cut at {k}"
-        assert len(head) + len(rest) == n
-
-
-def consume_with_errors(ds) -> tuple[list, list]:
-    """Elements and error messages, continuing past each error."""
-    out, errors = [], []
-    it = iter(ds)
-    while True:
-        try:
-            out.append(py(next(it)))
-        except StopIteration:
-            return out, errors
-        except DatapipeError as e:  # PipelineError, or BatchShapeError from batching ops
-            errors.append(str(e))
+from datapipe.errors import PipelineError
 
 
 # ---- filter ------------------------------------------------------------------------------

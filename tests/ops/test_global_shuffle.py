@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 import json
 
 import numpy as np
 import pytest
+from harness import assert_resumes, values
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,31 +14,6 @@ import datapipe as dp
 from datapipe.errors import PipelineError, RandomAccessError
 from datapipe.ops.global_shuffle import FeistelPermutation
 from datapipe.ops.random_map import element_rng
-
-
-def py(x):
-    if isinstance(x, dict):
-        return {k: py(v) for k, v in x.items()}
-    if isinstance(x, (tuple, list)):
-        return type(x)(py(v) for v in x) if isinstance(x, list) else tuple(py(v) for v in x)
-    if isinstance(x, (np.ndarray, np.generic)):
-        return x.tolist()
-    return x
-
-
-def elems(ds):
-    return [py(x) for x in ds]
-
-
-def assert_resumes(ds, positions):
-    for k in positions:
-        it = iter(ds)
-        [next(it) for _ in range(k)]
-        state = copy.deepcopy(it.get_state())
-        rest = [py(x) for x in it]
-        fresh = iter(ds)
-        fresh.set_state(state)
-        assert [py(x) for x in fresh] == rest, f"resume after {k} elements"
 
 
 # ---- the permutation ---------------------------------------------------------------------
@@ -68,24 +43,24 @@ def test_feistel_positions_are_uniform():
 # ---- global_shuffle ----------------------------------------------------------------------
 def test_global_shuffle_is_a_reproducible_permutation():
     ds = dp.range(1000).global_shuffle(seed=42)
-    first = elems(ds)
+    first = values(ds)
     assert sorted(first) == list(range(1000)) and first != list(range(1000))
-    assert elems(dp.range(1000).global_shuffle(seed=42)) == first  # same seed, same epoch
-    assert elems(dp.range(1000).global_shuffle(seed=43)) != first
+    assert values(dp.range(1000).global_shuffle(seed=42)) == first  # same seed, same epoch
+    assert values(dp.range(1000).global_shuffle(seed=43)) != first
     assert ds.cardinality() == 1000 and ds.element_spec == dp.TensorSpec((), "int64")
     glob = dp.range(100).global_shuffle().with_options(dp.Options(seed=3))
-    assert elems(glob) == elems(dp.range(100).global_shuffle().with_options(dp.Options(seed=3)))
+    assert values(glob) == values(dp.range(100).global_shuffle().with_options(dp.Options(seed=3)))
 
 
 def test_global_shuffle_reshuffles_each_iteration_only_when_asked():
     ds = dp.range(200).global_shuffle(seed=1)
-    a, b = elems(ds), elems(ds)
+    a, b = values(ds), values(ds)
     assert a != b and sorted(a) == sorted(b) == list(range(200))
     fixed = dp.range(200).global_shuffle(seed=1, reshuffle_each_iteration=False)
-    assert elems(fixed) == elems(fixed)
-    two = elems(ds.repeat(2))
+    assert values(fixed) == values(fixed)
+    two = values(ds.repeat(2))
     assert two[:200] != two[200:] and sorted(two[200:]) == list(range(200))
-    two_fixed = elems(fixed.repeat(2))
+    two_fixed = values(fixed.repeat(2))
     assert two_fixed[:200] == two_fixed[200:]
 
 
@@ -111,18 +86,18 @@ def test_global_shuffle_state_is_one_integer_and_resumes():
 def test_global_shuffle_same_order_whatever_the_read_pattern():
     # Larger than the 4096-position block cache: reads straddle blocks differently.
     ds = dp.range(10_000).global_shuffle(seed=8, reshuffle_each_iteration=False)
-    one_by_one = elems(ds)
+    one_by_one = values(ds)
     assert sorted(one_by_one) == list(range(10_000))
     in_batches = [v for b in ds.batch(1000) for v in b.tolist()]
     assert in_batches == one_by_one
     nested = ds.global_shuffle(seed=2)  # the outer op reads the inner one out of order
-    assert sorted(elems(nested)) == list(range(10_000)) and elems(nested) != one_by_one
+    assert sorted(values(nested)) == list(range(10_000)) and values(nested) != one_by_one
 
 
 def test_global_shuffle_edge_sizes():
-    assert elems(dp.range(0).global_shuffle(seed=1)) == []
-    assert elems(dp.range(1).global_shuffle(seed=1)) == [0]
-    assert sorted(elems(dp.range(2).global_shuffle(seed=1))) == [0, 1]
+    assert values(dp.range(0).global_shuffle(seed=1)) == []
+    assert values(dp.range(1).global_shuffle(seed=1)) == [0]
+    assert sorted(values(dp.range(2).global_shuffle(seed=1))) == [0, 1]
 
 
 def _chains():
@@ -144,7 +119,7 @@ def _chains():
 @pytest.mark.parametrize("name, plain, shuffled", _chains(), ids=[c[0] for c in _chains()])
 def test_global_shuffle_over_random_access_chains(name, plain, shuffled):
     assert shuffled._random_access_breaker() is None
-    out, ref = elems(shuffled), elems(plain)
+    out, ref = values(shuffled), values(plain)
     assert sorted(out) == sorted(ref) and len(out) == len(ref) == shuffled.cardinality()
     assert out != ref
     assert_resumes(shuffled, [0, 1, 5, len(ref)])
@@ -152,18 +127,18 @@ def test_global_shuffle_over_random_access_chains(name, plain, shuffled):
 
 def test_ops_after_global_shuffle_keep_random_access():
     sh = dp.range(30).global_shuffle(seed=4)
-    perm = elems(sh)
+    perm = values(sh)
     batched = sh.map(lambda x: x + 100).batch(4).skip(1).take(3)
     assert batched._random_access_breaker() is None
-    assert elems(batched) == [[p + 100 for p in perm[i : i + 4]] for i in (4, 8, 12)]
+    assert values(batched) == [[p + 100 for p in perm[i : i + 4]] for i in (4, 8, 12)]
     sharded = sh.shard(2, 0)
     assert sharded._random_access_breaker() is None
-    assert elems(sharded) == perm[0::2]
-    assert elems(dp.zip(sh, dp.range(30))) == list(zip(perm, range(30)))
+    assert values(sharded) == perm[0::2]
+    assert values(dp.zip(sh, dp.range(30))) == list(zip(perm, range(30)))
     twice = dp.range(30).global_shuffle(seed=4).repeat(2)
-    assert twice._random_access_breaker() is None and len(elems(twice)) == 60
+    assert twice._random_access_breaker() is None and len(values(twice)) == 60
     # A second global_shuffle over the first one is still a permutation.
-    assert sorted(elems(sh.global_shuffle(seed=9))) == list(range(30))
+    assert sorted(values(sh.global_shuffle(seed=9))) == list(range(30))
 
 
 def test_global_shuffle_without_random_access_names_the_breaker():
@@ -187,7 +162,7 @@ def test_shuffles_are_permutations_reproducible_from_the_seed(n, seed, buffer_si
         lambda: dp.range(n).global_shuffle(seed=seed),
         lambda: dp.range(n).shuffle(buffer_size, seed=seed),
     ):
-        a, b = elems(make()), elems(make())
+        a, b = values(make()), values(make())
         assert a == b and sorted(a) == list(range(n))
 
 
@@ -198,34 +173,34 @@ def _noise(x, rng):
 
 def test_random_map_is_reproducible_and_redraws_per_epoch():
     ds = dp.range(50).random_map(_noise, seed=7)
-    a, b = elems(ds), elems(ds)  # two iterations: two epochs
+    a, b = values(ds), values(ds)  # two iterations: two epochs
     assert [x for x, _ in a] == list(range(50))
     assert a != b
-    assert elems(dp.range(50).random_map(_noise, seed=7)) == a
-    assert elems(dp.range(50).random_map(_noise, seed=8)) != a
+    assert values(dp.range(50).random_map(_noise, seed=7)) == a
+    assert values(dp.range(50).random_map(_noise, seed=8)) != a
     glob = dp.range(20).random_map(_noise).with_options(dp.Options(seed=1))
-    assert elems(glob) == elems(dp.range(20).random_map(_noise).with_options(dp.Options(seed=1)))
-    rep = elems(dp.range(10).random_map(_noise, seed=7).repeat(2))
+    assert values(glob) == values(dp.range(20).random_map(_noise).with_options(dp.Options(seed=1)))
+    rep = values(dp.range(10).random_map(_noise, seed=7).repeat(2))
     assert [r for _, r in rep[:10]] != [r for _, r in rep[10:]]
 
 
 @pytest.mark.parametrize("npc", [2, 4, dp.AUTOTUNE])
 def test_random_map_same_results_with_any_parallelism(npc):
-    ref = elems(dp.range(3000).random_map(_noise, seed=3))
-    par = elems(dp.range(3000).random_map(_noise, seed=3, num_parallel_calls=npc))
+    ref = values(dp.range(3000).random_map(_noise, seed=3))
+    par = values(dp.range(3000).random_map(_noise, seed=3, num_parallel_calls=npc))
     assert par == ref
     loose = dp.range(3000).random_map(_noise, seed=3, num_parallel_calls=npc, deterministic=False)
-    assert sorted(elems(loose)) == ref
+    assert sorted(values(loose)) == ref
 
 
 def test_random_map_keys_by_index_in_streaming_and_random_access():
-    streamed = dict(elems(dp.range(40).random_map(_noise, seed=5)))
+    streamed = dict(values(dp.range(40).random_map(_noise, seed=5)))
     shuffled = dp.range(40).random_map(_noise, seed=5).global_shuffle(seed=1)
     assert shuffled._random_access_breaker() is None
-    assert dict(elems(shuffled)) == streamed  # element i got the same draws either way
+    assert dict(values(shuffled)) == streamed  # element i got the same draws either way
     # In the iterator world (after a filter) the index is the count consumed.
     after_filter = dp.range(80).filter(lambda x: x % 2 == 0).random_map(_noise, seed=5)
-    draws = [r for _, r in elems(after_filter)]
+    draws = [r for _, r in values(after_filter)]
     assert draws == [streamed[i] for i in range(40)]
 
 
@@ -241,7 +216,7 @@ def test_random_map_generator_is_philox_keyed_by_index():
 
 def test_random_map_unpacks_tuples_and_locates_errors():
     ds = dp.zip(dp.range(3), dp.range(10, 13)).random_map(lambda a, b, rng: a + b, seed=0)
-    assert elems(ds) == [10, 12, 14]
+    assert values(ds) == [10, 12, 14]
 
     def bad(x, rng):
         if x == 3:

@@ -4,11 +4,11 @@ exact elements, specs, cardinalities, error messages, checkpoint/resume."""
 from __future__ import annotations
 
 import collections
-import copy
 
 import numpy as np
 import pytest
 import torch
+from harness import assert_resumes, py, values
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,37 +19,6 @@ from datapipe import TensorSpec
 from datapipe.errors import PipelineError, RandomAccessError
 
 
-def py(x):
-    """Elements as plain Python values for exact comparison."""
-    if isinstance(x, dict):
-        return {k: py(v) for k, v in x.items()}
-    if isinstance(x, tuple):
-        return tuple(py(v) for v in x)
-    if isinstance(x, list):
-        return [py(v) for v in x]
-    if isinstance(x, (np.ndarray, np.generic, torch.Tensor)):
-        return x.tolist()
-    return x
-
-
-def elems(ds):
-    return [py(x) for x in ds]
-
-
-def assert_resumes(ds, positions=None):
-    """A checkpoint taken after k elements resumes with exactly the rest, for every k."""
-    n = len(elems(ds))
-    for k in positions if positions is not None else range(n + 1):
-        it = iter(ds)
-        head = [py(next(it)) for _ in range(k)]
-        state = copy.deepcopy(it.get_state())
-        rest = [py(x) for x in it]
-        assert len(head) + len(rest) == n
-        fresh = iter(ds)
-        fresh.set_state(state)
-        assert [py(x) for x in fresh] == rest, f"resume after {k} elements"
-
-
 def unknown_len(ds):
     return ds.filter(lambda x: True)
 
@@ -57,7 +26,7 @@ def unknown_len(ds):
 # ---- from_tensors ------------------------------------------------------------------------
 def test_from_tensors_is_one_element():
     ds = dp.from_tensors(([[1, 2], [3, 4]], 7))
-    assert elems(ds) == [([[1, 2], [3, 4]], 7)]
+    assert values(ds) == [([[1, 2], [3, 4]], 7)]
     assert ds.element_spec == (TensorSpec((2, 2), "int64"), TensorSpec((), "int64"))
     assert ds.cardinality() == 1 and len(ds) == 1
     image, label = next(iter(ds))
@@ -78,9 +47,9 @@ def test_from_tensors_keeps_arrays_tensors_and_nesting():
 
 def test_from_tensors_repeat_and_random_access():
     ds = dp.from_tensors(np.array([5, 6])).repeat(3)
-    assert elems(ds) == [[5, 6]] * 3
+    assert values(ds) == [[5, 6]] * 3
     assert ds._random_access_breaker() is None
-    assert elems(ds.global_shuffle(seed=0)) == [[5, 6]] * 3
+    assert values(ds.global_shuffle(seed=0)) == [[5, 6]] * 3
     assert_resumes(ds)
 
 
@@ -110,8 +79,8 @@ def test_from_generator_calls_generator_anew_with_args():
         yield from range(start, stop)
 
     ds = dp.from_generator(gen, TensorSpec((), "int64"), args=(2, 5))
-    assert elems(ds) == [2, 3, 4]
-    assert elems(ds.repeat(2)) == [2, 3, 4, 2, 3, 4]
+    assert values(ds) == [2, 3, 4]
+    assert values(ds.repeat(2)) == [2, 3, 4, 2, 3, 4]
     assert calls == [(2, 5)] * 3
 
 
@@ -209,11 +178,11 @@ def test_from_generator_has_no_random_access():
 # ---- zip ---------------------------------------------------------------------------------
 def test_zip_forms():
     a, b, c = dp.range(3), dp.range(10, 15), dp.range(20, 24)
-    assert elems(dp.zip(a, b)) == [(0, 10), (1, 11), (2, 12)]
-    assert elems(dp.zip((a, b))) == elems(dp.zip(a, b))
-    assert elems(dp.zip({"x": a, "y": b})) == [{"x": i, "y": 10 + i} for i in range(3)]
-    assert elems(dp.zip((a, b), c)) == [((i, 10 + i), 20 + i) for i in range(3)]
-    assert elems(dp.zip(a)) == [0, 1, 2]  # a single dataset: its own elements (tf.data)
+    assert values(dp.zip(a, b)) == [(0, 10), (1, 11), (2, 12)]
+    assert values(dp.zip((a, b))) == values(dp.zip(a, b))
+    assert values(dp.zip({"x": a, "y": b})) == [{"x": i, "y": 10 + i} for i in range(3)]
+    assert values(dp.zip((a, b), c)) == [((i, 10 + i), 20 + i) for i in range(3)]
+    assert values(dp.zip(a)) == [0, 1, 2]  # a single dataset: its own elements (tf.data)
     Pair = collections.namedtuple("Pair", "p q")
     out = list(dp.zip(Pair(a, b)))
     assert type(out[0]) is Pair and py(out) == [(0, 10), (1, 11), (2, 12)]
@@ -248,7 +217,7 @@ def test_zip_cardinality_rules(cards, expected):
     ds = dp.zip(tuple(make(n) for n in cards))
     assert ds.cardinality() == expected
     if expected >= 0:
-        assert len(elems(ds)) == expected
+        assert len(values(ds)) == expected
 
 
 def test_zip_errors():
@@ -264,8 +233,8 @@ def test_zip_resume_and_random_access():
     ds = dp.zip(dp.range(6), dp.range(10, 20).map(lambda x: x * 2))
     assert_resumes(ds)
     assert ds._random_access_breaker() is None
-    shuffled = elems(ds.global_shuffle(seed=1))
-    assert sorted(shuffled) == elems(ds)
+    shuffled = values(ds.global_shuffle(seed=1))
+    assert sorted(shuffled) == values(ds)
     assert all(b == 2 * (10 + a) for a, b in shuffled)  # components stay aligned
     streamed = dp.zip(dp.range(6), unknown_len(dp.range(6)))
     assert_resumes(streamed)
@@ -287,7 +256,7 @@ def test_zip_cardinality_property(sizes):
 # ---- concatenate -------------------------------------------------------------------------
 def test_concatenate_elements_and_cardinality():
     ds = dp.range(3).concatenate(dp.range(10, 12))
-    assert elems(ds) == [0, 1, 2, 10, 11]
+    assert values(ds) == [0, 1, 2, 10, 11]
     assert ds.cardinality() == 5
     assert dp.range(3).concatenate(dp.range(2).repeat()).cardinality() == INF
     assert unknown_len(dp.range(3)).concatenate(dp.range(2)).cardinality() == UNK
@@ -320,7 +289,7 @@ def test_concatenate_resume_random_access_and_laziness():
     ds = dp.range(4).concatenate(dp.range(100, 103).map(lambda x: x + 1))
     assert_resumes(ds)
     assert ds._random_access_breaker() is None
-    assert sorted(elems(ds.global_shuffle(seed=2))) == elems(ds)
+    assert sorted(values(ds.global_shuffle(seed=2))) == values(ds)
     calls = []
 
     def gen():
@@ -328,8 +297,8 @@ def test_concatenate_resume_random_access_and_laziness():
         yield 99
 
     lazy = dp.range(3).concatenate(dp.from_generator(gen, TensorSpec((), "int64")))
-    assert elems(lazy.take(3)) == [0, 1, 2] and calls == []
-    assert elems(lazy) == [0, 1, 2, 99] and calls == [1]
+    assert values(lazy.take(3)) == [0, 1, 2] and calls == []
+    assert values(lazy) == [0, 1, 2, 99] and calls == [1]
     assert_resumes(lazy)
     with pytest.raises(RandomAccessError, match="'from_generator'"):
         lazy.global_shuffle()
@@ -339,8 +308,8 @@ def test_concatenate_resume_random_access_and_laziness():
 def test_sample_yields_every_element_in_input_order():
     a, b, c = dp.range(0, 5), dp.range(100, 108), dp.range(200, 203)
     ds = dp.sample_from_datasets([a, b, c], seed=4)
-    out = elems(ds)
-    assert sorted(out) == sorted(elems(a) + elems(b) + elems(c))
+    out = values(ds)
+    assert sorted(out) == sorted(values(a) + values(b) + values(c))
     for lo in (0, 100, 200):
         part = [x for x in out if lo <= x < lo + 100]
         assert part == sorted(part)
@@ -351,28 +320,28 @@ def test_sample_seed_reproducible_and_chunk_independent():
     def make(seed):
         return dp.sample_from_datasets([dp.range(0, 50), dp.range(100, 150)], seed=seed)
 
-    assert elems(make(1)) == elems(make(1))
-    assert elems(make(1)) != elems(make(2))
-    one_by_one = elems(make(1))
+    assert values(make(1)) == values(make(1))
+    assert values(make(1)) != values(make(2))
+    one_by_one = values(make(1))
     in_batches = [v for b in make(1).batch(7) for v in b.tolist()]
     assert in_batches == one_by_one
     global_seeded = make(None).with_options(dp.Options(seed=5))
-    assert elems(global_seeded) == elems(make(None).with_options(dp.Options(seed=5)))
+    assert values(global_seeded) == values(make(None).with_options(dp.Options(seed=5)))
 
 
 def test_sample_rerandomize_each_iteration():
     inputs = [dp.range(0, 20), dp.range(100, 120)]
     fixed = dp.sample_from_datasets(inputs, seed=3)
-    assert elems(fixed) == elems(fixed)
-    assert elems(fixed.repeat(2))[:40] == elems(fixed.repeat(2))[40:]
+    assert values(fixed) == values(fixed)
+    assert values(fixed.repeat(2))[:40] == values(fixed.repeat(2))[40:]
     fresh = dp.sample_from_datasets(inputs, seed=3, rerandomize_each_iteration=True)
-    assert elems(fresh) != elems(fresh)
+    assert values(fresh) != values(fresh)
 
 
 def test_sample_weights_frequencies():
     inputs = [dp.from_tensors(np.int64(i)).repeat() for i in range(3)]
     ds = dp.sample_from_datasets(inputs, weights=[0.2, 0.3, 0.5], seed=0).take(20000)
-    freq = np.bincount(np.array(elems(ds)), minlength=3) / 20000
+    freq = np.bincount(np.array(values(ds)), minlength=3) / 20000
     np.testing.assert_allclose(freq, [0.2, 0.3, 0.5], atol=0.015)
     assert dp.sample_from_datasets(inputs, weights=[1, 1, 1]).cardinality() == INF
 
@@ -392,14 +361,14 @@ def test_sample_renormalises_when_an_input_ends():
 
     inputs = [dp.range(0)] + [dp.from_tensors(np.int64(i)).repeat() for i in (1, 2)]
     ds = dp.sample_from_datasets(inputs, weights=[0.5, 0.25, 0.25], seed=7).take(20000)
-    freq = np.bincount(np.array(elems(ds)), minlength=3) / 20000
+    freq = np.bincount(np.array(values(ds)), minlength=3) / 20000
     np.testing.assert_allclose(freq, [0.0, 0.5, 0.5], atol=0.015)
 
 
 def test_sample_stop_on_empty_dataset_is_a_prefix():
     inputs = [dp.range(0, 4), dp.range(100, 140)]
-    go_on = elems(dp.sample_from_datasets(inputs, seed=11))
-    stop = elems(dp.sample_from_datasets(inputs, seed=11, stop_on_empty_dataset=True))
+    go_on = values(dp.sample_from_datasets(inputs, seed=11))
+    stop = values(dp.sample_from_datasets(inputs, seed=11, stop_on_empty_dataset=True))
     assert go_on[: len(stop)] == stop
     assert [x for x in stop if x < 100] == [0, 1, 2, 3]  # ended at the first empty draw
     assert len(stop) < 44
@@ -409,14 +378,14 @@ def test_sample_stop_on_empty_dataset_is_a_prefix():
 
 def test_sample_zero_weight_input_is_never_read():
     ds = dp.sample_from_datasets([dp.range(5), dp.range(100, 103)], weights=[0, 2], seed=0)
-    assert elems(ds) == [100, 101, 102]
+    assert values(ds) == [100, 101, 102]
     assert ds.cardinality() == 3
 
 
 def test_sample_weights_dataset():
     w = dp.from_tensor_slices(np.array([[1.0, 0.0], [0.0, 1.0]] * 3))
     ds = dp.sample_from_datasets([dp.range(0, 10), dp.range(100, 110)], weights=w, seed=0)
-    assert elems(ds) == [0, 100, 1, 101, 2, 102]  # ends with the weights dataset
+    assert values(ds) == [0, 100, 1, 101, 2, 102]  # ends with the weights dataset
     assert ds.cardinality() == UNK
     bad = dp.from_tensor_slices(np.array([[1.0, 0.0], [-1.0, 1.0]]))
     it = iter(dp.sample_from_datasets([dp.range(3), dp.range(3)], weights=bad))
@@ -459,7 +428,7 @@ def test_sample_resume_with_elements_read_past_an_exhausted_input():
     assert_resumes(ds)
     out = [v for b in ds for v in b.tolist()]
     assert sorted(out) == list(range(5)) + list(range(100, 130)) + list(range(200, 230))
-    assert out == elems(dp.sample_from_datasets(inputs, seed=2))
+    assert out == values(dp.sample_from_datasets(inputs, seed=2))
 
 
 # ---- choose_from_datasets ----------------------------------------------------------------
@@ -470,16 +439,16 @@ def _choices(values):
 def test_choose_follows_the_choices():
     a, b = dp.range(0, 3), dp.range(10, 14)
     ds = dp.choose_from_datasets([a, b], _choices([0, 1, 1, 0, 1]))
-    assert elems(ds) == [0, 10, 11, 1, 12]
+    assert values(ds) == [0, 10, 11, 1, 12]
     assert ds.element_spec == TensorSpec((), "int64")
 
 
 def test_choose_stop_on_empty_dataset():
     a, b = dp.range(0, 2), dp.range(10, 14)
     choices = _choices([0, 0, 0, 1, 1, 0, 1])
-    assert elems(dp.choose_from_datasets([a, b], choices)) == [0, 1]
+    assert values(dp.choose_from_datasets([a, b], choices)) == [0, 1]
     skipping = dp.choose_from_datasets([a, b], choices, stop_on_empty_dataset=False)
-    assert elems(skipping) == [0, 1, 10, 11, 12]
+    assert values(skipping) == [0, 1, 10, 11, 12]
     assert_resumes(skipping)
 
 

@@ -14,6 +14,7 @@ import time
 import cloudpickle
 import numpy as np
 import pytest
+from harness import values
 
 import datapipe as dp
 from datapipe.service import RayService, distribute
@@ -56,10 +57,6 @@ def service(split_size=None) -> RayService:
 def slow_double(x):
     time.sleep(0.002)
     return x * 2
-
-
-def values(ds) -> list[int]:
-    return [int(x) for x in ds]
 
 
 def test_distributed_and_parallel_epochs(ray_local, threads):
