@@ -7,13 +7,22 @@ its ``conftest.py`` lives there and the folders have no ``__init__.py`` (pytest'
 
 from __future__ import annotations
 
+import importlib.util
+import multiprocessing
+import os
 import pickle
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 import datapipe as dp
 from datapipe.errors import DatapipeError
+from datapipe.parallel import shm
 
 
 def py(x: Any) -> Any:
@@ -72,3 +81,51 @@ def consume_with_errors(ds: Any) -> tuple[list, list[str]]:
             return out, errors
         except DatapipeError as e:
             errors.append(str(e))
+
+
+def fail_at(bad: set[int]) -> Callable[[Any], int]:
+    """A map function that raises ``ValueError("bad element i")`` on the elements in ``bad``
+    and returns the others as ``int`` (after a short sleep, so parallel stages overlap)."""
+
+    def f(x: Any) -> int:
+        if int(x) in bad:
+            raise ValueError(f"bad element {int(x)}")
+        time.sleep(0.0002)
+        return int(x)
+
+    return f
+
+
+# ---- scripts (examples/, benchmarks/) -------------------------------------------------------
+def load_script(path: Path, name: str) -> ModuleType:
+    """Import the script at ``path`` as module ``name``, as ``python path`` would see it: its
+    folder first on ``sys.path`` (examples import their siblings, e.g. ``_digits_model``)
+    and the module in ``sys.modules`` (dataclasses look their module up)."""
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---- worker processes and shared memory (executor="process") -----------------------------
+def own_shm_segments() -> list[str]:
+    """Shared-memory segments this test process's pipelines left behind."""
+    mine = f"{shm.SHM_PREFIX}{os.getpid()}-"
+    return sorted(f for f in os.listdir(shm.SHM_DIR) if f.startswith(mine))
+
+
+def worker_processes() -> list[multiprocessing.Process]:
+    """Live child processes a pipeline started (named ``datapipe-*``)."""
+    return [p for p in multiprocessing.active_children() if p.name.startswith("datapipe-")]
+
+
+def settle_processes(deadline_s: float = 2.0) -> list[multiprocessing.Process]:
+    """The worker processes still alive after at most ``deadline_s`` (polling)."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end and worker_processes():
+        time.sleep(0.02)
+    return worker_processes()

@@ -1,5 +1,5 @@
-"""Review of issue 11: option values that were accepted and then ignored or failed deep
-inside another library, and a seed tf.data accepts that failed at ``iter()``."""
+"""``Options``: merging (later wins), option values checked when set (not ignored or failed
+deep inside another library), and seeds tf.data accepts."""
 
 from __future__ import annotations
 
@@ -53,3 +53,13 @@ def test_a_negative_global_seed_is_a_seed(seed):
     fresh = iter(shuffled(seed))
     fresh.set_state(state)
     assert head + [int(x) for x in fresh] == first
+
+
+# ---- options -----------------------------------------------------------------------------
+def test_options_merge_later_wins() -> None:
+    ds = dp.range(3).with_options(dp.Options(seed=1, deterministic=False))
+    ds = ds.with_options(dp.Options(seed=2))
+    opts = ds.options
+    assert opts.seed == 2 and opts.deterministic is False
+    with pytest.raises(TypeError, match="with_options"):
+        dp.range(3).with_options({"seed": 1})

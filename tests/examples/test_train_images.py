@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import pathlib
 import re
-import sys
+
+from harness import load_script
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_images.py"
 EPOCH = re.compile(
@@ -15,13 +15,7 @@ EPOCH = re.compile(
 
 
 def _load():
-    # The example imports its sibling _digits_model, which a script finds in sys.path[0].
-    if str(EXAMPLE.parent) not in sys.path:
-        sys.path.insert(0, str(EXAMPLE.parent))
-    spec = importlib.util.spec_from_file_location("train_images_example", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(EXAMPLE, "train_images_example")
 
 
 def test_reduced_run_writes_pngs_and_learns(tmp_path, capsys):

@@ -1,4 +1,5 @@
-"""image_dataset_from_directory: Keras's index, split, labels and shapes; bad files."""
+"""image_dataset_from_directory: Keras's index, split, labels and shapes (``label_mode=None``
+included), pixels equal to Keras's for PNG with bilinear and nearest resizing; bad files."""
 
 from __future__ import annotations
 
@@ -24,6 +25,15 @@ def _tree(root, counts=(3, 2, 4), size=(6, 5), fmt="png"):
             write(os.path.join(root, f"class_{c}", f"{i}.{fmt}"), encode(arr, fmt.upper()))
     write(os.path.join(root, "class_0", "notes.txt"), b"ignored: not an image extension")
     return root
+
+
+SEQ_KERAS = dict(
+    num_parallel_calls=None,
+    verbose=False,
+    shuffle=False,
+    batch_size=None,
+    data_format="channels_last",
+)
 
 
 def test_int_labels_shapes_order(tmp_path):
@@ -171,3 +181,40 @@ def test_same_index_and_split_as_keras(tmp_path):
         theirs = keras.utils.image_dataset_from_directory(root, **kw)
         assert ours.file_paths == theirs.file_paths
         assert ours.class_names == theirs.class_names
+
+
+def test_label_mode_none_indexes_like_labels_none(tmp_path):
+    # Keras: label_mode=None means labels=None, so images outside class folders count too
+    root = str(tmp_path)
+    for rel in ("a/0.png", "b/0.png", "top.png", ".hidden/h.png"):
+        write(os.path.join(root, rel), encode(np.zeros((2, 2, 3), np.uint8), "PNG"))
+    ds = image_dataset_from_directory(root, image_size=(2, 2), label_mode=None, **SEQ_KERAS)
+    assert ds.class_names is None
+    rel = [os.path.relpath(p, root) for p in ds.file_paths]
+    want = ["top.png", os.path.join(".hidden", "h.png")]  # os.walk order, roots sorted
+    assert rel == want + [os.path.join("a", "0.png"), os.path.join("b", "0.png")]
+    assert len(list(ds)) == 4
+
+
+@pytest.mark.slow
+def test_pixels_match_keras_for_png_bilinear_and_nearest(tmp_path):
+    keras = pytest.importorskip("keras")
+    rng = np.random.default_rng(0)
+    root = str(tmp_path)
+    for c, (h, w) in enumerate([(10, 14), (13, 20), (7, 9)]):
+        arr = rng.integers(0, 256, (h, w, 3), np.uint8)
+        write(os.path.join(root, f"c{c}", "x.png"), encode(arr, "PNG"))
+    for kw in (
+        dict(image_size=(6, 7)),
+        dict(image_size=(20, 30)),
+        dict(image_size=(6, 7), interpolation="nearest"),
+        dict(image_size=(20, 30), interpolation="nearest"),
+        dict(image_size=(8, 8), crop_to_aspect_ratio=True),
+    ):
+        ours = image_dataset_from_directory(root, **SEQ_KERAS, **kw)
+        theirs = keras.utils.image_dataset_from_directory(
+            root, verbose=False, shuffle=False, batch_size=None, **kw
+        )
+        for (a, la), (b, lb) in zip(ours, theirs):
+            np.testing.assert_allclose(a, np.asarray(b, np.float32), rtol=0, atol=1e-3)
+            assert int(la) == int(lb)

@@ -7,19 +7,23 @@ within 0.5 + that tolerance, and equal to tf's rounded value except near .5 boun
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from _io_helpers import encode, write
 
 import datapipe as dp
-from datapipe.io import image_resize
+from datapipe.io import image_dataset_from_directory, image_resize
 from datapipe.io.image_resize import resize_image
 
 tf = pytest.importorskip("tensorflow", reason="tensorflow-cpu (the dev extra) not installed")
 
+
 TOL = 5e-5  # of the value range
+
 
 # (input height, width) -> (output height, width), channels
 CASES = [
@@ -63,6 +67,20 @@ def check_rounded(got, want, hi):
         clear = np.abs(want - np.floor(want) - 0.5) > TOL * hi  # not near a .5 boundary
         assert clear.mean() > 0.7  # (scales of 1/4, 3/4 make many exact .5 values)
         np.testing.assert_array_equal(got[clear], np.rint(want[clear]))
+
+
+SEQ_KERAS = dict(
+    num_parallel_calls=None,
+    verbose=False,
+    shuffle=False,
+    batch_size=None,
+    data_format="channels_last",
+)
+
+
+def _one_image_tree(root: str, arr: np.ndarray) -> str:
+    write(os.path.join(root, "a", "x.png"), encode(arr, "PNG"))
+    return root
 
 
 @pytest.mark.parametrize("antialias", [False, True])
@@ -155,3 +173,27 @@ def test_import_datapipe_does_not_import_opencv():
     code = "import sys, datapipe; print('cv2' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_bilinear_downscale_is_keras_resize_without_antialiasing(tmp_path):
+    # tf.image.resize (Keras's loader) samples at half-pixel centres with no low-pass
+    # filter: a 2x bilinear downscale is the mean of each 2x2 block, unrounded.
+    arr = np.arange(16 * 3, dtype=np.uint8).reshape(4, 4, 3) * 5
+    root = _one_image_tree(str(tmp_path), arr)
+    img = next(
+        iter(image_dataset_from_directory(root, image_size=(2, 2), label_mode=None, **SEQ_KERAS))
+    )
+    want = arr.astype(np.float32).reshape(2, 2, 2, 2, 3).mean(axis=(1, 3))
+    assert img.dtype == np.float32
+    np.testing.assert_allclose(img, want, rtol=0, atol=1e-4)
+
+
+def test_nearest_upscale_uses_half_pixel_centres(tmp_path):
+    # tf.image.resize(method="nearest"): source index floor((i + 0.5) * in / out)
+    arr = np.arange(3 * 5, dtype=np.uint8).reshape(3, 5, 1).repeat(3, axis=2) * 10
+    root = _one_image_tree(str(tmp_path), arr)
+    kw = dict(image_size=(4, 7), interpolation="nearest", label_mode=None, **SEQ_KERAS)
+    img = next(iter(image_dataset_from_directory(root, **kw)))
+    rows = np.floor((np.arange(4) + 0.5) * 3 / 4).astype(int)
+    cols = np.floor((np.arange(7) + 0.5) * 5 / 7).astype(int)
+    np.testing.assert_array_equal(img, arr[rows][:, cols].astype(np.float32))

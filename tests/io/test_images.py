@@ -1,4 +1,5 @@
-"""Image decoding: pixels equal Pillow's own decode; every bad file names its path."""
+"""Image decoding: pixels equal Pillow's own decode; EXIF orientation ignored as in tf.io;
+every bad file names its path (as a plain ``str``)."""
 
 from __future__ import annotations
 
@@ -180,3 +181,24 @@ def test_ignore_errors_skips_counts_and_logs_each_path_once(tmp_path, caplog):
     logged = [r.getMessage() for r in caplog.records if bad in r.getMessage()]
     assert len(logged) == 1
     assert os.path.basename(bad) in logged[0]
+
+
+def test_error_names_path_as_plain_str(tmp_path):
+    bad = write(os.path.join(str(tmp_path), "bad.png"), b"not an image")
+    ds = dp.from_tensor_slices([bad]).map(load_image)  # elements are np.str_
+    with pytest.raises(dp.PipelineError) as info:
+        next(iter(ds))
+    assert type(info.value.path) is str and info.value.path == bad
+    assert "np.str_" not in str(info.value)
+    assert f"{bad}: not an image Pillow can read" in str(info.value)
+
+
+def test_exif_orientation_is_ignored_as_in_tf_io():
+    arr = np.arange(8 * 12 * 3, dtype=np.uint8).reshape(8, 12, 3)
+    exif = Image.Exif()
+    exif[0x0112] = 6  # "rotate 90 CW to display"
+    buf = io.BytesIO()
+    Image.fromarray(arr).save(buf, "JPEG", exif=exif.tobytes(), quality=95)
+    out = dp.decode_image(buf.getvalue())
+    assert out.shape == (8, 12, 3)
+    np.testing.assert_array_equal(out, np.asarray(Image.open(io.BytesIO(buf.getvalue()))))

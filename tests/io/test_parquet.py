@@ -1,12 +1,10 @@
-"""Parquet, Arrow IPC and CSV: values and dtypes round-trip exactly; bad files name themselves."""
+"""Parquet: rows, batches, projection and units; directories and checkpoints; values and
+dtypes round-trip exactly (also through Arrow IPC); bad files name themselves."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
@@ -19,7 +17,6 @@ from datapipe.io import (
     ParquetDataset,
     SchemaMismatchError,
     from_arrow_ipc,
-    from_csv,
     from_parquet,
 )
 
@@ -181,49 +178,3 @@ def test_property_round_trip_parquet_ipc(tmp_path_factory, table_and_rg):
                     assert type(r[name]) is type(w) and r[name] == w
                 else:
                     assert type(r[name]) is dtype.type and r[name] == w
-
-
-def test_arrow_ipc_record_batches_are_units(tmp_path):
-    p = str(tmp_path / "t.arrow")
-    t = _table(7)
-    with pa.ipc.new_file(p, t.schema) as w:
-        for b in t.to_batches(max_chunksize=3):
-            w.write_batch(b)
-    ds = from_arrow_ipc(p, batch_size=5)
-    assert ds.files == ((p, 0), (p, 1), (p, 2)) and ds.cardinality() == 2
-    assert [b["x"].tolist() for b in ds] == [[0, 1, 2, 3, 4], [5, 6]]
-    assert [int(r["x"]) for r in ds.with_files([(p, 1)]).unbatch()] == [3, 4, 5]
-    bad = tmp_path / "bad.arrow"
-    bad.write_bytes(b"nope")
-    with pytest.raises(dp.FileReadError, match="not an Arrow IPC file") as info:
-        from_arrow_ipc(str(bad))
-    assert info.value.path == str(bad)
-
-
-def test_csv_types_from_first_file_and_errors(tmp_path):
-    a, b, c = (tmp_path / f"{n}.csv" for n in "abc")
-    a.write_text("x,name\n1.5,p\n2,q\n")
-    b.write_text("x,name\n3,r\n")  # pyarrow alone would infer int64 here
-    c.write_text("name\nonly\n")
-    ds = from_csv([str(a), str(b)])
-    rows = list(ds)
-    assert [(type(r["x"]), float(r["x"]), r["name"]) for r in rows] == [
-        (np.float64, 1.5, "p"),
-        (np.float64, 2.0, "q"),
-        (np.float64, 3.0, "r"),
-    ]
-    assert ds.files == (str(a), str(b)) and ds.cardinality() == dp.UNKNOWN_CARDINALITY
-    batches = list(from_csv([str(a), str(b)], batch_size=2, columns=["x"]))
-    assert [bt["x"].tolist() for bt in batches] == [[1.5, 2.0], [3.0]]
-    with pytest.raises(dp.PipelineError) as info:
-        list(from_csv([str(a), str(c)]))
-    assert info.value.path == str(c) and "x" in str(info.value)
-    assert isinstance(info.value.cause, SchemaMismatchError)
-    d = tmp_path / "d.csv"
-    d.write_text("x,name\nabc,z\n")
-    with pytest.raises(dp.PipelineError, match="column 'x', data row 1 .*'abc' is not a double"):
-        list(from_csv([str(a), str(d)]))
-    with pytest.raises(dp.PipelineError) as info:
-        list(from_csv([str(a), str(d)]))
-    assert info.value.path == str(d)
-    assert pacsv is not None and os.path.exists(str(a))

@@ -1,5 +1,6 @@
 """AUTOTUNE: the tuner's decisions (simulated workloads, deterministic) and its behaviour on
-real pure-Python and sleeping functions (generous bounds), and the RAM budget."""
+real pure-Python and sleeping functions (generous bounds), the RAM budget, the executor
+choice, and restores into its inline executor (from a threaded snapshot, across a switch)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,12 @@ class FakeWorkload:
                 break
             self.run(1)
         return self.stage.value
+
+
+# ---- AUTOTUNE's inline executor and restores ------------------------------------------------
+def _half_ms(x):
+    time.sleep(0.0005)
+    return int(x) * 2
 
 
 def test_gil_bound_function_stays_at_one_thread(monkeypatch):
@@ -167,8 +174,6 @@ def test_real_sleeping_map_grows():
     assert stage.value >= 4, stage.history
 
 
-# ---- the RAM budget ---------------------------------------------------------------------
-
 ELEMENT_BYTES = 100_000
 
 
@@ -202,9 +207,6 @@ def test_ram_budget_bounds_buffered_bytes():
     # The same pipeline with the default budget buffers far more: the budget was binding.
     untuned = _slow_consume(dp.range(n).map(_big, num_parallel_calls=4).prefetch(64), n)
     assert untuned.ram.peak > 3 * budget
-
-
-# ---- the executor choice (simulated workloads, deterministic) ---------------------------
 
 
 class FakeExecutors:
@@ -320,4 +322,57 @@ def test_real_cheap_map_and_prefetch_run_inline(threads):
     assert total == sum(2 * i + 1 for i in range(300_000))
     stages = {s.name: s for s in it._root.tuner.stages}
     assert stages["map"].executor == "inline" and stages["prefetch"].executor == "inline"
+    it.close()
+
+
+@pytest.mark.parametrize("resume_on", ["fresh", "same"])
+def test_inline_stage_restored_from_a_threaded_snapshot(resume_on, clean):
+    # AUTOTUNE starts every stage inline. A snapshot taken while the stage ran on threads
+    # with a chunk partly consumed queues that chunk for recomputation; inline, no worker
+    # ever computed it and the consumer waited for ever.
+    ds = dp.range(400).map(_half_ms, num_parallel_calls=dp.AUTOTUNE)
+    it = iter(ds)
+    stage = it._root.stage
+    stage.phase = "done"  # the test's switches, not the tuner's
+    assert stage.set_executor("thread", 2)
+    got = []
+    while not it._root.get_state()["replay"]:  # until the cut falls inside a chunk
+        assert len(got) < 300, "the workers' chunks never grew past one element"
+        got += it._root.next_chunk(1)  # one at a time: the workers' chunks are left partly read
+    state = it.get_state()
+    if resume_on == "fresh":
+        it.close()
+        it = iter(ds)  # a new stage starts inline
+    else:
+        assert stage.set_executor("inline", 0)
+    assert it._root.executor == "inline"
+    it.set_state(state)
+    assert [int(x) for x in it] == [2 * i for i in range(len(got), 400)]
+    it.close()
+
+
+def test_thread_that_took_a_chunk_before_a_switch_to_fewer_processes(clean):
+    # AUTOTUNE moved a stage from 2 threads to 1 process while thread 1 was reading its
+    # chunk's input: it then computed "in process 1", which does not exist (IndexError:
+    # WorkerDiedError for the whole pipeline).
+    import threading
+
+    gate = threading.Event()
+
+    def gated(x):
+        gate.wait(10)
+        return x
+
+    it = iter(dp.range(40).map(gated).map(_half_ms, num_parallel_calls=dp.AUTOTUNE))
+    stage, eng = it._root.stage, it._root._eng
+    stage.phase = "done"  # the test's switches, not the tuner's
+    assert stage.set_executor("thread", 2)
+    eng.start()
+    end = time.monotonic() + 10
+    while it._root._lane.pending < 2:
+        assert time.monotonic() < end, "the two threads never took their chunks"
+        time.sleep(0.005)
+    assert stage.set_executor("process", 1)  # while both threads wait inside their chunks
+    gate.set()
+    assert [int(x) for x in it] == [2 * i for i in range(40)]
     it.close()

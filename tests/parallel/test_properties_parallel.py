@@ -1,4 +1,4 @@
-"""Property tests (hypothesis) from the adversarial review of issues 10-12: random pipelines
+"""Property tests (hypothesis) of the parallel layer (review of issues 10-12): random pipelines
 from a grammar of ops, each with threads, worker processes or AUTOTUNE where it can run
 in parallel, compared with their uninterrupted run:
 
