@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import datapipe as dp
-from datapipe.ops.assert_cardinality import CardinalityError
+from datapipe.errors import CardinalityError
 
 
 def test_assert_cardinality_known_counts_random_access_and_sticky_failure():

@@ -14,8 +14,8 @@ from harness import assert_resumes, consume_with_errors, py
 
 import datapipe as dp
 from datapipe import TensorSpec
-from datapipe._batching import BatchShapeError
 from datapipe.distribute.state_io import load_state, save_state
+from datapipe.errors import BatchShapeError
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import datapipe as dp
-from datapipe._batching import BatchShapeError
+from datapipe.errors import BatchShapeError
 
 
 def lengths_ds(lengths):

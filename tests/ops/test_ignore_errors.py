@@ -39,7 +39,7 @@ def test_ignore_errors_drops_and_counts(calls):
     it = iter(ds)
     assert [int(x) for x in it] == [i for i in range(100) if i not in bad]
     assert dp.ignored_count(it) == 5
-    assert it._root.num_ignored == 5
+    assert it.root.num_ignored == 5
 
 
 def test_ignore_errors_logs_each_path_once(caplog):

@@ -95,11 +95,11 @@ def test_every_slot_is_open_after_the_first_element():
     ds = dp.range(8).interleave(lambda i: dp.range(3), cycle_length=4, num_parallel_calls=2)
     it = iter(ds)
     next(it)
-    assert sum(s is not None for s in it._root.slots) == 4
+    assert sum(s is not None for s in it.root.slots) == 4
     it.close()
     seq = iter(dp.range(8).interleave(lambda i: dp.range(3), cycle_length=4))
     next(seq)
-    assert sum(s is not None for s in seq._root.slots) == 1  # sequential: opened on visit
+    assert sum(s is not None for s in seq.root.slots) == 1  # sequential: opened on visit
 
 
 def test_opens_overlap():

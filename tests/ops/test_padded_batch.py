@@ -10,7 +10,7 @@ from harness import assert_resumes, consume_with_errors, values
 
 import datapipe as dp
 from datapipe import TensorSpec
-from datapipe._batching import BatchShapeError
+from datapipe.errors import BatchShapeError
 
 
 def ragged(n: int = 4):

@@ -126,7 +126,7 @@ def test_disabled_autotune_keeps_values(monkeypatch):
     ds = ds.with_options(dp.Options(autotune=dp.AutotuneOptions(enabled=False)))
     it = iter(ds)
     assert [int(x) for x in it] == list(range(50))
-    assert len(it._root.stage.history) == 1  # never moved from where it started
+    assert len(it.root.stage.history) == 1  # never moved from where it started
 
 
 # ---- real functions (decisions measured on this machine; generous bounds) -------------
@@ -149,7 +149,7 @@ def _run_auto(fn, n, cpu_budget):
     ds = dp.range(n).map(fn, num_parallel_calls=dp.AUTOTUNE).with_options(opts)
     it = iter(ds)
     got = [int(x) for x in it]
-    stage = it._root.stage
+    stage = it.root.stage
     it.close()
     assert got == [fn(i) for i in range(n)] if fn is _spin else len(got) == n
     return stage
@@ -187,7 +187,7 @@ def _slow_consume(ds, n):
     for x in it:
         total += int(x[0])
         time.sleep(0.001)  # a slow consumer: producers run ahead until a bound stops them
-    tuner = it._root.tuner
+    tuner = it.root.tuner
     it.close()
     assert total == sum(range(n))
     return tuner
@@ -320,7 +320,7 @@ def test_real_cheap_map_and_prefetch_run_inline(threads):
         total += int(b.sum())
         assert threads.names() == []
     assert total == sum(2 * i + 1 for i in range(300_000))
-    stages = {s.name: s for s in it._root.tuner.stages}
+    stages = {s.name: s for s in it.root.tuner.stages}
     assert stages["map"].executor == "inline" and stages["prefetch"].executor == "inline"
     it.close()
 
@@ -332,20 +332,20 @@ def test_inline_stage_restored_from_a_threaded_snapshot(resume_on, clean):
     # ever computed it and the consumer waited for ever.
     ds = dp.range(400).map(_half_ms, num_parallel_calls=dp.AUTOTUNE)
     it = iter(ds)
-    stage = it._root.stage
+    stage = it.root.stage
     stage.phase = "done"  # the test's switches, not the tuner's
     assert stage.set_executor("thread", 2)
     got = []
-    while not it._root.get_state()["replay"]:  # until the cut falls inside a chunk
+    while not it.root.get_state()["replay"]:  # until the cut falls inside a chunk
         assert len(got) < 300, "the workers' chunks never grew past one element"
-        got += it._root.next_chunk(1)  # one at a time: the workers' chunks are left partly read
+        got += it.root.next_chunk(1)  # one at a time: the workers' chunks are left partly read
     state = it.get_state()
     if resume_on == "fresh":
         it.close()
         it = iter(ds)  # a new stage starts inline
     else:
         assert stage.set_executor("inline", 0)
-    assert it._root.executor == "inline"
+    assert it.root.executor == "inline"
     it.set_state(state)
     assert [int(x) for x in it] == [2 * i for i in range(len(got), 400)]
     it.close()
@@ -364,12 +364,12 @@ def test_thread_that_took_a_chunk_before_a_switch_to_fewer_processes(clean):
         return x
 
     it = iter(dp.range(40).map(gated).map(_half_ms, num_parallel_calls=dp.AUTOTUNE))
-    stage, eng = it._root.stage, it._root._eng
+    stage, eng = it.root.stage, it.root._eng
     stage.phase = "done"  # the test's switches, not the tuner's
     assert stage.set_executor("thread", 2)
     eng.start()
     end = time.monotonic() + 10
-    while it._root._lane.pending < 2:
+    while it.root._lane.pending < 2:
         assert time.monotonic() < end, "the two threads never took their chunks"
         time.sleep(0.005)
     assert stage.set_executor("process", 1)  # while both threads wait inside their chunks

@@ -7,8 +7,7 @@ import pytest
 from harness import fail_at
 
 import datapipe as dp
-from datapipe._batching import BatchShapeError
-from datapipe.errors import PipelineError
+from datapipe.errors import BatchShapeError, PipelineError
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -52,11 +52,11 @@ def test_options_deterministic_false_applies_and_argument_wins():
     opts = dp.Options(deterministic=False)
     ds = dp.range(50).map(lambda x: x, num_parallel_calls=4).with_options(opts)
     it = iter(ds)
-    assert it._root.deterministic is False
+    assert it.root.deterministic is False
     it.close()
     ds2 = dp.range(50).map(lambda x: x, num_parallel_calls=4, deterministic=True)
     it2 = iter(ds2.with_options(opts))
-    assert it2._root.deterministic is True
+    assert it2.root.deterministic is True
     assert [int(x) for x in it2] == list(range(50))
 
 

@@ -250,7 +250,7 @@ def test_worker_killed_by_a_signal_raises_within_5s(clean):
 
     it = iter(dp.range(100_000).map(slow, 2, executor="process"))
     assert int(next(it)) == 0
-    victim = it._root._eng.processes.pids()[0]
+    victim = it.root._eng.processes.pids()[0]
     os.kill(victim, signal.SIGKILL)
     t0 = time.monotonic()
     with pytest.raises(WorkerDiedError, match=rf"pid {victim}\) was killed by signal SIGKILL"):
@@ -273,7 +273,7 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path):
             return x
         it = iter(dp.range(10**6).map(slow, 2, executor="process"))
         next(it)
-        print(*it._root._eng.processes.pids(), flush=True)
+        print(*it.root._eng.processes.pids(), flush=True)
         time.sleep(60)
     """)
     )
@@ -448,13 +448,13 @@ def test_stats_gauges_and_a_trace_track_per_worker(tmp_path, clean):
 def test_switching_executors_mid_stream_keeps_every_element_in_order(clean):
     # What AUTOTUNE does when it moves a stage between inline, threads and processes.
     it = iter(dp.range(2000).map(_jitter, num_parallel_calls=dp.AUTOTUNE))
-    stage = it._root.stage
+    stage = it.root.stage
     stage.phase = "done"  # the switches below are the test's, not the tuner's
     got = []
     for kind in ("thread", "process", "inline", "process", "thread"):
         assert stage.set_executor(kind, 2)
         got += [int(next(it)) for _ in range(300)]
-        assert it._root.executor == kind
+        assert it.root.executor == kind
     got += [int(x) for x in it]
     assert got == [10 * i for i in range(2000)]
     assert [e[2:] for e in stage.events if e[1] == "executor"][:2] == [

@@ -239,7 +239,7 @@ def test_resume_at_a_random_cut_deep(tmp_path_factory, n, ops, cut, det, via_fil
 
 # ---- AUTOTUNE's executor moves ------------------------------------------------------------
 def _stage_of(it: dp.Iterator):
-    root = it._root
+    root = it.root
     while not hasattr(root, "stage"):
         root = root.inputs[0]
     return root.stage
@@ -264,7 +264,7 @@ def executor_moves(steps, det, same_iterator, op, cut_step):
         stage.set_executor("thread" if kind == "process" and op == "prefetch" else kind, value)
         for _ in range(reads):
             try:  # element by element on the stage itself: chunks are left partly read
-                got += it._root.next_chunk(1)
+                got += it.root.next_chunk(1)
             except StopIteration:
                 break
         if k == min(cut_step, len(steps) - 1):
