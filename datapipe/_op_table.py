@@ -65,7 +65,7 @@ def op_modules() -> list[str]:
     return out
 
 
-def _defined_nodes(module: str) -> list[type]:
+def _defined_nodes(module: str) -> list[type[Dataset]]:
     mod = importlib.import_module(module)
     return [
         c
@@ -75,9 +75,9 @@ def _defined_nodes(module: str) -> list[type]:
 
 
 @functools.cache
-def node_classes() -> dict[str, type]:
+def node_classes() -> dict[str, type[Dataset]]:
     """``Dataset`` method -> the node class it builds, for every op module with one."""
-    out: dict[str, type] = {}
+    out: dict[str, type[Dataset]] = {}
     for module in op_modules():
         for cls in _defined_nodes(module):
             if f"{module}.{cls.__name__}" not in INTERNAL_NODES and "_name" in cls.__dict__:

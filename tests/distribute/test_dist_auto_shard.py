@@ -32,7 +32,6 @@ def shares(make, count, **kw):
     ]
 
 
-# ---- per-process file orders -------------------------------------------------------------
 @pytest.fixture
 def image_dir(tmp_path):
     for c, base in (("a", 0), ("b", 100)):
@@ -374,6 +373,7 @@ def test_file_cache_is_per_worker(tmp_path):
     assert shares(lambda: dp.range(9).cache(path), 2) == parts
 
 
+# ---- per-process file orders -------------------------------------------------------------
 @pytest.mark.parametrize("policy", [dp.AutoShardPolicy.FILE, dp.AutoShardPolicy.DATA])
 @pytest.mark.parametrize("k", [2, 3])
 def test_image_directory_with_default_shuffle_partitions(image_dir, policy, k):

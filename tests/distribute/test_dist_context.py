@@ -24,7 +24,6 @@ def explicit(n, i, **kw):
     return dp.Options(distribute=dp.DistributeOptions(num_workers=n, worker_index=i, **kw))
 
 
-# ---- iterator state and the worker context ---------------------------------------------
 def _advanced(ds, count, index, steps=2):
     it = iter(ds.with_options(worker_options(count, index)))
     for _ in range(steps):
@@ -163,6 +162,7 @@ def test_process_group_and_contradicting_env(clean_env, tmp_path):
         dist.destroy_process_group()
 
 
+# ---- iterator state and the worker context ---------------------------------------------
 @pytest.mark.parametrize("other", [(3, 0), (2, 1), (1, 0)])
 def test_state_restored_in_another_worker_context_raises(other):
     ds = dp.range(24).shuffle(6, seed=1).batch(2)

@@ -29,7 +29,6 @@ Point = collections.namedtuple("Point", ["x", "y"])
 pytestmark = pytest.mark.usefixtures("clean_env")
 
 
-# ---- iterator state and the worker context ---------------------------------------------
 def _advanced(ds, count, index, steps=2):
     it = iter(ds.with_options(worker_options(count, index)))
     for _ in range(steps):
@@ -37,7 +36,6 @@ def _advanced(ds, count, index, steps=2):
     return it.state_dict()
 
 
-# ---- tampered state files -----------------------------------------------------------------
 class _Evil:
     def __reduce__(self):
         return (os.system, ("echo pwned",))
@@ -159,6 +157,7 @@ def test_bytes_round_trip_is_stable():
     assert state_from_bytes(state_to_bytes(s)) == s
 
 
+# ---- tampered state files -----------------------------------------------------------------
 @pytest.mark.parametrize(
     "kind",
     ["garbage", "pickle_entry", "bad_json", "missing_ref", "not_a_dict"],

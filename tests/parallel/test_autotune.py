@@ -45,7 +45,6 @@ class FakeWorkload:
         return self.stage.value
 
 
-# ---- AUTOTUNE's inline executor and restores ------------------------------------------------
 def _half_ms(x):
     time.sleep(0.0005)
     return int(x) * 2
@@ -174,6 +173,7 @@ def test_real_sleeping_map_grows():
     assert stage.value >= 4, stage.history
 
 
+# ---- the RAM budget ---------------------------------------------------------------------
 ELEMENT_BYTES = 100_000
 
 
@@ -209,6 +209,7 @@ def test_ram_budget_bounds_buffered_bytes():
     assert untuned.ram.peak > 3 * budget
 
 
+# ---- the executor choice (simulated workloads, deterministic) ---------------------------
 class FakeExecutors:
     """A stage whose output rate under each executor is ``rates[executor](p)`` and whose
     elements each cost ``cost`` seconds of work, on a fake clock."""
@@ -325,6 +326,7 @@ def test_real_cheap_map_and_prefetch_run_inline(threads):
     it.close()
 
 
+# ---- AUTOTUNE's inline executor and restores ------------------------------------------------
 @pytest.mark.parametrize("resume_on", ["fresh", "same"])
 def test_inline_stage_restored_from_a_threaded_snapshot(resume_on, clean):
     # AUTOTUNE starts every stage inline. A snapshot taken while the stage ran on threads

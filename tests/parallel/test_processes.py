@@ -67,7 +67,6 @@ def _pid_now(x):
     return os.getpid()
 
 
-# ---- shared memory that has no room ------------------------------------------------------
 NO_ROOM_SCRIPT = """
 import os, resource, sys, warnings
 import numpy as np
@@ -484,6 +483,7 @@ def test_inside_dataloader_workers_it_runs_on_threads(clean):
     assert sorted(int(x) for x in loader) == [2 * i for i in range(40)]
 
 
+# ---- races between a restore or a repeat epoch and work still in flight -----------------
 def test_restore_while_a_worker_process_computes_large_in_band_results(clean):
     # The abandoned task's large result and the next task's large input met in the pipe:
     # the parent blocked sending, the worker blocked sending back, and the consumer waited
@@ -553,6 +553,7 @@ def test_executor_process_without_num_parallel_calls_runs_in_a_worker_process(op
     assert len(pids) == 1 and os.getpid() not in pids
 
 
+# ---- shared memory that has no room ------------------------------------------------------
 def test_segments_over_the_file_size_limit_go_in_band(tmp_path, clean):
     # The segment could not be created: run() took the OSError for an element that cannot
     # be pickled and recursed until RecursionError.
