@@ -10,7 +10,8 @@ computed from the classes; what is kept by hand here is only what the classes ca
   packages (functions that run a pipeline, ops that live in ``datapipe.io`` or
   ``datapipe.distribute``);
 - ``INTERNAL_NODES``: node classes no method builds (a building block of another op);
-- ``NOT_OPS``: ``Dataset``'s public names that build no node (properties, traits, runners).
+- ``NOT_OPS``: ``Dataset``'s public names that build no node (properties, traits, runners,
+  ``as_torch_dataset``).
 
 ``tests/core/test_op_table.py`` fails when a new op module, ``Dataset`` method, node class
 or trait is in none of these, and checks the docstrings that name ops by trait (``Dataset``,
@@ -35,7 +36,6 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
     "get_single_element": ("datapipe.ops.get_single_element", "get_single_element"),
     "save": ("datapipe.io.save", "save_dataset"),
     "load": ("datapipe.io.save", "load_dataset"),
-    "as_torch_dataset": ("datapipe.distribute.torch_dataset", "TorchIterableDataset"),
 }
 
 # cache(filename) builds another node than cache(): both texts document the method.
@@ -47,13 +47,15 @@ INTERNAL_NODES = frozenset({"datapipe.ops.window.WindowComponentDataset"})
 # Dataset's public names that build no node.
 NOT_OPS = frozenset(
     {"element_spec", "cardinality", "op_seed", "options", "as_numpy_iterator", "take_all"}
-    | {"apply", "profile"}
+    | {"apply", "profile", "as_torch_dataset"}
 )
 
 
 def traits() -> tuple[str, ...]:
-    """The trait names: ``Dataset``'s ``ClassVar[bool]`` attributes, in declaration order."""
-    return tuple(n for n, a in Dataset.__annotations__.items() if a == "ClassVar[bool]")
+    """The trait names: ``Dataset``'s public boolean attributes (``ClassVar[bool]``, or
+    ``bool`` for a trait an op may set per instance), in declaration order."""
+    annotations = Dataset.__annotations__.items()
+    return tuple(n for n, a in annotations if a in ("ClassVar[bool]", "bool") and n[0] != "_")
 
 
 def op_modules() -> list[str]:
