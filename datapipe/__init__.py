@@ -19,12 +19,16 @@ from datapipe.dataset import (
     Dataset,
 )
 from datapipe.errors import (
+    BatchShapeError,
+    CardinalityError,
     DatapipeError,
     DeviceUnavailableError,
     InputStuckError,
     PipelineBrokenError,
     PipelineError,
     RandomAccessError,
+    RemoteTraceback,
+    RestoredFailure,
     WorkerDiedError,
 )
 from datapipe.options import (
@@ -57,6 +61,8 @@ __all__ = [
     "UNKNOWN_CARDINALITY",
     "AutoShardPolicy",
     "AutotuneOptions",
+    "BatchShapeError",
+    "CardinalityError",
     "Dataset",
     "DatapipeError",
     "DeviceUnavailableError",
@@ -66,6 +72,8 @@ __all__ = [
     "InputStuckError",
     "PipelineBrokenError",
     "RandomAccessError",
+    "RemoteTraceback",
+    "RestoredFailure",
     "StatsOptions",
     "TensorSpec",
     "ThreadingOptions",

@@ -11,11 +11,7 @@ import numpy as np
 
 from datapipe import _structure as nest
 from datapipe._spec import is_torch
-from datapipe.errors import DatapipeError
-
-
-class BatchShapeError(DatapipeError, ValueError):
-    """Elements of one batch have different shapes."""
+from datapipe.errors import BatchShapeError
 
 
 def _shape(x: Any) -> tuple:

@@ -62,10 +62,10 @@ def iterator_state(it: Any) -> dict:
     state.update(chain_state(ctx, it._primary, it._buf[it._pos :]))
     if ctx.cut_nodes:
         state["policy"] = ctx.policy
-    if it._root is not it._primary:
+    if it.root is not it._primary:
         from datapipe.distribute.elastic import drain_states
 
-        state["drains"] = drain_states(it._root)
+        state["drains"] = drain_states(it.root)
     return state
 
 
@@ -113,7 +113,7 @@ def restore_iterator(it: Any, state: Any) -> None:
 def _fits_current_chain(it: Any, state: dict) -> bool:
     """Whether ``state`` restores into the chain ``iter()`` built (no rebuild needed)."""
     ctx = it._ctx
-    if tuple(state["epoch"]) != it._epoch or it._root is not it._primary:
+    if tuple(state["epoch"]) != it._epoch or it.root is not it._primary:
         return False
     if state.get("seed") is not None and state["seed"] != ctx.seed:
         return False

@@ -173,6 +173,37 @@ class Iterator:
     def element_spec(self) -> Any:
         return self._dataset.element_spec
 
+    @property
+    def dataset(self) -> Any:
+        """The ``Dataset`` this iterator runs (as the user built it, before the rewrites)."""
+        return self._dataset
+
+    @property
+    def root(self) -> OpIterator:
+        """The op iterator ``__next__`` pulls chunks from (the ``OpIterator`` protocol:
+        ``next_chunk``/``get_state``/``set_state``/``close``, ``inputs`` down the chain).
+        After an elastic resume it first drains the old workers' chains."""
+        return self._root
+
+    @property
+    def context(self) -> Any:
+        """The ``datapipe._context.IterContext`` the chain was built with (options, seeds,
+        the worker layout, each node's position)."""
+        return self._ctx
+
+    def replace_chains(
+        self, epoch: tuple, ctx: Any, primary: OpIterator, root: OpIterator, pending: list
+    ) -> None:
+        """Run ``root`` from now on (closing the current chain): ``primary`` is this worker's
+        own chain, ``root`` what ``__next__`` pulls (``primary`` or a chain that drains
+        others first), ``pending`` elements delivered before either. Used by an elastic
+        resume (``datapipe.distribute.elastic.install``)."""
+        self._root.close()
+        self._epoch, self._ctx, self._primary, self._root = epoch, ctx, primary, root
+        self._buf, self._pos = list(pending), 0
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, root.close)
+
     def __iter__(self) -> Iterator:
         return self
 
@@ -190,10 +221,12 @@ class Iterator:
             from datapipe.stats.torch_ranges import instrument
 
             instrument(self)
+            self._ranged = True
         elif self._ranged:
             from datapipe.stats.torch_ranges import uninstrument
 
             uninstrument(self)
+            self._ranged = False
         try:
             # Let go of the consumed chunk first: two chunks of large batches alive at once
             # would double this buffer's share of the peak memory.

@@ -20,7 +20,7 @@ import traceback
 from typing import overload
 
 from datapipe._iterator import OpIterator
-from datapipe.errors import PipelineError
+from datapipe.errors import PipelineError, RestoredFailure
 
 
 class Failed:
@@ -52,10 +52,6 @@ def detach(error: BaseException) -> BaseException:
     if had_frames and hasattr(error, "add_note"):  # Python >= 3.11
         error.add_note(f"Where it failed (kept as text while it waited):\n{text}")
     return error
-
-
-class RestoredFailure(RuntimeError):
-    """A failure that was buffered when a checkpoint was taken (its message only)."""
 
 
 def read_positions(it: OpIterator, buf: list, want: int, exact: bool) -> tuple[bool, int]:

@@ -8,8 +8,10 @@ The methods here are thin: each builds the node of one op module under ``datapip
 
 Facts about an op that the rewrites need are *traits*: class attributes of its node class
 (``elementwise``, ``commutes_with_shard``, ``expands``, ``uses_randomness``,
-``keeps_random_access``, ``selects_indices``), documented on ``Dataset``; an op whose trait
-depends on its arguments sets it on the instance in ``__init__``.
+``keeps_random_access``, ``selects_indices``, ``repeats_input``, ``aligns_inputs``,
+``distributes``), documented on ``Dataset``; an op whose trait depends on its arguments sets
+it on the instance in ``__init__``. ``datapipe._op_table`` lists the ops and their traits
+from the classes.
 """
 
 from __future__ import annotations
@@ -113,8 +115,10 @@ class Dataset:
       ``zip``, ...); DATA auto-sharding sinks its shard point below such ops.
     - ``expands``: one input element may become several output elements (``interleave``,
       ``flat_map``, ``unbatch``); a shard point below one cannot even out element counts.
-    - ``uses_randomness``: draws random numbers (seeded through ``IterContext``).
-    - ``keeps_random_access``: has random access when every input has.
+    - ``uses_randomness``: draws random numbers, seeded through the ``IterContext``
+      (``shuffle``, ``random_map``, ``global_shuffle``, ``sample_from_datasets``).
+    - ``keeps_random_access``: has random access when every input has (``map``, ``batch``,
+      ``take``, ``zip``).
     - ``selects_indices``: keeps some input indices (``shard``, ``skip``); moved below
       ``elementwise`` random-access ops where ``_passes_below(node)`` allows.
     - ``repeats_input``: reads its input more than once per epoch (``repeat``); elastic
@@ -772,5 +776,3 @@ class RandomAccessUnaryDataset(UnaryDataset):
 
 # The push-down of index ops is the last rewrite (auto-sharding inserts itself first).
 from datapipe import _rewrites  # noqa: E402,F401
-
-_ = builtins  # `range` is shadowed in datapipe's namespace; builtins stays available here

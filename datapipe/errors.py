@@ -67,6 +67,81 @@ class RandomAccessError(DatapipeError, TypeError):
     (named in the message) produces a stream that can only be iterated."""
 
 
+class BatchShapeError(DatapipeError, ValueError):
+    """Elements of one batch have different shapes (``batch``, ``rebatch``, the parallel
+    batch; ``padded_batch`` when a shape is over its ``padded_shapes``). The message names
+    the op, both elements' indices and shapes, the component, and the fix."""
+
+
+class CardinalityError(PipelineBrokenError):
+    """The input of ``assert_cardinality`` has another number of elements than asserted
+    (tf.data raises ``FailedPreconditionError``). Never dropped by ``ignore_errors``."""
+
+
+class WorkerContextError(DatapipeError, ValueError):
+    """Malformed or contradictory worker settings (environment, options, process group)."""
+
+
+class AutoShardError(DatapipeError, ValueError):
+    """Auto-sharding cannot honour the requested policy (names the counts or op)."""
+
+
+class RestoredFailure(RuntimeError):
+    """The cause of a ``PipelineError`` re-raised after a restore: a failure that was
+    buffered when the checkpoint was taken comes back at its position with its message only
+    (the original exception object is not part of a state)."""
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an exception raised in a worker process (``executor="process"``;
+    its text is the message), set as the ``__cause__`` of the exception re-raised in the
+    parent."""
+
+    def __str__(self) -> str:
+        return self.args[0] if self.args else ""
+
+
+# ---- the file readers' errors: each names the file (``path``) and the ``reason`` ----------
+class FileReadError(DatapipeError, ValueError):
+    """A file could not be read as the format it was asked to be read as.
+
+    Attributes:
+        path: the file, or None when the reader was given bytes only.
+        reason: what was wrong, in words.
+
+    ``datapipe.errors.annotate`` picks ``path`` up, so the ``PipelineError`` that a failing
+    ``map`` raises names the file too.
+    """
+
+    needs_location = True  # datapipe.errors.annotate adds the op and element index
+
+    def __init__(self, reason: str, path: str | None = None):
+        self.reason, self.path = reason, path
+        super().__init__(f"{path}: {reason}" if path else reason)
+
+    def __reduce__(self):
+        return (type(self), (self.reason, self.path))
+
+    def with_path(self, path: str) -> FileReadError:
+        """A copy of this error that names ``path`` (for readers that only saw bytes)."""
+        err = type(self)(self.reason, path)
+        err.__cause__ = self.__cause__
+        return err
+
+
+class ImageDecodeError(FileReadError):
+    """Bytes that are not a decodable image: empty, unknown format, truncated, corrupt
+    (PNG checksum), or over Pillow's decompression-bomb limit."""
+
+
+class SchemaMismatchError(FileReadError):
+    """A columnar file lacks a column of the first file, or holds it with another type."""
+
+
+class NullValueError(FileReadError):
+    """A column holds nulls, which have no numpy representation here (see the readers)."""
+
+
 def annotate(
     op: str, index: int | None, exc: BaseException, path: str | None = None
 ) -> BaseException:

@@ -3,7 +3,8 @@
 A page line ``<!-- readme: Title -->`` becomes the README's ``## Title`` section (its
 heading included; a page with one such section takes its body under the page's title),
 ``<!-- readme-intro -->`` the README's text before its first ``##`` section. A title that
-is not in the README fails the build (strict or not).
+is not in the README fails the build (strict or not). ``<!-- op-traits -->`` becomes the
+table of every op's traits, generated from the op classes (``datapipe._op_table``).
 """
 
 from __future__ import annotations
@@ -36,4 +37,8 @@ def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:
         return f"## {m.group(1)}\n\n{body}"
 
     markdown = markdown.replace("<!-- readme-intro -->", intro)
+    if "<!-- op-traits -->" in markdown:
+        from datapipe._op_table import trait_table
+
+        markdown = markdown.replace("<!-- op-traits -->", trait_table())
     return _MARK.sub(section, markdown)

@@ -1,5 +1,11 @@
 """Fixtures shared by the test folders (one conftest: pytest imports every conftest.py
-under the name ``conftest``, so several of them in package-less folders collide)."""
+under the name ``conftest``, so several of them in package-less folders collide).
+
+The test helpers (values, checkpoint/resume, errors, processes, scripts) are in
+``tests/harness.py``; the folders mirror the code (``tests/ops/test_<op>.py``,
+``tests/sources/``, ``tests/io/test_<format>.py``), beside the concern suites (checkpoint,
+ordering, shutdown, errors, properties, correctness). Test file basenames must be unique
+across folders (pytest's default import mode imports them by basename)."""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ import threading
 import time
 
 import pytest
+from harness import own_shm_segments, settle_processes
 from hypothesis import settings
 from PIL import Image
 
@@ -49,6 +56,38 @@ def threads() -> Threads:
     assert t.settle(2.0) == []
     assert threading.active_count() >= 1
     return t
+
+
+@pytest.fixture
+def clean(threads):
+    """No datapipe thread, worker process or shared-memory segment before the test; none may
+    be left after it (``executor="process"`` tests)."""
+    assert settle_processes() == []
+    yield threads
+    gc.collect()
+    assert threads.settle(2.0) == []
+    assert settle_processes() == []
+    assert own_shm_segments() == []
+
+
+# ---- distribution: no launcher variables from the shell running the tests -----------------
+LAUNCHER_ENV_VARS = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+)
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    """No torchrun/SLURM variables (a test sets the ones it means); returns ``monkeypatch``.
+    The distribute tests use it for every test (``pytest.mark.usefixtures("clean_env")``)."""
+    for name in LAUNCHER_ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
 
 
 # ---- files -----------------------------------------------------------------------------

@@ -82,3 +82,22 @@ def test_readme_feature_layers_example_runs() -> None:
     blocks = re.findall(r"```python\n(.*?)\n```", readme, flags=re.S)
     code = next(b for b in blocks if "pp.TextVectorization" in b)
     exec(compile(code, "README feature layers example", "exec"), {})
+
+
+def test_readme_sequences_example_runs():
+    readme = (ROOT / "README.md").read_text()
+    code = next(
+        b for b in re.findall(r"```python\n(.*?)\n```", readme, flags=re.S) if "first_fit_pack" in b
+    )
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    assert scope["shapes"] == [(2, 4), (2, 12), (1, 2), (1, 8)]
+    nested = scope["nested"]
+    assert nested.is_nested and nested.layout == torch.jagged
+    assert [t.tolist() for t in nested.unbind()] == [[1, 2, 3], list(range(1, 10)), [1, 2, 3, 4]]
+    rows = scope["rows"]
+    assert {k: v.shape for k, v in rows.items()} == {
+        "tokens": (16,),
+        "tokens_segment_ids": (16,),
+        "tokens_positions": (16,),
+    }

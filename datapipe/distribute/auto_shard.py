@@ -96,7 +96,7 @@ from datapipe.distribute.shard_point import (
     sorted_units,
 )
 from datapipe.distribute.share import WHOLE, Share, split_counts, worker_share
-from datapipe.errors import DatapipeError
+from datapipe.errors import AutoShardError
 from datapipe.options import AutoShardPolicy, Options
 
 if TYPE_CHECKING:  # datapipe.io is imported by the user's graph, not by auto-sharding
@@ -108,10 +108,6 @@ _T = TypeVar("_T")
 logger = logging.getLogger("datapipe.distribute")
 
 UNEVEN_CHOICES = ("drop", "pad", "allow")
-
-
-class AutoShardError(DatapipeError, ValueError):
-    """Auto-sharding cannot honour the requested policy (names the counts or op)."""
 
 
 _logged: set[str] = set()

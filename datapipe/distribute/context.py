@@ -26,12 +26,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from datapipe.errors import DatapipeError
+from datapipe.errors import WorkerContextError
 from datapipe.options import Options
-
-
-class WorkerContextError(DatapipeError, ValueError):
-    """Malformed or contradictory worker settings (environment, options, process group)."""
 
 
 @dataclass(frozen=True)
@@ -210,7 +206,7 @@ loader_count=1, source='options')
         >>> resolve_worker_context(env={"RANK": "1", "WORLD_SIZE": "1"})
         Traceback (most recent call last):
         ...
-        datapipe.distribute.context.WorkerContextError: RANK=1 must be in [0, WORLD_SIZE) \
+        datapipe.errors.WorkerContextError: RANK=1 must be in [0, WORLD_SIZE) \
 but WORLD_SIZE=1
     """
     p_index, p_count, source = resolve_process(options, env)

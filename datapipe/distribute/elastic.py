@@ -75,7 +75,6 @@ the new share (reproducible from the checkpoint), not by the source index.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -432,18 +431,14 @@ def install(iterator: Any, epoch: tuple, specs: list[ChainSpec]) -> None:
     built: list[Chain] = []
     try:
         for spec in specs:
-            built.append(build_chain(iterator._dataset, epoch, spec))
+            built.append(build_chain(iterator.dataset, epoch, spec))
     except BaseException:
         for chain in built:
             chain.root.close()
         raise
     *drains, primary = built
-    iterator._root.close()
-    iterator._epoch, iterator._ctx, iterator._primary = epoch, primary.ctx, primary.root
-    iterator._root = DrainFirst(drains, primary.root) if drains else primary.root
-    iterator._buf, iterator._pos = list(primary.pending), 0
-    iterator._finalizer.detach()
-    iterator._finalizer = weakref.finalize(iterator, iterator._root.close)
+    root = DrainFirst(drains, primary.root) if drains else primary.root
+    iterator.replace_chains(epoch, primary.ctx, primary.root, root, primary.pending)
 
 
 def drain_states(root: OpIterator) -> list[dict]:

@@ -26,7 +26,7 @@ Public names (also exported from ``datapipe``):
   ``SchemaMismatchError``, ``NullValueError``; each names the file (``.path``).
 """
 
-from datapipe.io._errors import (
+from datapipe.errors import (
     FileReadError,
     ImageDecodeError,
     NullValueError,

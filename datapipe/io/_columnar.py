@@ -32,9 +32,8 @@ from datapipe._positions import error_from_state, error_to_state
 from datapipe._spec import TensorSpec, batched_spec
 from datapipe._validate import check_bool, check_optional_int
 from datapipe.dataset import UNKNOWN_CARDINALITY
-from datapipe.errors import annotate
+from datapipe.errors import FileReadError, NullValueError, SchemaMismatchError, annotate
 from datapipe.io import _remote as remote
-from datapipe.io._errors import FileReadError, NullValueError, SchemaMismatchError
 from datapipe.io._remote import is_url
 from datapipe.io._safe_files import is_regular_file
 from datapipe.io.file_source import FileSource, unit_path

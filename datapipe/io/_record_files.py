@@ -29,8 +29,7 @@ from datapipe._iterator import OpIterator
 from datapipe._positions import error_from_state, error_to_state
 from datapipe._validate import check_int
 from datapipe.dataset import Dataset
-from datapipe.errors import annotate
-from datapipe.io._errors import FileReadError
+from datapipe.errors import FileReadError, annotate
 from datapipe.io.file_source import FileSource
 
 END = -1  # a reader's offset once it has seen the end of its file

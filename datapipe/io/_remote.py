@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, cast
 
-from datapipe.io._errors import FileReadError
+from datapipe.errors import FileReadError
 
 logger = logging.getLogger("datapipe.io")
 

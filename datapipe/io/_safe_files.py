@@ -23,7 +23,7 @@ import os
 import stat
 from typing import BinaryIO
 
-from datapipe.io._errors import FileReadError
+from datapipe.errors import FileReadError
 
 DEFAULT_MAX_FILE_BYTES = 1 << 30
 _max_file_bytes: int | None = DEFAULT_MAX_FILE_BYTES

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from datapipe._lazy import lazy_module
+from datapipe.errors import FileReadError
 from datapipe.io._columnar import ColumnarSource, source
-from datapipe.io._errors import FileReadError
 from datapipe.io._remote import is_url
 
 if TYPE_CHECKING:  # pyarrow is imported on first use (datapipe/_lazy.py)

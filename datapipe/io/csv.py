@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from datapipe._lazy import lazy_module
+from datapipe.errors import FileReadError, SchemaMismatchError
 from datapipe.io._columnar import ColumnarSource, source
-from datapipe.io._errors import FileReadError, SchemaMismatchError
 
 if TYPE_CHECKING:  # pyarrow is imported on first use (datapipe/_lazy.py)
     import pyarrow as pa

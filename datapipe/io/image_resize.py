@@ -19,7 +19,7 @@ Backends, chosen per call (``benchmarks/bench_image_backends.py`` measured them 
 - torch (``interpolate`` in float32) otherwise: ~0.8 ms per image, GIL released.
 
 Both compute in floating point (float64 for float64 input). Tolerance against
-``tf.image.resize``'s float32 result, pinned by ``tests/io/test_io_image_resize.py`` for
+``tf.image.resize``'s float32 result, pinned by ``tests/io/test_image_resize.py`` for
 both backends: float outputs within 5e-5 of the value range (0.013 on 0..255 data;
 measured <= 0.005); integer outputs are those values rounded half to even and clipped to
 the dtype's range -- ``tf.cast(tf.clip_by_value(tf.round(tf.image.resize(x)), lo, hi),

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from datapipe.errors import ImageDecodeError
 from datapipe.io import _jpeg
-from datapipe.io._errors import ImageDecodeError
 from datapipe.io.read_file import as_path, read_file
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

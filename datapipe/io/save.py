@@ -45,8 +45,8 @@ from datapipe._spec import (
     spec_from_json,
     spec_to_json,
 )
+from datapipe.errors import FileReadError
 from datapipe.io import _remote as remote
-from datapipe.io._errors import FileReadError
 from datapipe.io._remote import is_remote, localize
 from datapipe.io._safe_files import open_regular
 from datapipe.io.file_source import FileSource

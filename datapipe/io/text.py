@@ -15,8 +15,7 @@ from datapipe._positions import error_from_state, error_to_state
 from datapipe._spec import TensorSpec
 from datapipe._validate import check_int
 from datapipe.dataset import Dataset
-from datapipe.errors import annotate
-from datapipe.io._errors import FileReadError
+from datapipe.errors import FileReadError, annotate
 from datapipe.io._safe_files import open_regular
 from datapipe.io.file_source import FileSource
 
@@ -100,7 +99,7 @@ class TextLineDataset(FileSource):
         return TextLineIterator(self)
 
 
-class _Slot:
+class _OpenFile:
     """One open file: its buffered raw lines and the byte offset of the next line."""
 
     def __init__(self, ds: TextLineDataset, file_index: int, offset: int = 0):
@@ -175,7 +174,7 @@ class TextLineIterator(OpIterator):
     def __init__(self, ds: TextLineDataset):
         super().__init__()
         self.ds = ds
-        self.slots: list[_Slot | None] = [None] * ds._cycle
+        self.slots: list[_OpenFile | None] = [None] * ds._cycle
         self.cursor = 0
         self.next_file = 0
         self.count = 0  # lines delivered, for error locations
@@ -186,7 +185,7 @@ class TextLineIterator(OpIterator):
         self.next_file += 1  # a file that cannot be opened is skipped after its error
         path = self.ds._files[index]
         try:
-            self.slots[self.cursor] = _Slot(self.ds, index)
+            self.slots[self.cursor] = _OpenFile(self.ds, index)
         except FileReadError:
             raise
         except OSError as e:
@@ -255,7 +254,7 @@ class TextLineIterator(OpIterator):
         self.pending = error_from_state(state.get("pending_error"), self.op_name)
         for i, s in enumerate(state["slots"]):
             if s is not None:
-                slot = _Slot(self.ds, int(s[0]), int(s[1]))
+                slot = _OpenFile(self.ds, int(s[0]), int(s[1]))
                 slot.lines_read = int(s[2])
                 self.slots[i] = slot
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from datapipe._spec import TensorSpec
-from datapipe.io._errors import FileReadError
+from datapipe.errors import FileReadError
 from datapipe.io._record_files import RecordFileSource, RecordReader, cycle_of, file_list
 from datapipe.io._safe_files import max_file_bytes, open_regular
 

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from datapipe._spec import TensorSpec
-from datapipe.io._errors import FileReadError
+from datapipe.errors import FileReadError
 from datapipe.io._record_files import (
     END,
     RecordFileSource,

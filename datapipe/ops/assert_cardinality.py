@@ -12,12 +12,7 @@ from datapipe.dataset import (
     RandomAccessUnaryDataset,
     raw_cardinality,
 )
-from datapipe.errors import PipelineBrokenError
-
-
-class CardinalityError(PipelineBrokenError):
-    """The input of ``assert_cardinality`` has another number of elements than asserted
-    (tf.data raises ``FailedPreconditionError``). Never dropped by ``ignore_errors``."""
+from datapipe.errors import CardinalityError
 
 
 def _elements(n: int) -> str:

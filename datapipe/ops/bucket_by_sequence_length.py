@@ -11,14 +11,14 @@ from typing import Any
 import numpy as np
 
 from datapipe import _structure as nest
-from datapipe._batching import BatchShapeError, stack
+from datapipe._batching import stack
 from datapipe._functions import call, raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._positions import error_from_state, error_to_state
 from datapipe._spec import TensorSpec, UnknownSpec
 from datapipe._validate import check_bool, check_int
 from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
-from datapipe.errors import annotate
+from datapipe.errors import BatchShapeError, annotate
 from datapipe.ops.group_by_window import as_key
 from datapipe.ops.padded_batch import _Component, _is_shape, _up_to
 

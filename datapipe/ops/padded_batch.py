@@ -9,12 +9,13 @@ from typing import Any
 import numpy as np
 
 from datapipe import _structure as nest
-from datapipe._batching import BatchShapeError, stack_leaf
+from datapipe._batching import stack_leaf
 from datapipe._spec import TensorSpec, is_torch
 from datapipe._validate import check_bool, check_int
 from datapipe.dataset import (
     Dataset,
 )
+from datapipe.errors import BatchShapeError
 from datapipe.ops.batch import BatchIterator, batched_cardinality
 
 

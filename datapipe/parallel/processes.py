@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from multiprocessing.connection import wait as wait_any
 from typing import Any
 
-from datapipe.errors import annotate
+from datapipe.errors import RemoteTraceback, annotate
 from datapipe.parallel import shm
 from datapipe.parallel.pool import POLL_S, Failed, WorkerDiedError
 from datapipe.stats import trace
@@ -53,14 +53,6 @@ from datapipe.stats import trace
 # Pools of finished stages a pipeline keeps for a later epoch's stage (repeat) to reuse.
 MAX_PARKED = 4
 _SERIAL = itertools.count()
-
-
-class RemoteTraceback(Exception):
-    """The traceback of an exception raised in a worker process (its text is the message),
-    set as the ``__cause__`` of the exception re-raised in the parent."""
-
-    def __str__(self) -> str:
-        return self.args[0] if self.args else ""
 
 
 class _Failure:

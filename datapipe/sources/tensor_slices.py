@@ -85,7 +85,7 @@ class TensorSlicesDataset(Dataset):
         return self._ra_iterator(ctx, epoch)
 
 
-def _take(leaf: Any, indices: Sequence[int]) -> Any:
+def _gather(leaf: Any, indices: Sequence[int]) -> Any:
     if isinstance(indices, range) and indices.step == 1:
         return leaf[indices.start : indices.stop]
     idx = np.asarray(indices, dtype=np.int64)
@@ -105,7 +105,7 @@ class _SlicesAccess:
 
     def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
         ds = self.ds
-        cols = [list(_take(leaf, indices)) for leaf in ds._leaves]
+        cols = [list(_gather(leaf, indices)) for leaf in ds._leaves]
         if not ds._nested:
             return cols[0]
         s = ds._structure

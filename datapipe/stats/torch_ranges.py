@@ -107,13 +107,17 @@ def _chain(root: Any) -> list:
     return out
 
 
+# public Iterator -> {id(node): range label}, computed once per iterator.
+_range_labels: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def instrument(iterator: Any) -> None:
     """Install ranges on the op iterators of a public ``Iterator``'s chain that have none
     yet (iterators built since, e.g. by ``repeat``, get theirs on a later call)."""
-    labels = iterator.__dict__.get("_range_labels")
+    labels = _range_labels.get(iterator)
     if labels is None:
-        labels = iterator._range_labels = _labels(iterator._ctx)
-    for it in _chain(iterator._root):
+        labels = _range_labels[iterator] = _labels(iterator.context)
+    for it in _chain(iterator.root):
         node = it.__dict__.get("_dp_node")
         if node is None or "next_chunk" in it.__dict__:
             continue
@@ -122,13 +126,11 @@ def instrument(iterator: Any) -> None:
         eng = it.__dict__.get("_eng")
         if eng is not None:
             eng.label = label  # the worker threads' chunk ranges
-    iterator._ranged = True
 
 
 def uninstrument(iterator: Any) -> None:
     """Remove the ranges (the profiler stopped): the chain runs its own methods again."""
-    for it in _chain(iterator._root):
+    for it in _chain(iterator.root):
         fn = it.__dict__.get("next_chunk")
         if fn is not None and getattr(fn, "datapipe_ranged", False):
             del it.next_chunk
-    iterator._ranged = False

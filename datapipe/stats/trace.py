@@ -7,7 +7,7 @@ The format is the JSON of Chrome's ``about:tracing`` ("Trace Event Format", the
 * ``ph: "X"`` complete events: one per chunk an iterator stage produced (and per span a
   parallel worker reports), with ``ts``/``dur`` in microseconds;
 * ``ph: "C"`` counter events: buffer fill (and size, parallelism) of buffered stages;
-* ``ph: "i"`` instant events: AUTOTUNE changes;
+* ``ph: "i"`` instant events: AUTOTUNE changes (added by ``datapipe.stats.profile``);
 * ``ph: "M"`` metadata events naming each process (``pid`` = rank) and each track
   (``tid``: one per (stage or worker track, OS thread)).
 
@@ -77,14 +77,6 @@ def record_counter(track: str, name: str, t: float, values: dict) -> None:
         return
     th = threading.current_thread()
     _events.append(("C", track, th.ident, th.name, name, t, None, values))
-
-
-def record_instant(track: str, name: str, t: float, args: dict | None = None) -> None:
-    """Record a point event (e.g. an AUTOTUNE change) at time ``t``."""
-    if not ENABLED:
-        return
-    th = threading.current_thread()
-    _events.append(("i", track, th.ident, th.name, name, t, None, args))
 
 
 class _NoSpan:

@@ -6,24 +6,13 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
+from harness import py, values
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import datapipe as dp
 
 SETTINGS = settings(max_examples=40, deadline=None)
-
-
-def py(x):
-    if isinstance(x, tuple):
-        return tuple(py(v) for v in x)
-    if isinstance(x, (np.ndarray, np.generic)):
-        return x.tolist()
-    return x
-
-
-def values(ds) -> list:
-    return [py(x) for x in ds]
 
 
 @SETTINGS

@@ -18,7 +18,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 tf = pytest.importorskip("tensorflow", reason="tensorflow-cpu (the dev extras) is not installed")
 
 import datapipe as dp  # noqa: E402
-from datapipe.ops.assert_cardinality import CardinalityError  # noqa: E402
+from datapipe.errors import CardinalityError  # noqa: E402
 
 
 def seqs(n=40, seed=0, high=12):

@@ -1,5 +1,6 @@
 """Issue 11: ``ignore_errors`` never spins on an input that cannot move past a failure, and
-file sources name the file and move past a unit they cannot read."""
+file sources name the file and move past a unit they cannot read; a stuck input is raised
+through an outer ``ignore_errors``."""
 
 from __future__ import annotations
 
@@ -163,3 +164,12 @@ def test_a_failure_held_back_survives_a_checkpoint():
     with pytest.raises(dp.PipelineError, match="two"):
         next(fresh)
     assert [int(x) for x in fresh] == [3, 4]
+
+
+def test_stuck_input_is_raised_through_an_outer_ignore_errors():
+    src = _StuckSource(2)
+    it = iter(src.ignore_errors().map(lambda x: x + 1).ignore_errors())
+    assert [int(next(it)) for _ in range(2)] == [1, 2]
+    with pytest.raises(dp.InputStuckError, match="device not ready"):
+        next(it)
+    assert src.calls == 2  # the outer ignore_errors did not retry the inner one's verdict

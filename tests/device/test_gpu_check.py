@@ -3,7 +3,6 @@ message, and its checks run end to end on the CPU under ``--self-test``."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import pathlib
 import subprocess
@@ -11,6 +10,7 @@ import sys
 
 import pytest
 import torch
+from harness import load_script
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_check.py"
 CHECKS = ["overlap", "copy on path", "identical", "memory", "close", "layers", "profiler",
@@ -18,11 +18,7 @@ CHECKS = ["overlap", "copy on path", "identical", "memory", "close", "layers", "
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_check"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "gpu_check")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is present")

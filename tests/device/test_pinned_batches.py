@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from datapipe import _batching
-from datapipe._batching import BatchShapeError, read_with_alloc, stack
+from datapipe._batching import read_with_alloc, stack
+from datapipe.errors import BatchShapeError
 
 
 class Buffers:

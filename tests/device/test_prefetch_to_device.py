@@ -262,7 +262,7 @@ def test_at_most_buffer_size_elements_in_flight(stand_in):
     made = stand_in()
     ds = dp.range(60).batch(2).prefetch_to_device("cuda", buffer_size=3)
     it = iter(ds)
-    lane = it._root._lane
+    lane = it.root._lane
     pending = []
     made[0].on_transform = lambda: pending.append(lane.pending)
     out = []
@@ -400,7 +400,7 @@ def test_close_lets_go_of_a_prefetch_buffer():
 
     it = iter(dp.range(50).map(f).prefetch(8))
     first = next(it)
-    lane = it._root._lane
+    lane = it.root._lane
     assert wait_until(lambda: lane.buffered >= 2)  # a chunk of results waits in the buffer
     it.close()
     gc.collect()
@@ -439,17 +439,17 @@ def test_profile_verdict_knows_prefetch_to_device_overlaps_the_step():
 def test_buffer_plan_autotune_and_fixed(stand_in, threads):
     stand_in()
     it = iter(dp.range(8).batch(2).prefetch_to_device("cuda"))
-    st = it._root.stage
+    st = it.root.stage
     assert (st.kind, st.value, st.max_value, st.autotuned) == ("buffer", 2, 16, True)
-    assert it._root._eng.policy == "queue" and it._root._eng.executor == "thread"
+    assert it.root._eng.policy == "queue" and it.root._eng.executor == "thread"
     assert next(it).tolist() == [0, 1]
     assert threads.names() == ["datapipe-prefetch_to_device-0"]  # one worker thread
     assert [b.tolist() for b in it] == [[2, 3], [4, 5], [6, 7]]
     fixed = iter(dp.range(8).batch(2).prefetch_to_device("cuda", buffer_size=5))
-    assert (fixed._root.stage.value, fixed._root.stage.autotuned) == (5, False)
+    assert (fixed.root.stage.value, fixed.root.stage.autotuned) == (5, False)
     off = dp.Options(autotune=dp.AutotuneOptions(enabled=False))
     untuned = iter(dp.range(8).batch(2).prefetch_to_device("cuda").with_options(off))
-    assert (untuned._root.stage.value, untuned._root.stage.autotuned) == (2, False)
+    assert (untuned.root.stage.value, untuned.root.stage.autotuned) == (2, False)
     fixed.close()
     untuned.close()
     assert threads.settle() == []

@@ -79,7 +79,7 @@ def test_nothing_installed_without_a_profiler_and_removed_after_one():
     ds = dp.range(300).map(lambda x: x).batch(3)
     it = iter(ds)
     next(it)
-    chain = torch_ranges._chain(it._root)
+    chain = torch_ranges._chain(it.root)
     assert len(chain) == 3 and not any("next_chunk" in c.__dict__ for c in chain)
     assert not torch_ranges.active() and it._ranged is False
     with profile():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from harness import py
 
 import datapipe as dp
 from datapipe._iterator import OpIterator
@@ -86,11 +87,5 @@ def per_worker(ds: dp.Dataset, count: int, **kw) -> list[list]:
     """Each worker's elements (as Python values, batches as lists)."""
     out = []
     for i in range(count):
-        out.append([_py(x) for x in ds.with_options(worker_options(count, i, **kw))])
+        out.append([py(x) for x in ds.with_options(worker_options(count, i, **kw))])
     return out
-
-
-def _py(x: Any) -> Any:
-    if isinstance(x, tuple):
-        return tuple(_py(v) for v in x)
-    return x.tolist() if hasattr(x, "tolist") else x

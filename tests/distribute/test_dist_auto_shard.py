@@ -1,12 +1,15 @@
-"""The auto-shard rewrite: where shards go, even ends, FILE sharding, errors."""
+"""The auto-shard rewrite: where shards go, even ends, FILE sharding, errors; a cache above
+a shard point holds one worker's share; per-process file orders (default shuffles)."""
 
 from __future__ import annotations
 
 import logging
+import os
 
 import numpy as np
 import pytest
 from _dist_helpers import FakeFiles, op_names, per_worker, rewritten, worker_options
+from PIL import Image
 
 import datapipe as dp
 from datapipe._context import walk
@@ -16,6 +19,27 @@ DATA, FILE, AUTO = dp.AutoShardPolicy.DATA, dp.AutoShardPolicy.FILE, dp.AutoShar
 
 
 names_after_rewrite = op_names
+
+
+pytestmark = pytest.mark.usefixtures("clean_env")
+
+
+def shares(make, count, **kw):
+    """Each worker's elements as ints, every worker building its own pipeline (as ranks do)."""
+    return [
+        [int(x) for x in make().with_options(worker_options(count, i, uneven="allow", **kw))]
+        for i in range(count)
+    ]
+
+
+@pytest.fixture
+def image_dir(tmp_path):
+    for c, base in (("a", 0), ("b", 100)):
+        os.makedirs(tmp_path / c)
+        for j in range(5):
+            img = np.full((2, 2, 3), base + 10 * j, np.uint8)
+            Image.fromarray(img).save(tmp_path / c / f"{j}.png")
+    return str(tmp_path)
 
 
 # ---- where the shard goes ---------------------------------------------------------------
@@ -322,3 +346,65 @@ def test_one_worker_of_one_reads_a_shuffling_file_list_in_its_own_order(tmp_path
     assert plain != sorted(plain)  # shuffled
     assert per_worker(ds, 1, policy=FILE) == [plain]  # the same files, the same order
     assert sorted(sum(per_worker(ds, 2, policy=FILE), [])) == sorted(plain)
+
+
+# ---- cache holds one worker's share ------------------------------------------------------
+@pytest.mark.parametrize("k", [2, 3])
+def test_in_memory_cache_is_per_worker(k):
+    ds = dp.range(23).cache().map(lambda x: x + 1)
+    parts = shares(lambda: ds, k)  # one Dataset object iterated as each worker in turn
+    assert sorted(x for p in parts for x in p) == list(range(1, 24))
+
+
+def test_cache_filled_unsharded_is_not_read_by_a_worker():
+    # E.g. a pass in the parent process before DataLoader workers fork.
+    ds = dp.range(10).cache()
+    assert [int(x) for x in ds] == list(range(10))
+    assert [int(x) for x in ds.with_options(worker_options(2, 1))] == [1, 3, 5, 7, 9]
+    # and each worker's cache is reused by its next epoch
+    assert [int(x) for x in ds.with_options(worker_options(2, 1))] == [1, 3, 5, 7, 9]
+
+
+def test_file_cache_is_per_worker(tmp_path):
+    path = str(tmp_path / "c")
+    parts = shares(lambda: dp.range(9).cache(path), 2)
+    assert sorted(x for p in parts for x in p) == list(range(9))
+    # a later run (as every rank restarts) reads its own share back from its own file
+    assert shares(lambda: dp.range(9).cache(path), 2) == parts
+
+
+# ---- per-process file orders -------------------------------------------------------------
+@pytest.mark.parametrize("policy", [dp.AutoShardPolicy.FILE, dp.AutoShardPolicy.DATA])
+@pytest.mark.parametrize("k", [2, 3])
+def test_image_directory_with_default_shuffle_partitions(image_dir, policy, k):
+    # shuffle=True, seed=None (Keras's default) orders the files differently in each
+    # process; the workers must still read disjoint shares.
+    def make():
+        ds = dp.image_dataset_from_directory(
+            image_dir, image_size=(2, 2), batch_size=None, verbose=False
+        )
+        return ds.map(lambda x, y: x[0, 0, 0].astype(np.int64))
+
+    parts = shares(make, k, policy=policy)
+    expected = sorted(b + 10 * j for b in (0, 100) for j in range(5))
+    assert sorted(x for p in parts for x in p) == expected
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_list_files_default_shuffle_under_data_policy(tmp_path, k):
+    lines = []
+    for f in range(5):
+        text = [f"f{f}l{j}" for j in range(f + 1)]
+        (tmp_path / f"{f}.txt").write_text("\n".join(text) + "\n")
+        lines += text
+
+    def make():
+        files = dp.list_files(str(tmp_path / "*.txt"))  # shuffle=None: shuffled, unseeded
+        return files.interleave(dp.TextLineDataset, cycle_length=2).batch(2)
+
+    got = []
+    for i in range(k):
+        opts = worker_options(k, i, policy=dp.AutoShardPolicy.DATA, uneven="allow")
+        for b in make().with_options(opts):
+            got += [x if isinstance(x, str) else x.decode() for x in np.asarray(b).tolist()]
+    assert sorted(got) == sorted(lines)

@@ -1,4 +1,5 @@
-"""Worker context resolution: order of the sources and the errors' messages."""
+"""Worker context resolution: order of the sources and the errors' messages; an iterator
+state restored in another worker context is refused, in the same one it resumes."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import time
 
 import pytest
 import torch
+from _dist_helpers import worker_options
 
 import datapipe as dp
 from datapipe.distribute.context import (
@@ -15,25 +17,18 @@ from datapipe.distribute.context import (
     resolve_worker_context,
 )
 
-ENV_VARS = (
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE",
-    "SLURM_PROCID",
-    "SLURM_NTASKS",
-)
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch):
-    for name in ENV_VARS:
-        monkeypatch.delenv(name, raising=False)
-    return monkeypatch
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 def explicit(n, i, **kw):
     return dp.Options(distribute=dp.DistributeOptions(num_workers=n, worker_index=i, **kw))
+
+
+def _advanced(ds, count, index, steps=2):
+    it = iter(ds.with_options(worker_options(count, index)))
+    for _ in range(steps):
+        next(it)
+    return it.state_dict()
 
 
 def test_default_is_one_worker():
@@ -165,3 +160,38 @@ def test_process_group_and_contradicting_env(clean_env, tmp_path):
         assert resolve_worker_context(explicit(2, 1)).source == "options"
     finally:
         dist.destroy_process_group()
+
+
+# ---- iterator state and the worker context ---------------------------------------------
+@pytest.mark.parametrize("other", [(3, 0), (2, 1), (1, 0)])
+def test_state_restored_in_another_worker_context_raises(other):
+    ds = dp.range(24).shuffle(6, seed=1).batch(2)
+    state = _advanced(ds, 2, 0)
+    it = iter(ds.with_options(worker_options(*other)))
+    with pytest.raises(ValueError) as info:
+        it.load_state_dict(state)
+    msg = str(info.value)
+    assert "worker 0 of 2" in msg and f"worker {other[1]} of {other[0]}" in msg
+
+
+def test_state_restored_in_the_same_context_still_resumes():
+    ds = dp.range(24).shuffle(6, seed=1).batch(2)
+    it = iter(ds.with_options(worker_options(2, 1)))
+    first = [next(it).tolist() for _ in range(2)]
+    state = it.state_dict()
+    rest = [b.tolist() for b in it]
+    it2 = iter(ds.with_options(worker_options(2, 1)))
+    it2.load_state_dict(state)
+    assert [b.tolist() for b in it2] == rest and len(first + rest) == 6
+
+
+def test_torch_dataset_state_restored_in_another_world_raises():
+    ds = dp.range(24).batch(2)
+    tds = ds.with_options(worker_options(2, 0)).as_torch_dataset()
+    g = iter(tds)
+    next(g)
+    state = tds.state_dict()
+    other = ds.with_options(worker_options(3, 0)).as_torch_dataset()
+    other.load_state_dict(state)
+    with pytest.raises(ValueError, match="worker 0 of 2"):
+        next(iter(other))

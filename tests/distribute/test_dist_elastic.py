@@ -1,6 +1,7 @@
 """Elastic resume: checkpointed mid-epoch by N workers, resumed on M != N; each new worker
 calls ``it.set_state(states)`` with all old workers' states, and the rest of the epoch is
-delivered exactly once across the new workers (``datapipe.distribute.elastic``)."""
+delivered exactly once across the new workers (``datapipe.distribute.elastic``), also when
+one shard point is built more than once in the resumed pass."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ import datapipe as dp
 from datapipe.distribute import load_state, save_state
 
 FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
 DEEP = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -131,6 +134,50 @@ PIPELINES = {
         dp.TextLineDataset(paths, num_parallel_reads=2).batch(3)
     )),
 }  # fmt: skip
+
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _pairs(x) -> list[tuple]:
+    """The (a, b) pairs of an element: one, or a batch's."""
+    a, b = (np.asarray(v).reshape(-1).tolist() for v in x)
+    return list(zip(a, b))
+
+
+def _first_run(ds, steps):
+    before, states = [], []
+    for i, k in enumerate(steps):
+        it = iter(ds.with_options(worker_options(len(steps), i, uneven="allow")))
+        for _ in range(k):
+            before += _pairs(next(it))
+        states.append(it.state_dict())
+        it.close()
+    return before, states
+
+
+def _resumed(ds, states, m):
+    parts = []
+    for p in range(m):
+        with iter(ds.with_options(worker_options(m, p, uneven="allow"))) as it:
+            it.set_state(states)
+            parts.append([p for x in it for p in _pairs(x)])
+    return parts
+
+
+def _zip_shared(n, f, tail):
+    base = dp.range(n)  # one node in both branches: one shard point, built twice
+    return dp.zip(base, base.map(f)).concatenate(tail)
+
+
+SHARED_POINT_PIPELINES = {
+    # concatenate builds its first input lazily, after the restore
+    "zip_map": lambda: _zip_shared(9, lambda x: x + 100, dp.zip(dp.range(3), dp.range(3))),
+    "zip_map_empty_tail": lambda: _zip_shared(11, lambda x: -x, dp.zip(dp.range(0), dp.range(0))),
+    "zip_map_batch": lambda: _zip_shared(
+        12, lambda x: x * 2, dp.zip(dp.range(4), dp.range(4))
+    ).batch(2),
+}
 
 
 @pytest.mark.parametrize("name", sorted(PIPELINES))
@@ -342,3 +389,25 @@ def test_concatenate_second_input_built_after_the_restore_reads_its_plan():
     before, states = first_run(ds, [6, 1, 3], None, uneven="allow")  # worker 0 in input 2
     after, _ = resumed(ds, states, 2, uneven="allow")
     assert_once(before + [v for p in after for v in p], universe)
+
+
+@pytest.mark.parametrize("name", sorted(SHARED_POINT_PIPELINES))
+@pytest.mark.parametrize("old, new", [(1, 2), (2, 3), (3, 2), (2, 1)])
+def test_a_shard_point_built_twice_in_the_resumed_pass_reads_the_plan(name, old, new):
+    ds = SHARED_POINT_PIPELINES[name]()
+    universe = Counter(p for x in ds for p in _pairs(x))
+    before, states = _first_run(ds, [1 + i % 2 for i in range(old)])
+    after = [x for part in _resumed(ds, states, new) for x in part]
+    got = Counter(before + after)
+    assert got == universe, f"lost {universe - got}, foreign {got - universe}"
+
+
+def test_the_next_epoch_after_a_resumed_one_reads_the_own_share():
+    # Only the resumed pass reads the plan: repeat's next pass is this worker's own share.
+    base = dp.range(10)
+    ds = dp.zip(base, base.map(lambda x: x * 2)).repeat(2)
+    _, states = _first_run(ds, [1, 2])
+    it = iter(ds.with_options(worker_options(2, 1, uneven="allow")))
+    it.set_state(states)  # the same layout: repeat above the shard point is allowed
+    got = [p for x in it for p in _pairs(x)]
+    assert got == [(k, 2 * k) for k in (5, 7, 9)] + [(k, 2 * k) for k in (1, 3, 5, 7, 9)]

@@ -1,14 +1,18 @@
-"""Iterator state files: JSON plus numpy arrays, loading runs no code."""
+"""Iterator state files: JSON plus numpy arrays, loading runs no code, a tampered file gets a
+clear ValueError."""
 
 from __future__ import annotations
 
 import collections
+import io
 import json
+import os
 import zipfile
 
 import numpy as np
 import pytest
 import torch
+from _dist_helpers import worker_options
 
 import datapipe as dp
 from datapipe.distribute.state_io import (
@@ -20,6 +24,27 @@ from datapipe.distribute.state_io import (
 )
 
 Point = collections.namedtuple("Point", ["x", "y"])
+
+
+pytestmark = pytest.mark.usefixtures("clean_env")
+
+
+def _advanced(ds, count, index, steps=2):
+    it = iter(ds.with_options(worker_options(count, index)))
+    for _ in range(steps):
+        next(it)
+    return it.state_dict()
+
+
+class _Evil:
+    def __reduce__(self):
+        return (os.system, ("echo pwned",))
+
+
+def _write(path, **entries):
+    buf = io.BytesIO()
+    np.savez(buf, **entries)
+    path.write_bytes(buf.getvalue())
 
 
 def test_round_trip_of_every_supported_kind(tmp_path):
@@ -130,3 +155,36 @@ def test_iterator_state_of_a_shuffle_buffer_round_trips(tmp_path):
 def test_bytes_round_trip_is_stable():
     s = {"a": [1, 2, (3, "x")]}
     assert state_from_bytes(state_to_bytes(s)) == s
+
+
+# ---- tampered state files -----------------------------------------------------------------
+@pytest.mark.parametrize(
+    "kind",
+    ["garbage", "pickle_entry", "bad_json", "missing_ref", "not_a_dict"],
+)
+def test_tampered_state_file_gives_a_clear_value_error(tmp_path, kind):
+    path = tmp_path / "s.state"
+    fmt = '{"format": "datapipe-state-1", "state": %s}'
+    if kind == "garbage":
+        path.write_bytes(b"hello, not an archive")
+    elif kind == "pickle_entry":
+        import pickle
+
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("__json__.npy", pickle.dumps(_Evil()))
+    elif kind == "bad_json":
+        _write(path, __json__=np.array("{not json"))
+    elif kind == "missing_ref":
+        _write(path, __json__=np.array(fmt % '{"__dp__": "ndarray", "ref": "a7"}'))
+    else:
+        _write(path, __json__=np.array("[1, 2]"))
+    with pytest.raises(ValueError) as info:
+        load_state(path)
+    assert "load_state" in str(info.value) and str(path) in str(info.value)
+
+
+def test_good_state_file_still_loads(tmp_path):
+    state = _advanced(dp.range(10).shuffle(4, seed=2), 2, 1)
+    save_state(state, tmp_path / "ok.state")
+    loaded = load_state(tmp_path / "ok.state")
+    assert loaded["epoch"] == state["epoch"] and loaded["root"] == state["root"]

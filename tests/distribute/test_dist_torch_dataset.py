@@ -12,14 +12,7 @@ from torch.utils.data import DataLoader
 import datapipe as dp
 from datapipe.distribute.torch_dataset import TorchIterableDataset
 
-ENV_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS")
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch):
-    for name in ENV_VARS:
-        monkeypatch.delenv(name, raising=False)
-    return monkeypatch
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 def ints(loader):

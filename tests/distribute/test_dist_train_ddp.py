@@ -1,4 +1,5 @@
-"""``examples/train_ddp.py`` under torchrun: trains, and a crash + resume changes nothing."""
+"""``examples/train_ddp.py`` under torchrun: trains, a crash + resume changes nothing, and
+checkpoints with DataLoader workers are refused."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
 EXAMPLE = ROOT / "examples" / "train_ddp.py"
+
+
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 
 
@@ -24,6 +29,9 @@ def run(*args: str, nproc: int = 2) -> subprocess.CompletedProcess:
 
 def epoch_lines(out: str) -> list[str]:
     return [ln for ln in out.splitlines() if re.match(r"^epoch \d+/\d+: ", ln)]
+
+
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 def test_readme_shows_the_torchrun_command():
@@ -89,3 +97,18 @@ def test_crash_on_two_ranks_and_resume_on_three(tmp_path):
     assert lines[1].endswith("1437 images on 3 ranks")  # 479 per rank
     accuracy = float(re.search(r"final test accuracy: ([0-9.]+)", resumed.stdout).group(1))
     assert accuracy > 0.8
+
+
+# ---- examples/train_ddp.py ---------------------------------------------------------------
+def test_train_ddp_refuses_checkpoints_with_loader_workers(capsys, monkeypatch):
+    import sys
+
+    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+    monkeypatch.syspath_prepend(os.path.abspath(examples))
+    import train_ddp
+
+    assert train_ddp.parse_args(["--checkpoint", "c"]).loader_workers == 0
+    with pytest.raises(SystemExit):
+        train_ddp.parse_args(["--checkpoint", "c", "--loader-workers", "2"])
+    assert "--checkpoint needs --loader-workers 0" in capsys.readouterr().err
+    sys.modules.pop("train_ddp", None)

@@ -14,14 +14,7 @@ from hypothesis import strategies as st
 
 import datapipe as dp
 
-ENV_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS")
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch):
-    for name in ENV_VARS:
-        monkeypatch.delenv(name, raising=False)
-    return monkeypatch
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 def torchrun_rank(env, rank: int, world: int) -> None:

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import re
 
 import torch
+from harness import load_script
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "detect_digits.py"
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("detect_digits_example", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(EXAMPLE, "detect_digits_example")
 
 
 EPOCH = re.compile(

@@ -3,13 +3,12 @@ device clearly when it is absent."""
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import re
-import sys
 
 import pytest
 import torch
+from harness import load_script
 
 import datapipe as dp
 
@@ -20,12 +19,7 @@ LINE = re.compile(
 
 
 def _load():
-    if str(EXAMPLE.parent) not in sys.path:  # the example imports its sibling _digits_model
-        sys.path.insert(0, str(EXAMPLE.parent))
-    spec = importlib.util.spec_from_file_location("train_device_augment_example", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(EXAMPLE, "train_device_augment_example")
 
 
 def test_runs_on_cpu_and_learns(capsys):

@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import re
-import sys
 import time
 
 import pytest
+from harness import load_script
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_digits.py"
 
 
 def _load():
-    # The example imports its sibling _digits_model, which a script finds in sys.path[0].
-    if str(EXAMPLE.parent) not in sys.path:
-        sys.path.insert(0, str(EXAMPLE.parent))
-    spec = importlib.util.spec_from_file_location("train_digits_example", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(EXAMPLE, "train_digits_example")
 
 
 def _run(capsys, argv):

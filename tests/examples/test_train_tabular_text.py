@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import re
 import sys
+
+from harness import load_script
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"{name}_example", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(EXAMPLES / f"{name}.py", f"{name}_example")
 
 
 def _final(out: str, what: str) -> float:

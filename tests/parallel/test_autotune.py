@@ -1,5 +1,6 @@
 """AUTOTUNE: the tuner's decisions (simulated workloads, deterministic) and its behaviour on
-real pure-Python and sleeping functions (generous bounds), and the RAM budget."""
+real pure-Python and sleeping functions (generous bounds), the RAM budget, the executor
+choice, and restores into its inline executor (from a threaded snapshot, across a switch)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,11 @@ class FakeWorkload:
                 break
             self.run(1)
         return self.stage.value
+
+
+def _half_ms(x):
+    time.sleep(0.0005)
+    return int(x) * 2
 
 
 def test_gil_bound_function_stays_at_one_thread(monkeypatch):
@@ -119,7 +125,7 @@ def test_disabled_autotune_keeps_values(monkeypatch):
     ds = ds.with_options(dp.Options(autotune=dp.AutotuneOptions(enabled=False)))
     it = iter(ds)
     assert [int(x) for x in it] == list(range(50))
-    assert len(it._root.stage.history) == 1  # never moved from where it started
+    assert len(it.root.stage.history) == 1  # never moved from where it started
 
 
 # ---- real functions (decisions measured on this machine; generous bounds) -------------
@@ -142,7 +148,7 @@ def _run_auto(fn, n, cpu_budget):
     ds = dp.range(n).map(fn, num_parallel_calls=dp.AUTOTUNE).with_options(opts)
     it = iter(ds)
     got = [int(x) for x in it]
-    stage = it._root.stage
+    stage = it.root.stage
     it.close()
     assert got == [fn(i) for i in range(n)] if fn is _spin else len(got) == n
     return stage
@@ -168,7 +174,6 @@ def test_real_sleeping_map_grows():
 
 
 # ---- the RAM budget ---------------------------------------------------------------------
-
 ELEMENT_BYTES = 100_000
 
 
@@ -182,7 +187,7 @@ def _slow_consume(ds, n):
     for x in it:
         total += int(x[0])
         time.sleep(0.001)  # a slow consumer: producers run ahead until a bound stops them
-    tuner = it._root.tuner
+    tuner = it.root.tuner
     it.close()
     assert total == sum(range(n))
     return tuner
@@ -205,8 +210,6 @@ def test_ram_budget_bounds_buffered_bytes():
 
 
 # ---- the executor choice (simulated workloads, deterministic) ---------------------------
-
-
 class FakeExecutors:
     """A stage whose output rate under each executor is ``rates[executor](p)`` and whose
     elements each cost ``cost`` seconds of work, on a fake clock."""
@@ -318,6 +321,60 @@ def test_real_cheap_map_and_prefetch_run_inline(threads):
         total += int(b.sum())
         assert threads.names() == []
     assert total == sum(2 * i + 1 for i in range(300_000))
-    stages = {s.name: s for s in it._root.tuner.stages}
+    stages = {s.name: s for s in it.root.tuner.stages}
     assert stages["map"].executor == "inline" and stages["prefetch"].executor == "inline"
+    it.close()
+
+
+# ---- AUTOTUNE's inline executor and restores ------------------------------------------------
+@pytest.mark.parametrize("resume_on", ["fresh", "same"])
+def test_inline_stage_restored_from_a_threaded_snapshot(resume_on, clean):
+    # AUTOTUNE starts every stage inline. A snapshot taken while the stage ran on threads
+    # with a chunk partly consumed queues that chunk for recomputation; inline, no worker
+    # ever computed it and the consumer waited for ever.
+    ds = dp.range(400).map(_half_ms, num_parallel_calls=dp.AUTOTUNE)
+    it = iter(ds)
+    stage = it.root.stage
+    stage.phase = "done"  # the test's switches, not the tuner's
+    assert stage.set_executor("thread", 2)
+    got = []
+    while not it.root.get_state()["replay"]:  # until the cut falls inside a chunk
+        assert len(got) < 300, "the workers' chunks never grew past one element"
+        got += it.root.next_chunk(1)  # one at a time: the workers' chunks are left partly read
+    state = it.get_state()
+    if resume_on == "fresh":
+        it.close()
+        it = iter(ds)  # a new stage starts inline
+    else:
+        assert stage.set_executor("inline", 0)
+    assert it.root.executor == "inline"
+    it.set_state(state)
+    assert [int(x) for x in it] == [2 * i for i in range(len(got), 400)]
+    it.close()
+
+
+def test_thread_that_took_a_chunk_before_a_switch_to_fewer_processes(clean):
+    # AUTOTUNE moved a stage from 2 threads to 1 process while thread 1 was reading its
+    # chunk's input: it then computed "in process 1", which does not exist (IndexError:
+    # WorkerDiedError for the whole pipeline).
+    import threading
+
+    gate = threading.Event()
+
+    def gated(x):
+        gate.wait(10)
+        return x
+
+    it = iter(dp.range(40).map(gated).map(_half_ms, num_parallel_calls=dp.AUTOTUNE))
+    stage, eng = it.root.stage, it.root._eng
+    stage.phase = "done"  # the test's switches, not the tuner's
+    assert stage.set_executor("thread", 2)
+    eng.start()
+    end = time.monotonic() + 10
+    while it.root._lane.pending < 2:
+        assert time.monotonic() < end, "the two threads never took their chunks"
+        time.sleep(0.005)
+    assert stage.set_executor("process", 1)  # while both threads wait inside their chunks
+    gate.set()
+    assert [int(x) for x in it] == [2 * i for i in range(40)]
     it.close()

@@ -1,32 +1,20 @@
-"""Worker exceptions reach the consumer at the element's position; ignore_errors counts."""
+"""Worker exceptions reach the consumer at the element's position (parallel map, batch,
+prefetch). ``ignore_errors`` and ``interleave`` have their own files under ``tests/ops``."""
 
 from __future__ import annotations
 
-import logging
-import time
-
 import pytest
+from harness import fail_at
 
 import datapipe as dp
-from datapipe._batching import BatchShapeError
-from datapipe.errors import PipelineError
+from datapipe.errors import BatchShapeError, PipelineError
 
 pytestmark = pytest.mark.timeout(30)
 
 
-def _fail_at(bad: set[int]):
-    def f(x):
-        if int(x) in bad:
-            raise ValueError(f"bad element {int(x)}")
-        time.sleep(0.0002)
-        return int(x)
-
-    return f
-
-
 @pytest.mark.parametrize("calls", [2, 4, dp.AUTOTUNE])
 def test_map_error_at_its_position_with_op_and_index(calls):
-    it = iter(dp.range(100).map(_fail_at({37}), num_parallel_calls=calls, name="decode"))
+    it = iter(dp.range(100).map(fail_at({37}), num_parallel_calls=calls, name="decode"))
     got = []
     with pytest.raises(PipelineError) as info:
         for x in it:
@@ -41,7 +29,7 @@ def test_map_error_at_its_position_with_op_and_index(calls):
 
 
 def test_nondeterministic_error_names_the_element():
-    ds = dp.range(50).map(_fail_at({20}), num_parallel_calls=4, deterministic=False)
+    ds = dp.range(50).map(fail_at({20}), num_parallel_calls=4, deterministic=False)
     got, errors = [], []
     it = iter(ds)
     while True:
@@ -69,60 +57,11 @@ def test_parallel_batch_shape_error_names_batch_and_element():
     assert next(it).shape == (2, 3)  # elements 8 and 9: the pipeline goes on
 
 
-def test_error_in_interleave_sub_dataset_position():
-    def sub(n):
-        return dp.range(3).map(_fail_at({1} if int(n) == 1 else set()))
-
-    it = iter(dp.range(2).interleave(sub, cycle_length=2, num_parallel_calls=2))
-    assert [int(next(it)) for _ in range(3)] == [0, 0, 1]
-    with pytest.raises(PipelineError) as info:
-        next(it)
-    assert info.value.index == 1
-    it.close()
-
-
 def test_prefetch_delivers_error_in_place():
-    it = iter(dp.range(30).map(_fail_at({12})).prefetch(4))
+    it = iter(dp.range(30).map(fail_at({12})).prefetch(4))
     got = []
     with pytest.raises(PipelineError, match="map at element 12"):
         for x in it:
             got.append(int(x))
     assert got == list(range(12))
     assert [int(x) for x in it] == list(range(13, 30))
-
-
-@pytest.mark.parametrize("calls", [None, 3])
-def test_ignore_errors_drops_and_counts(calls):
-    bad = {0, 5, 6, 41, 99}
-    ds = dp.range(100).map(_fail_at(bad), num_parallel_calls=calls).prefetch(2).ignore_errors()
-    it = iter(ds)
-    assert [int(x) for x in it] == [i for i in range(100) if i not in bad]
-    assert dp.ignored_count(it) == 5
-    assert it._root.num_ignored == 5
-
-
-def test_ignore_errors_logs_each_path_once(caplog):
-    def read(x):
-        raise PipelineError("read_file", int(x), OSError("truncated"), path=f"/d/{int(x) % 2}.jpg")
-
-    ds = dp.range(6).map(read).ignore_errors(log_warning=True)
-    with caplog.at_level(logging.WARNING, logger="datapipe"):
-        it = iter(ds)
-        assert list(it) == []
-    assert dp.ignored_count(it) == 6
-    msgs = [r.getMessage() for r in caplog.records]
-    assert len(msgs) == 2
-    assert "/d/0.jpg" in msgs[0] and "/d/1.jpg" in msgs[1]
-
-
-def test_ignore_errors_state_round_trip():
-    ds = dp.range(20).map(_fail_at({3, 15}), num_parallel_calls=2).ignore_errors()
-    it = iter(ds)
-    first = [int(next(it)) for _ in range(5)]
-    state = it.get_state()
-    rest = [int(x) for x in it]
-    it2 = iter(ds)
-    it2.set_state(state)
-    assert [int(x) for x in it2] == rest
-    assert first + rest == [i for i in range(20) if i not in (3, 15)]
-    assert dp.ignored_count(it2) == 2

@@ -1,4 +1,5 @@
-"""Order and completeness of parallel map / batch / interleave / prefetch (tf.data semantics)."""
+"""Order and completeness of parallel map / batch / prefetch (tf.data semantics); the
+interleave order is in ``tests/ops/test_interleave.py``."""
 
 from __future__ import annotations
 
@@ -51,11 +52,11 @@ def test_options_deterministic_false_applies_and_argument_wins():
     opts = dp.Options(deterministic=False)
     ds = dp.range(50).map(lambda x: x, num_parallel_calls=4).with_options(opts)
     it = iter(ds)
-    assert it._root.deterministic is False
+    assert it.root.deterministic is False
     it.close()
     ds2 = dp.range(50).map(lambda x: x, num_parallel_calls=4, deterministic=True)
     it2 = iter(ds2.with_options(opts))
-    assert it2._root.deterministic is True
+    assert it2.root.deterministic is True
     assert [int(x) for x in it2] == list(range(50))
 
 
@@ -112,46 +113,6 @@ def test_parallel_batch_nondeterministic_same_batches():
     got = sorted(tuple(x.tolist()) for x in ds)
     want = sorted(tuple(x.tolist()) for x in dp.range(100).map(_sleepy(1)).batch(7))
     assert got == want
-
-
-def _sub(n):
-    delay = _sleepy(int(n), 0.002)
-    return dp.range(10 * n, 10 * n + n).map(lambda x: (delay(x), x)[1])
-
-
-# Expected orders computed with tf.data 2.21 (tf.data.Dataset.range(1, k).interleave(...)).
-TF_ORDER_2_2 = [10, 20, 21, 30, 31, 32, 40, 41, 50, 51, 42, 43, 52, 53, 54]
-TF_ORDER_3_1 = [10, 20, 30, 21, 31, 40, 32, 41, 50, 42, 51, 60, 43, 52, 61, 53, 62, 70, 54, 63,
-                71, 64, 72, 65, 73, 74, 75, 76]  # fmt: skip
-
-
-@pytest.mark.parametrize("calls", [None, 2, 3, dp.AUTOTUNE])
-def test_interleave_matches_tf_data_order(calls):
-    ds = dp.range(1, 6).interleave(_sub, cycle_length=2, block_length=2, num_parallel_calls=calls)
-    assert [int(x) for x in ds] == TF_ORDER_2_2
-    ds = dp.range(1, 8).interleave(_sub, cycle_length=3, block_length=1, num_parallel_calls=calls)
-    assert [int(x) for x in ds] == TF_ORDER_3_1
-
-
-def test_interleave_nondeterministic_same_multiset():
-    ds = dp.range(1, 8).interleave(
-        _sub, cycle_length=3, block_length=2, num_parallel_calls=3, deterministic=False
-    )
-    assert sorted(int(x) for x in ds) == sorted(TF_ORDER_3_1)
-
-
-def test_interleave_defaults_and_validation():
-    from datapipe.parallel.autotune import cpu_count
-
-    default = [int(x) for x in dp.range(5).interleave(lambda n: dp.range(n, n + 2))]
-    explicit = dp.range(5).interleave(lambda n: dp.range(n, n + 2), cycle_length=cpu_count())
-    assert default == [int(x) for x in explicit]
-    one = dp.range(3).interleave(lambda n: dp.range(n, n + 2), cycle_length=1)
-    assert [int(x) for x in one] == [0, 1, 1, 2, 2, 3]  # cycle_length=1 is flat_map
-    with pytest.raises(ValueError, match="cycle_length must be >= 1"):
-        dp.range(3).interleave(lambda n: dp.range(2), cycle_length=0)
-    with pytest.raises(ValueError, match="block_length must be >= 1"):
-        dp.range(3).interleave(lambda n: dp.range(2), block_length=0)
 
 
 def test_prefetch_keeps_order_and_elements():

@@ -1,16 +1,18 @@
 """Process workers for map / random_map (issue 10): shared-memory transport, cloudpickled
 functions, lifetime across repeat epochs, order, random_map values, exact checkpoints,
-error positions, killed workers, a killed parent, and nothing left behind."""
+error positions, killed workers, a killed parent, and nothing left behind; races between a
+restore or a repeat epoch and work still in flight in the workers; ``StopIteration`` in the
+function; shared memory that has no room (segments over the size limit, a full mount)."""
 
 from __future__ import annotations
 
 import gc
 import json
 import mmap
-import multiprocessing
 import os
 import pickle
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from harness import own_shm_segments, settle_processes, worker_processes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,35 +33,8 @@ from datapipe.parallel.pool import WorkerDiedError
 
 pytestmark = pytest.mark.timeout(120)
 
+
 ROOT = Path(__file__).parents[2]
-
-
-def ours() -> list[str]:
-    """Shared-memory segments this test process's pipelines left behind."""
-    mine = f"{shm.SHM_PREFIX}{os.getpid()}-"
-    return sorted(f for f in os.listdir(shm.SHM_DIR) if f.startswith(mine))
-
-
-def worker_processes() -> list[multiprocessing.Process]:
-    return [p for p in multiprocessing.active_children() if p.name.startswith("datapipe-")]
-
-
-def settle_processes(deadline_s: float = 2.0) -> list[multiprocessing.Process]:
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end and worker_processes():
-        time.sleep(0.02)
-    return worker_processes()
-
-
-@pytest.fixture
-def clean(threads):
-    """No datapipe thread, process or segment before the test; none may be left after it."""
-    assert settle_processes() == []
-    yield threads
-    gc.collect()
-    assert threads.settle(2.0) == []
-    assert settle_processes() == []
-    assert ours() == []
 
 
 # ---- the transport ------------------------------------------------------------------------
@@ -67,6 +43,50 @@ def _backed_by_shared_memory(a: np.ndarray) -> bool:
     while isinstance(base, np.ndarray):
         base = base.base
     return isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)
+
+
+BIG = 300_000  # characters: a string travels inside the pickle, past a pipe's 64 KiB buffer
+
+
+def _big_string(i):
+    return "a" * BIG + str(int(i))
+
+
+def _slow_append(s):
+    time.sleep(0.2)  # still computing when the restore (or the epoch's end) comes
+    return s + "!"
+
+
+def _stops_at_2(x):
+    if int(x) == 2:
+        raise StopIteration  # e.g. next() on an exhausted iterator inside the function
+    return int(x)
+
+
+def _pid_now(x):
+    return os.getpid()
+
+
+NO_ROOM_SCRIPT = """
+import os, resource, sys, warnings
+import numpy as np
+import datapipe as dp
+from datapipe.parallel import shm
+if sys.argv[1] != "-":
+    shm.SHM_DIR = sys.argv[1]
+else:  # segments over this process's file size limit fail like a full /dev/shm
+    hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, hard))
+src = dp.from_tensor_slices(np.ones((8, 200_000)))  # 1.6 MB rows: past the room there is
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    out = list(src.map(lambda r: float(r.sum()) + os.getpid() * 0, 2, executor="process"))
+assert out == [200_000.0] * 8, out
+assert any("no room for a" in str(w.message) for w in caught), [str(w.message) for w in caught]
+left = [f for f in os.listdir(shm.SHM_DIR) if f.startswith(f"datapipe-{os.getpid()}-")]
+assert left == [], left
+print("ok")
+"""
 
 
 def test_large_arrays_travel_out_of_band():
@@ -79,7 +99,7 @@ def test_large_arrays_travel_out_of_band():
         out = shm.loads(data, seg, layout)
     finally:
         shm.discard(seg)
-    assert ours() == []  # the receiver removed the segment's name at once
+    assert own_shm_segments() == []  # the receiver removed the segment's name at once
     x, t = out[0]["x"], out[0]["t"]
     assert np.array_equal(x, big["x"]) and _backed_by_shared_memory(x) and x.flags.writeable
     assert isinstance(t, torch.Tensor) and t.dtype == torch.float32 and torch.equal(t, big["t"])
@@ -195,7 +215,7 @@ def test_exact_state_at_any_cut(name, k, det):
         assert sorted(head + restored) == sorted(head + tail) == [10 * i for i in range(150)]
     it2.close()
     gc.collect()
-    assert ours() == []
+    assert own_shm_segments() == []
 
 
 # ---- errors --------------------------------------------------------------------------------
@@ -229,7 +249,7 @@ def test_worker_killed_by_a_signal_raises_within_5s(clean):
 
     it = iter(dp.range(100_000).map(slow, 2, executor="process"))
     assert int(next(it)) == 0
-    victim = it._root._eng.processes.pids()[0]
+    victim = it.root._eng.processes.pids()[0]
     os.kill(victim, signal.SIGKILL)
     t0 = time.monotonic()
     with pytest.raises(WorkerDiedError, match=rf"pid {victim}\) was killed by signal SIGKILL"):
@@ -252,7 +272,7 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path):
             return x
         it = iter(dp.range(10**6).map(slow, 2, executor="process"))
         next(it)
-        print(*it._root._eng.processes.pids(), flush=True)
+        print(*it.root._eng.processes.pids(), flush=True)
         time.sleep(60)
     """)
     )
@@ -427,13 +447,13 @@ def test_stats_gauges_and_a_trace_track_per_worker(tmp_path, clean):
 def test_switching_executors_mid_stream_keeps_every_element_in_order(clean):
     # What AUTOTUNE does when it moves a stage between inline, threads and processes.
     it = iter(dp.range(2000).map(_jitter, num_parallel_calls=dp.AUTOTUNE))
-    stage = it._root.stage
+    stage = it.root.stage
     stage.phase = "done"  # the switches below are the test's, not the tuner's
     got = []
     for kind in ("thread", "process", "inline", "process", "thread"):
         assert stage.set_executor(kind, 2)
         got += [int(next(it)) for _ in range(300)]
-        assert it._root.executor == kind
+        assert it.root.executor == kind
     got += [int(x) for x in it]
     assert got == [10 * i for i in range(2000)]
     assert [e[2:] for e in stage.events if e[1] == "executor"][:2] == [
@@ -453,24 +473,6 @@ def test_an_element_that_cannot_be_sent_fails_at_its_position(clean):
     assert list(it) == [5, 6, 7, 8, 9]
 
 
-def test_processes_of_closed_interleave_inputs_stop_at_once(clean):
-    # Each opened input is a new dataset: its stage's processes are not parked for later.
-    seen = []
-
-    def sub(i):
-        return dp.range(10 * int(i), 10 * int(i) + 10).map(
-            lambda x: int(x), 2, executor="process")  # fmt: skip
-
-    it = iter(dp.range(6).interleave(sub, cycle_length=2, block_length=10))
-    got = []
-    for x in it:
-        got.append(int(x))
-        seen.append(len(worker_processes()))
-    assert got == list(range(60))
-    assert max(seen) <= 4  # two open inputs with two processes each, never more
-    it.close()
-
-
 def test_inside_dataloader_workers_it_runs_on_threads(clean):
     # A DataLoader worker is a daemonic process, which may not start processes: the stage
     # warns there and runs on threads (same elements), instead of failing.
@@ -479,3 +481,109 @@ def test_inside_dataloader_workers_it_runs_on_threads(clean):
     ds = dp.range(40).map(lambda x: int(x) * 2, 2, executor="process")
     loader = DataLoader(ds.as_torch_dataset(), batch_size=None, num_workers=2)
     assert sorted(int(x) for x in loader) == [2 * i for i in range(40)]
+
+
+# ---- races between a restore or a repeat epoch and work still in flight -----------------
+def test_restore_while_a_worker_process_computes_large_in_band_results(clean):
+    # The abandoned task's large result and the next task's large input met in the pipe:
+    # the parent blocked sending, the worker blocked sending back, and the consumer waited
+    # forever.
+    ds = dp.range(12).map(_big_string).map(_slow_append, 2, executor="process")
+    it = iter(ds)
+    assert next(it) == _big_string(0) + "!"
+    state = it.get_state()
+    it.set_state(state)  # the workers' second chunks are still being computed
+    rest = list(it)
+    assert rest == [_big_string(i) + "!" for i in range(1, 12)]
+    it.close()
+
+
+def test_repeat_reuses_workers_with_a_task_in_flight(clean):
+    # take() closes the map stage mid-flight each epoch; repeat parks its processes for the
+    # next epoch, whose first task must not collide with the abandoned one.
+    ds = dp.range(12).map(_big_string).map(_slow_append, 2, executor="process").take(1).repeat(3)
+    with iter(ds) as it:
+        assert list(it) == [_big_string(0) + "!"] * 3
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"num_parallel_calls": 2},
+        {"num_parallel_calls": dp.AUTOTUNE},
+        {"num_parallel_calls": 2, "executor": "process"},
+    ],
+    ids=["sequential", "threads", "autotune", "processes"],
+)
+def test_stop_iteration_in_the_function_is_an_error_at_its_position(kw, clean):
+    # list.extend(map(fn, ...)) took the StopIteration for the end of the chunk: the worker
+    # retried the same element for ever and the consumer waited.
+    it = iter(dp.range(6).map(_stops_at_2, **kw))
+    assert [next(it), next(it)] == [0, 1]
+    with pytest.raises(dp.PipelineError) as info:
+        next(it)
+    assert (info.value.op, info.value.index) == ("map", 2)
+    assert isinstance(info.value.cause, StopIteration)
+    assert list(it) == [3, 4, 5]
+    it.close()
+
+
+def test_stop_iteration_in_random_map_and_batch_on_threads(clean):
+    def draw(x, rng):
+        return _stops_at_2(x)
+
+    it = iter(dp.range(5).random_map(draw, seed=1, num_parallel_calls=2))
+    with pytest.raises(dp.PipelineError, match="random_map at element 2: StopIteration"):
+        list(it)
+    assert list(it) == [3, 4]
+    it.close()
+
+
+@pytest.mark.parametrize("op", ["map", "random_map"])
+def test_executor_process_without_num_parallel_calls_runs_in_a_worker_process(op, clean):
+    # executor="process" was ignored without num_parallel_calls: the function ran inline.
+    ds = dp.range(6)
+    if op == "map":
+        ds = ds.map(_pid_now, executor="process")
+    else:
+        ds = ds.random_map(lambda x, rng: os.getpid(), seed=1, executor="process")
+    with iter(ds) as it:
+        pids = {int(p) for p in it}
+    assert len(pids) == 1 and os.getpid() not in pids
+
+
+# ---- shared memory that has no room ------------------------------------------------------
+def test_segments_over_the_file_size_limit_go_in_band(tmp_path, clean):
+    # The segment could not be created: run() took the OSError for an element that cannot
+    # be pickled and recursed until RecursionError.
+    script = tmp_path / "no_room.py"
+    script.write_text(NO_ROOM_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, str(script), "-"], env=env, capture_output=True,
+                          text=True, timeout=50)  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+@pytest.mark.slow  # a subprocess importing torch (~5 s); the file size limit test is the quick one
+def test_a_full_shared_memory_mount_is_not_a_bus_error(tmp_path, clean):
+    # Docker's /dev/shm is 64 MB by default: writing a segment through its mapping past the
+    # room there killed the training process with SIGBUS. A 1 MB tmpfs stands in for it
+    # (mounted in a private mount namespace: needs root and unshare).
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare to mount a small tmpfs")
+    mnt = tmp_path / "shm"
+    mnt.mkdir()
+    script = tmp_path / "no_room.py"
+    script.write_text(NO_ROOM_SCRIPT)
+    cmd = (f"mount -t tmpfs -o size=1m tmpfs {mnt} || exit 77; "
+           f"exec {sys.executable} {script} {mnt}")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", cmd], env=env, capture_output=True,
+                          text=True, timeout=50)  # fmt: skip
+    if proc.returncode == 77 or "unshare failed" in proc.stderr:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr[-300:]}")
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", (
+        proc.returncode,
+        proc.stderr[-2000:],
+    )

@@ -1,5 +1,6 @@
 """Every thread a pipeline starts stops within 1 s: break, close, del + gc, exceptions,
-KeyboardInterrupt."""
+KeyboardInterrupt, a pipeline error (without waiting for the GC); closing nested blocked
+stages takes about one second."""
 
 from __future__ import annotations
 
@@ -44,6 +45,50 @@ NAMES = sorted(_pipelines())
 def _started(it) -> None:
     for _ in range(5):
         next(it)
+
+
+def _fail_at(k: int):
+    def f(x):
+        if int(x) == k:
+            raise ValueError(f"bad {k}")
+        return x
+
+    return f
+
+
+def _consume_until_error(ds: dp.Dataset) -> str:
+    try:
+        for _ in ds:
+            pass
+    except dp.PipelineError as e:  # leaving the block drops the user's only reference
+        return str(e)
+    return ""
+
+
+FAILING_PIPELINES = {
+    "map": lambda: dp.range(10**6).map(_fail_at(5), 2),
+    "batch": lambda: dp.range(10**6).map(_fail_at(5)).batch(2, num_parallel_calls=2),
+    "prefetch": lambda: dp.range(10**6).map(_fail_at(5)).prefetch(2),
+    "interleave": lambda: dp.range(10).interleave(
+        lambda i: dp.range(10**6).map(_fail_at(5)), cycle_length=2, num_parallel_calls=2
+    ),
+    "seq_batch_after_map": lambda: dp.range(10**6).map(_fail_at(5), 2).batch(2),
+    "seq_map_after_map": lambda: dp.range(10**6).map(lambda x: x, 2).map(_fail_at(5)),
+    "generator_prefetch": lambda: dp.Dataset.from_generator(
+        lambda: (_fail_at(5)(i) for i in range(10**6)), dp.TensorSpec((), "int64")
+    ).prefetch(2),
+}
+
+
+CLOSE_PIPELINES = {
+    "map_prefetch": lambda f: dp.range(100).map(f, 2).prefetch(2),
+    "map_batch_prefetch": lambda f: (
+        dp.range(100).map(f, 2).batch(2, num_parallel_calls=2).prefetch(2)
+    ),
+    "interleave_of_maps": lambda f: dp.range(3).interleave(
+        lambda i: dp.range(100).map(f, 2), cycle_length=3, num_parallel_calls=3
+    ),
+}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -152,3 +197,47 @@ def test_exhausted_pipeline_leaves_no_threads(threads):
     )
     assert len(list(ds.map(_slow, num_parallel_calls=2).prefetch(2))) == 600
     assert threads.settle(1.0) == []
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("name", sorted(FAILING_PIPELINES))
+def test_pipeline_error_stops_threads_without_gc(name, threads):
+    # The exception raised to the consumer must not sit in a reference cycle with the
+    # pipeline (error -> traceback -> op frame -> error): the threads would then run until
+    # the cyclic garbage collector happens to run, not "within 1 s of the exception".
+    gc.collect()
+    gc.disable()
+    try:
+        msg = _consume_until_error(FAILING_PIPELINES[name]())
+        assert "bad 5" in msg
+        assert threads.settle(1.0) == []
+    finally:
+        gc.enable()
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("name", sorted(CLOSE_PIPELINES))
+def test_close_of_nested_blocked_stages_takes_about_one_second(name, threads):
+    # Every stage waited up to 1 s for its own threads, one stage after the other: closing
+    # (or a KeyboardInterrupt) with user functions blocked took ~1 s per stage.
+    import threading
+    import time
+
+    release = threading.Event()
+
+    def blocked(x):
+        release.wait(10)
+        return x
+
+    it = iter(CLOSE_PIPELINES[name](blocked))
+    consumer = threading.Thread(target=lambda: next(it, None), daemon=True)
+    consumer.start()
+    time.sleep(0.3)  # the workers are inside the user function
+    t0 = time.monotonic()
+    it.close()
+    took = time.monotonic() - t0
+    release.set()
+    consumer.join(2)
+    assert took < 1.7, took  # was ~1 s per blocked stage (2-3 s here)
+    assert not consumer.is_alive()
+    assert threads.settle(2.0) == []  # the blocked threads exit once the function returns

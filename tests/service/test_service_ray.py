@@ -14,6 +14,7 @@ import time
 import cloudpickle
 import numpy as np
 import pytest
+from harness import values
 
 import datapipe as dp
 from datapipe.service import RayService, distribute
@@ -58,10 +59,6 @@ def slow_double(x):
     return x * 2
 
 
-def values(ds) -> list[int]:
-    return [int(x) for x in ds]
-
-
 def test_distributed_and_parallel_epochs(ray_local, threads):
     before = service().stats()["splits_done"]
     base = dp.range(60).map(lambda x: x * 3)
@@ -93,7 +90,7 @@ def test_worker_killed_mid_epoch_loses_and_repeats_nothing(ray_local, mode, dete
     copies = 1 if mode == "distributed_epoch" else 2
     assert collections.Counter(got) == {2 * i: copies for i in range(n)}
     assert svc.stats()["workers_replaced"] == before + 1
-    assert it._root.counts["resumed"] >= 1  # splits continued from their last reply
+    assert it.root.counts["resumed"] >= 1  # splits continued from their last reply
     assert collections.Counter(values(ds)) == {2 * i: copies for i in range(n)}  # new worker
 
 
@@ -145,7 +142,7 @@ def test_first_come_consumers_and_a_consumer_that_stops_early(ray_local):
     a, b = iter(make()), iter(make())
     a_got: list[int] = []
     while len(a_got) < 25:  # what the op passed on (the public iterator reads ahead)
-        a_got += [int(x) for x in a._root.next_chunk(25 - len(a_got))]
+        a_got += [int(x) for x in a.root.next_chunk(25 - len(a_got))]
     a.close()  # gives back its splits in progress, with what it received and did not pass on
     b_got = [int(x) for x in b]
     assert collections.Counter(a_got + b_got) == {2 * i: 1 for i in range(300)}

@@ -1,4 +1,6 @@
-"""Per-rank reports and their merge; the training-loop timer; progress bars."""
+"""Per-rank reports and their merge (pipeline order kept when a rank has an extra stage); the
+training-loop timer (no steps, an epoch left by an exception); progress bars (adapt, save,
+file cache)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import os
 import sys
 import time
 
+import numpy as np
 import pytest
 
 import datapipe as dp
@@ -22,6 +25,42 @@ def pipeline(delay: float) -> dp.Dataset:
         return x
 
     return dp.range(20).map(work).batch(4)
+
+
+class _Tty:
+    def __init__(self, stream):
+        self.stream = stream
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        return self.stream.write(s)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def _count_bars(monkeypatch, env: str | None, run) -> list[str]:
+    """Descriptions of the tqdm bars ``run()`` opens (stderr a terminal unless env says)."""
+    import tqdm
+
+    opened: list[str] = []
+    real = tqdm.tqdm.__init__
+
+    def spy(self, *a, **kw):
+        opened.append(kw.get("desc"))
+        kw["file"] = _Tty(sys.stdout)
+        real(self, *a, **kw)
+
+    monkeypatch.setattr(tqdm.tqdm, "__init__", spy)
+    monkeypatch.setattr(sys, "stderr", _Tty(sys.__stderr__))
+    if env is None:
+        monkeypatch.delenv("DATAPIPE_PROGRESS", raising=False)
+    else:
+        monkeypatch.setenv("DATAPIPE_PROGRESS", env)
+    run()
+    return opened
 
 
 def test_merge_names_the_slowest_rank_per_stage(tmp_path):
@@ -143,3 +182,61 @@ def test_progress_on_a_terminal(monkeypatch):
     report = dp.range(600).profile(num_elements=600)
     assert report.elements == 600
     assert "profile" in sys.stderr.getvalue()
+
+
+def test_merge_keeps_pipeline_order_when_a_rank_has_an_extra_stage():
+    a = dp.range(100).map(lambda x: x).batch(10).profile(rank=0)
+    b = dp.range(100).map(lambda x: x).filter(lambda x: True).batch(10).profile(rank=1)
+    m = merge_reports([a, b])
+    assert [s.label for s in m.stages] == ["range", "map", "filter", "batch"]
+    f = m.stages[2]
+    assert sorted(f.per_rank) == [1] and f.slowest_rank == 1
+    text = str(m)
+    assert "stages not on every rank: filter (only ranks [1])" in text
+    assert m.to_dict()["stages"][2]["label"] == "filter"
+
+
+def test_input_bound_timer_with_no_steps_gives_no_verdict():
+    timer = InputBoundTimer()
+    for _ in timer.epoch([]):
+        pass
+    assert [(e.epoch, e.steps) for e in timer.epochs] == [(0, 0)]
+    assert timer.epochs[0].step_s == 0.0
+    assert timer.summary().splitlines()[-1] == "overall: no steps were timed"
+
+
+def test_input_bound_timer_records_an_epoch_left_by_an_exception():
+    timer = InputBoundTimer()
+    ds = dp.range(10)
+    with pytest.raises(RuntimeError, match="step failed"):
+        for x in timer.epoch(ds):
+            if int(x) == 3:
+                raise RuntimeError("step failed")
+    assert [(e.epoch, e.steps) for e in timer.epochs] == [(0, 4)]
+    assert timer.epochs[0].wait_s > 0
+
+
+def test_adapt_progress_follows_the_progress_switches(monkeypatch):
+    from preprocessing import Normalization
+
+    data = np.arange(2 * 4 * 4 * 3, dtype=np.float32).reshape(2, 3, 4, 4)
+
+    def adapt(**kw):
+        return lambda: Normalization().adapt(data, batch_size=1, **kw)
+
+    assert _count_bars(monkeypatch, None, adapt()) == ["Normalization.adapt"]
+    assert _count_bars(monkeypatch, None, adapt(progress=False)) == []
+    assert _count_bars(monkeypatch, "0", adapt()) == []
+
+
+def test_save_and_file_cache_show_progress_unless_asked_not_to(monkeypatch, tmp_path):
+    ds = dp.range(20)
+    assert _count_bars(monkeypatch, None, lambda: ds.save(str(tmp_path / "a"))) == ["save"]
+    off = _count_bars(monkeypatch, None, lambda: ds.save(str(tmp_path / "b"), progress=False))
+    assert off == []
+    cached = ds.cache(str(tmp_path / "c"))
+    assert _count_bars(monkeypatch, None, lambda: list(cached)) == ["cache c"]
+    assert _count_bars(monkeypatch, None, lambda: list(cached)) == []  # read, not written
+    cached2 = ds.cache(str(tmp_path / "d"))
+    assert _count_bars(monkeypatch, "0", lambda: list(cached2)) == []
+    assert [int(x) for x in cached2] == list(range(20))

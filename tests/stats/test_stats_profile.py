@@ -1,7 +1,9 @@
-"""Dataset.profile: per-stage table, verdicts, JSON round trip."""
+"""Dataset.profile: per-stage table (sources first, in graph order), verdicts (and the advice
+they must not give: a cache already there, num_parallel_calls already set), JSON round trip."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
@@ -17,6 +19,19 @@ from datapipe.stats.verdict import diagnose
 def slow(x):
     time.sleep(0.002)
     return x
+
+
+def stage(label: str, op: str, kind: str, inputs: list[str], **kw) -> StageReport:
+    """A StageReport with neutral defaults, for deterministic verdict tests."""
+    base = dict(
+        label=label, op=op, kind=kind, inputs=inputs, elements=1000, bytes=8000, calls=10,
+        wait_s=0.01, own_s=0.01, busy_s=0.01, cpu_s=None, parallelism=1,
+        num_parallel_calls=None, buffered=False, buffer_size=None, buffer_fill_mean=None,
+        buffer_empty_fraction=None, threads=["MainThread"], autotune_events=[],
+        buffer_series=[], rate=1000.0, busy_share=0.01, capacity=1e5,
+    )  # fmt: skip
+    base.update(kw)
+    return StageReport(**base)
 
 
 def test_slow_map_is_named_and_parallelism_suggested():
@@ -208,3 +223,82 @@ def test_parallel_map_reports_its_gauges():
     assert report.verdict.stage == "map"
     assert report.verdict.kind == "parallelize"
     assert "mostly waits" in report.verdict.fix
+
+
+def test_parallel_interleave_is_not_told_to_set_num_parallel_calls():
+    # A parallel interleave without the gauge protocol reads parallelism 1; the verdict
+    # must not ask for the num_parallel_calls the user already set.
+    src = stage("range", "range", "RangeDataset", [])
+    par = stage("interleave", "interleave", "InterleaveDataset", ["range"], busy_share=0.9)
+    par.num_parallel_calls = -1
+    v = diagnose([src, par], 1.0, 0.95, 0.0, "interleave")
+    assert v.stage == "interleave"
+    assert "set num_parallel_calls" not in v.fix
+    assert "already runs in parallel (num_parallel_calls=AUTOTUNE)" in v.fix
+    seq = dataclasses.replace(par, num_parallel_calls=None)
+    v = diagnose([src, seq], 1.0, 0.95, 0.0, "interleave")
+    assert (v.kind, v.fix) == ("parallelize", "set num_parallel_calls=AUTOTUNE on 'interleave'")
+
+
+def test_cache_bottleneck_is_not_told_to_add_a_cache():
+    # Second run over a file cache: its input stages do not run, so 'cache' has no inputs.
+    stages = [
+        stage("repeat", "repeat", "RepeatDataset", ["cache"], busy_share=0.05),
+        stage("cache", "cache", "FileCacheDataset", [], busy_s=0.8, busy_share=0.8),
+    ]
+    v = diagnose(stages, 1.0, 0.95, 0.0, "repeat")
+    assert v.stage == "cache"
+    assert ".cache() right after" not in v.fix
+    assert v.kind == "prefetch"
+    assert "reads its cache" in v.fix
+    # The pass that writes the cache.
+    stages[1] = stage("cache", "cache", "FileCacheDataset", ["map"], busy_share=0.8)
+    v = diagnose([stage("map", "map", "MapDataset", []), *stages], 1.0, 0.95, 0.0, "repeat")
+    assert v.stage == "cache" and v.kind == "reduce_work"
+    assert "filling its cache" in v.fix
+
+
+def test_source_already_cached_downstream_is_not_told_to_cache():
+    stages = [
+        stage("slow", "from_generator", "GeneratorDataset", [], busy_share=0.9),
+        stage("cache", "cache", "CacheDataset", ["slow"]),
+        stage("repeat", "repeat", "RepeatDataset", ["cache"]),
+    ]
+    v = diagnose(stages, 1.0, 0.95, 0.0, "repeat")
+    assert v.stage == "slow"
+    assert ".cache() right after" not in v.fix
+    assert "'cache' already keeps its output" in v.fix
+
+
+def test_real_file_cache_second_pass_verdict(tmp_path):
+    ds = dp.range(300).map(lambda x: x + 1).cache(str(tmp_path / "c")).repeat(2).batch(10)
+    ds.profile()  # writes the cache
+    report = ds.profile()
+    assert [s.label for s in report.stages] == ["cache", "repeat", "batch"]
+    assert [s.elements for s in report.stages] == [600, 600, 60]
+    assert "right after 'cache'" not in report.verdict.fix
+
+
+def test_stages_are_listed_sources_first_in_graph_order():
+    # repeat builds its input lazily, so its iterator registers before range's.
+    report = dp.range(100).map(lambda x: x + 1).repeat(2).batch(10).profile()
+    assert [s.label for s in report.stages] == ["range", "map", "repeat", "batch"]
+    assert [s.elements for s in report.stages] == [200, 200, 200, 20]
+    assert [s.inputs for s in report.stages] == [[], ["range"], ["map"], ["repeat"]]
+
+
+def test_empty_dataset_verdict_says_so():
+    report = dp.range(0).map(lambda x: x).profile()
+    assert report.elements == 0
+    assert [s.elements for s in report.stages] == [0, 0]
+    assert report.verdict.kind == "balanced"
+    assert "ended before its first element" in report.verdict.reason
+    assert "run the profile for longer" not in report.verdict.fix
+    json.dumps(report.to_dict())
+
+
+def test_prefetch_reports_its_buffer():
+    report = dp.range(2000).map(lambda x: x + 1).prefetch(8).profile()
+    p = report.stage("prefetch")
+    assert p.buffered and p.buffer_size == 8.0
+    assert 0.0 <= p.buffer_fill_mean <= 8.0

@@ -22,15 +22,15 @@ def test_hook_is_installed_once_and_leaves_iterators_untouched_when_off():
     assert ITERATOR_HOOKS.count(stats_hook) == 1
     ds = dp.range(10).map(lambda x: x + 1).batch(3)
     it = iter(ds)
-    assert type(it._root) is BatchIterator
-    assert type(it._root.inner) is MapIterator
+    assert type(it.root) is BatchIterator
+    assert type(it.root.inner) is MapIterator
     off = iter(ds.with_options(dp.Options(stats=dp.StatsOptions(enabled=False))))
-    assert type(off._root) is BatchIterator
+    assert type(off.root) is BatchIterator
 
 
 def test_hook_wraps_every_stage_when_on():
     it = iter(dp.range(10).map(lambda x: x + 1).batch(3).with_options(ON))
-    root = it._root
+    root = it.root
     assert isinstance(root, StatsIterator) and type(root.wrapped) is BatchIterator
     assert root.op_name == "batch" and root.inputs == [root.wrapped]
     assert isinstance(root.wrapped.inner, StatsIterator)
@@ -112,7 +112,7 @@ def test_get_state_set_state_resume_exactly_with_stats(stop, seed):
     rest = [b.tolist() for b in it]
     fresh = iter(ds)
     fresh.set_state(state)
-    assert isinstance(fresh._root, StatsIterator)
+    assert isinstance(fresh.root, StatsIterator)
     assert [b.tolist() for b in fresh] == rest
 
 

@@ -1,0 +1,131 @@
+"""The one test harness for values, checkpoint/resume and errors, shared by every test folder.
+
+Test files import it as ``from harness import ...``: ``tests/`` is on ``sys.path`` because
+its ``conftest.py`` lives there and the folders have no ``__init__.py`` (pytest's default
+"prepend" import mode puts a package-less conftest's folder first on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import multiprocessing
+import os
+import pickle
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+import datapipe as dp
+from datapipe.errors import DatapipeError
+from datapipe.parallel import shm
+
+
+def py(x: Any) -> Any:
+    """An element as plain Python values, for exact comparison: arrays, numpy scalars and
+    torch tensors become (nested) lists or scalars, tuples stay tuples, dicts and lists are
+    converted item by item, and a ``Dataset`` element (``window``) becomes its elements.
+
+    >>> py((np.arange(3), {"a": np.int64(2)}, [np.float32(0.5)]))
+    ([0, 1, 2], {'a': 2}, [0.5])
+    """
+    if isinstance(x, dict):
+        return {k: py(v) for k, v in x.items()}
+    if isinstance(x, tuple):
+        return tuple(py(v) for v in x)
+    if isinstance(x, list):
+        return [py(v) for v in x]
+    if isinstance(x, dp.Dataset):
+        return [py(v) for v in x]
+    if isinstance(x, (np.ndarray, np.generic)) or type(x).__module__.startswith("torch"):
+        return x.tolist()
+    return x
+
+
+def values(ds: Any) -> list:
+    """Every element of one pass over ``ds`` (a Dataset or any iterable), as ``py`` values."""
+    return [py(x) for x in ds]
+
+
+def assert_resumes(ds: dp.Dataset, cuts: Any = None) -> None:
+    """For each cut ``k`` (default: every position, end included): consume ``k`` elements,
+    take the iterator's state through pickle (so it holds no live object), restore it in a
+    fresh iterator, and get exactly what the original iterator goes on to produce (the same
+    epoch, so random ops draw the same); head and rest together are one whole pass."""
+    n = len(values(ds))
+    for k in cuts if cuts is not None else range(n + 1):
+        it = iter(ds)
+        head = [py(next(it)) for _ in range(k)]
+        state = pickle.loads(pickle.dumps(it.get_state()))
+        rest = [py(x) for x in it]
+        assert len(head) + len(rest) == n, f"cut at {k}: {len(head)} + {len(rest)} != {n}"
+        fresh = iter(ds)
+        fresh.set_state(state)
+        assert [py(x) for x in fresh] == rest, f"resume after {k} elements"
+
+
+def consume_with_errors(ds: Any) -> tuple[list, list[str]]:
+    """The elements (as ``py`` values) and the error messages of one pass, going on past
+    each ``DatapipeError`` (``PipelineError``, or ``BatchShapeError`` from batching ops)."""
+    out: list = []
+    errors: list[str] = []
+    it = iter(ds)
+    while True:
+        try:
+            out.append(py(next(it)))
+        except StopIteration:
+            return out, errors
+        except DatapipeError as e:
+            errors.append(str(e))
+
+
+def fail_at(bad: set[int]) -> Callable[[Any], int]:
+    """A map function that raises ``ValueError("bad element i")`` on the elements in ``bad``
+    and returns the others as ``int`` (after a short sleep, so parallel stages overlap)."""
+
+    def f(x: Any) -> int:
+        if int(x) in bad:
+            raise ValueError(f"bad element {int(x)}")
+        time.sleep(0.0002)
+        return int(x)
+
+    return f
+
+
+# ---- scripts (examples/, benchmarks/) -------------------------------------------------------
+def load_script(path: Path, name: str) -> ModuleType:
+    """Import the script at ``path`` as module ``name``, as ``python path`` would see it: its
+    folder first on ``sys.path`` (examples import their siblings, e.g. ``_digits_model``)
+    and the module in ``sys.modules`` (dataclasses look their module up)."""
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---- worker processes and shared memory (executor="process") -----------------------------
+def own_shm_segments() -> list[str]:
+    """Shared-memory segments this test process's pipelines left behind."""
+    mine = f"{shm.SHM_PREFIX}{os.getpid()}-"
+    return sorted(f for f in os.listdir(shm.SHM_DIR) if f.startswith(mine))
+
+
+def worker_processes() -> list[multiprocessing.Process]:
+    """Live child processes a pipeline started (named ``datapipe-*``)."""
+    return [p for p in multiprocessing.active_children() if p.name.startswith("datapipe-")]
+
+
+def settle_processes(deadline_s: float = 2.0) -> list[multiprocessing.Process]:
+    """The worker processes still alive after at most ``deadline_s`` (polling)."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end and worker_processes():
+        time.sleep(0.02)
+    return worker_processes()

@@ -1,0 +1,39 @@
+"""``from_tensors``: one element; arrays, tensors and nesting kept; repeat and random access."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from harness import assert_resumes, values
+
+import datapipe as dp
+from datapipe import TensorSpec
+
+
+def test_from_tensors_is_one_element():
+    ds = dp.from_tensors(([[1, 2], [3, 4]], 7))
+    assert values(ds) == [([[1, 2], [3, 4]], 7)]
+    assert ds.element_spec == (TensorSpec((2, 2), "int64"), TensorSpec((), "int64"))
+    assert ds.cardinality() == 1 and len(ds) == 1
+    image, label = next(iter(ds))
+    assert isinstance(image, np.ndarray) and isinstance(label, np.int64)
+
+
+def test_from_tensors_keeps_arrays_tensors_and_nesting():
+    arr = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = torch.ones(3, dtype=torch.int32)
+    ds = dp.from_tensors({"a": arr, "b": (t, "text")})
+    (x,) = list(ds)
+    assert x["a"] is arr and x["b"][0] is t and x["b"][1] == "text"
+    spec = ds.element_spec
+    assert spec["a"] == TensorSpec((2, 3), "float32")
+    assert spec["b"][0] == TensorSpec((3,), torch.int32)
+    assert spec["b"][1] == TensorSpec((), np.dtype(object))
+
+
+def test_from_tensors_repeat_and_random_access():
+    ds = dp.from_tensors(np.array([5, 6])).repeat(3)
+    assert values(ds) == [[5, 6]] * 3
+    assert ds._random_access_breaker() is None
+    assert values(ds.global_shuffle(seed=0)) == [[5, 6]] * 3
+    assert_resumes(ds)
