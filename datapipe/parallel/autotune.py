@@ -187,6 +187,12 @@ class RamBudget:
         with self._lock:
             self.used -= nbytes
 
+    def exchange(self, old: int, new: int) -> None:
+        """Replace a reservation of ``old`` bytes by one of ``new`` (forced) atomically."""
+        with self._lock:
+            self.used += new - old
+            self.peak = max(self.peak, self.used)
+
 
 class Stage:
     """One tunable knob and the measurements that steer it.

@@ -393,15 +393,19 @@ class Engine(SharedStage):
             pos = min(len(items), start + n)
             out = items if start == 0 and pos == len(items) else items[start:pos]
             err = None
+        left = len(chunk.items) - chunk.consumed  # before this take
         taken = pos - chunk.consumed
         chunk.consumed = pos
         lane.buffered -= taken
         if pos >= len(chunk.items):
+            _hand_over(self.ram, chunk.reserved)
+            chunk.reserved = 0
             self._finish(lane, chunk)
             self.cond.notify_all()  # room for another chunk
         else:
-            part = chunk.reserved * taken // max(len(chunk.items), 1)
-            self.ram.release(part)
+            # the share of what is still reserved (earlier takes released theirs)
+            part = chunk.reserved * taken // max(left, 1)
+            _hand_over(self.ram, part)
             chunk.reserved -= part
             if self.policy != "map":  # buffers count elements: room for more
                 self.cond.notify_all()
@@ -456,6 +460,30 @@ class _Count:
         return self.n
 
 
+# ---- RAM hand-over between stages -------------------------------------------------------
+# A buffer lane's worker (prefetch, interleave slots) reads elements that the stage below
+# reserved. Released there and reserved again here when the chunk is done, the bytes were
+# free in between, and the stage below filled them: the budget was exceeded by a chunk.
+# The reading thread takes the reservation over instead (``take`` hands it to ``_carry``).
+_carry = threading.local()
+
+
+def _hand_over(ram: Any, nbytes: int) -> None:
+    """Release ``nbytes`` of elements the current thread took, or carry them over to the
+    buffer lane chunk this thread is filling (see ``take_input``)."""
+    carried = getattr(_carry, "nbytes", None)
+    if carried is None:
+        ram.release(nbytes)
+    else:
+        _carry.nbytes = carried + nbytes
+
+
+def _take_carried() -> int:
+    carried = getattr(_carry, "nbytes", None) or 0
+    _carry.nbytes = None
+    return carried
+
+
 # ---- the workers ------------------------------------------------------------------------
 def _worker(eng: Engine, wid: int) -> None:
     gen = eng.generation
@@ -505,6 +533,7 @@ def take_input(
                 lane.pending -= 1
                 eng.ram.release(reserve)
             return None, []
+        carried = 0
         if lane.redo:
             state, start, size, skip, elems, error = lane.redo.popleft()
             chunk = Chunk(start, state)
@@ -512,11 +541,16 @@ def take_input(
         else:
             chunk = Chunk(lane.next_index, lane.inner.get_state() if lane.replayable else None)
             t0, c0 = time.perf_counter(), time.thread_time()
+            outer = getattr(_carry, "nbytes", None)  # an outer lane this thread fills inline
+            _carry.nbytes = 0 if lane.transform is None else None
             try:
                 elems = lane.inner.next_chunk(n)
             except BaseException as e:  # noqa: BLE001 - delivered at its position
                 elems = []
                 chunk.input_error = annotate(lane.op, lane.error_index(lane.next_index), e)
+            finally:
+                carried = _take_carried()
+                _carry.nbytes = outer
             if lane.transform is None:  # the work of a buffer lane is reading its input
                 _account(eng, len(elems), time.perf_counter() - t0, time.thread_time() - c0)
             chunk.size = len(elems)
@@ -525,14 +559,14 @@ def take_input(
                 with eng.cond:
                     lane.input_done = True
                     lane.pending -= 1
-                    eng.ram.release(reserve)
+                    eng.ram.release(reserve + carried)
                     eng.cond.notify_all()
                 return None, []
         if chunk.input_error is not None:
             chunk.error_text = str(chunk.input_error)
         if lane.keep_inputs or lane.transform is None:
             chunk.inputs = elems
-        chunk.reserved = reserve
+        chunk.reserved = reserve + carried
         with eng.cond:
             lane.chunks.append(chunk)
     return chunk, elems
@@ -583,10 +617,9 @@ def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: i
         lane.buffered += len(items)
         if items and nbytes:
             eng.bytes_per_elem = nbytes / len(items)
-        eng.ram.release(chunk.reserved)
         if wid < 0:  # computed inline for the consumer, who takes it now: not a buffer
             nbytes = 0
-        eng.ram.try_reserve(nbytes, force=True)
+        eng.ram.exchange(chunk.reserved, nbytes)  # one step: no other stage sees a gap
         chunk.reserved = nbytes
         if lane.transform is not None and not remote:  # processes.run accounted for it
             _account(eng, len(items), dt, dcpu)
