@@ -5,7 +5,7 @@ The images: each 8x8 UCI digit is upscaled (bilinear, to a side of 1/3 to 7/9 of
 canvas) and pasted at a random place on a 36x36 RGB canvas, light ink on a dark
 background of random colours, plus a little noise (uint8, like decoded photos). The
 recipe is the one of modern ImageNet training (e.g. DeiT, Touvron et al. 2021; timm), at
-a smaller size so that it trains in about a minute on 2 CPU cores: crops of 32x32 from
+a smaller size so that it trains in under two minutes on 2 CPU cores: crops of 32x32 from
 36x36 images (ImageNet: 224 from ~256; ``--size`` changes it, ``--size 224`` makes
 252x252 canvases).
 
