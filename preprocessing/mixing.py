@@ -257,13 +257,6 @@ class CutMix(_MixingLayer):
         return self._unbatch(self._from_nchw(out), single)
 
     def transform_segmentation_masks(self, masks: torch.Tensor, params: Any) -> torch.Tensor:
+        # Masks of another size than the images are refused before (``_targets``).
         m = self._to_nchw(masks)
-        shape = params.get("input_shape")
-        if shape is not None:
-            hw = shape[2:4] if self.data_format == "channels_first" else shape[1:3]
-            if tuple(m.shape[2:]) != tuple(hw):
-                raise ValueError(
-                    f"CutMix: segmentation_masks must have the images' height and width "
-                    f"{tuple(hw)}; got masks of shape {tuple(masks.shape)}"
-                )
         return self._from_nchw(self._paste(m, m, params))
