@@ -12,6 +12,17 @@ degrees, bilinear, reflect) + per-channel normalization:
 - torchvision.transforms.v2 when importable (its compiled ops do not load beside the
   CPU torch build here; it is then reported as unavailable).
 
+Recipe -- an ImageNet training recipe on 64x3x256x256 float32 in [0, 1] (decoded images
+resized to 256) to 224x224, both contenders on the same batch with the same ops:
+RandomResizedCrop 224 (scale 0.08-1, ratio 3/4-4/3, bilinear without antialiasing:
+kornia's kernel; ours with ``antialias=False``) -> horizontal flip (p = 1/2) ->
+RandAugment (2 ops per image; ours: Keras's 11 ops, ``factor=0.5``; kornia's
+``auto.RandAugment(n=2, m=10)``: its 14 ops, one op sequence per batch) -> MixUp or CutMix,
+alternating batch by batch (ours: ``MixUp(alpha=0.8)`` / ``CutMix()`` on
+``{"images", "labels"}`` with one-hot labels of 1,000 classes; kornia's
+``RandomMixUpV2`` / ``RandomCutMixV2`` with class indices) -> per-channel normalization.
+Ours are the layers called in turn (what ``examples/train_imagenet_recipe.py`` does).
+
 Per op -- each layer in ``nn.Sequential`` against hand-written torch for its op (the same
 draws' distribution, the same kernels a user would call), ratio = ours / hand-written.
 
@@ -26,7 +37,7 @@ round is kept. The
 load average (``os.getloadavg``) is printed before and after.
 
 Usage: python benchmarks/bench_preprocessing.py [--device cpu|cuda] [--iters N]
-       [--rounds N] [--batch N] [--only w4|ops|photo]
+       [--rounds N] [--batch N] [--only w4|recipe|ops|photo]
 """
 
 from __future__ import annotations
@@ -115,6 +126,83 @@ W4 = {
     "hand-written torch (fused)": hand_w4,
     "kornia.augmentation": kornia_w4,
     "torchvision.transforms.v2": torchvision_w4,
+}
+
+
+# -------------------------------------------------------------------- recipe
+RECIPE_IN, RECIPE_OUT, CLASSES = 256, 224, 1000
+
+
+def ours_recipe(device, batch):
+    augment = torch.nn.Sequential(
+        pp.RandomResizedCrop(RECIPE_OUT, RECIPE_OUT, antialias=False, seed=0),
+        pp.RandomFlip("horizontal", seed=1),
+        pp.RandAugment(value_range=(0, 1), num_ops=2, factor=0.5, seed=2),
+    )
+    mixes = [pp.MixUp(alpha=0.8, seed=3), pp.CutMix(seed=4)]
+    norm = pp.Normalization(mean=MEAN.tolist(), variance=(STD**2).tolist()).to(device)
+    labels = F.one_hot(torch.arange(batch, device=device) % CLASSES, CLASSES).float()
+    calls = [0]
+
+    def run(x):
+        out = mixes[calls[0] % 2](augment({"images": x, "labels": labels}))
+        calls[0] += 1
+        return norm(out["images"]), out["labels"]
+
+    return run
+
+
+def kornia_recipe(device, batch):
+    import kornia.augmentation as K
+    from kornia.augmentation.auto import RandAugment
+
+    augment = torch.nn.Sequential(
+        K.RandomResizedCrop((RECIPE_OUT, RECIPE_OUT)),
+        K.RandomHorizontalFlip(),
+        RandAugment(n=2, m=10),
+    ).to(device)
+    keys = ["input", "class"]
+    mixes = [K.RandomMixUpV2(data_keys=keys), K.RandomCutMixV2(data_keys=keys)]
+    norm = K.Normalize(mean=MEAN, std=STD).to(device)
+    labels = torch.arange(batch, device=device) % CLASSES
+    calls = [0]
+
+    def run(x):
+        out, mixed = mixes[calls[0] % 2](augment(x), labels)
+        calls[0] += 1
+        return norm(out), mixed
+
+    return run
+
+
+def torchvision_recipe(device, batch):
+    from torchvision.transforms import v2
+
+    # Per image (its transforms take one image at a time), then its batch-level mixes.
+    per_image = v2.Compose(
+        [
+            v2.RandomResizedCrop(RECIPE_OUT, antialias=False),
+            v2.RandomHorizontalFlip(),
+            v2.RandAugment(num_ops=2, magnitude=9),
+        ]
+    )
+    mixes = [v2.MixUp(alpha=0.8, num_classes=CLASSES), v2.CutMix(num_classes=CLASSES)]
+    labels = torch.arange(batch, device=device) % CLASSES
+    calls = [0]
+
+    def run(x):
+        out = torch.stack([per_image(img) for img in x])
+        out, mixed = mixes[calls[0] % 2](out, labels)
+        calls[0] += 1
+        return v2.functional.normalize(out, MEAN.tolist(), STD.tolist()), mixed
+
+    return run
+
+
+RECIPE = {
+    "ours (layers in turn)": ours_recipe,
+    "kornia.augmentation": kornia_recipe,
+    "torchvision.transforms.v2": torchvision_recipe,
 }
 
 
@@ -423,6 +511,30 @@ def build_w4(device, x):
     return fns
 
 
+def run_recipe(device, args):
+    x = torch.rand(args.batch, 3, RECIPE_IN, RECIPE_IN, device=device)
+    print(
+        f"\nRecipe: RandomResizedCrop {RECIPE_OUT} + flip + RandAugment(2 ops) + MixUp|CutMix"
+        f" + normalize, {tuple(x.shape)} float32 -> {RECIPE_OUT}x{RECIPE_OUT}"
+    )
+    fns = {}
+    for label, build in RECIPE.items():
+        try:
+            fn = build(device, args.batch)
+            with torch.no_grad():
+                fn(x), fn(x)  # warm-up: both mixes
+            fns[label] = fn
+        except Exception as exc:  # noqa: BLE001 - report any import/build failure
+            print(f"  {label:30s} unavailable: {type(exc).__name__}: {str(exc)[:120]}")
+    # An even number of batches per round: each contender runs as many MixUps as CutMixes.
+    rates = race(fns, x, args.rounds, args.iters + args.iters % 2)
+    for label, rate in rates.items():
+        print(f"  {label:30s} {rate:8.1f} images/s")
+    ours, kornia = rates.get("ours (layers in turn)"), rates.get("kornia.augmentation")
+    if ours and kornia:
+        print(f"  ours / kornia:                 {ours / kornia:5.2f}x")
+
+
 def run_w4(device, x, args):
     print(f"\nW4: flip + rotation +-36 deg bilinear reflect + normalize, {tuple(x.shape)} float32")
     rates = race(build_w4(device, x), x, args.rounds, args.iters)
@@ -454,7 +566,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--size", type=int, default=224)
-    parser.add_argument("--only", choices=("w4", "ops", "photo"), default=None)
+    parser.add_argument("--only", choices=("w4", "recipe", "ops", "photo"), default=None)
     args = parser.parse_args()
     device = torch.device(args.device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
@@ -464,6 +576,8 @@ def main() -> None:
     x = torch.rand(args.batch, 3, args.size, args.size, device=device)
     if args.only in (None, "w4"):
         run_w4(device, x, args)
+    if args.only in (None, "recipe"):
+        run_recipe(device, args)
     if args.only in (None, "ops"):
         run_ops(device, x, args)
     if args.only in (None, "photo"):

@@ -336,6 +336,10 @@ def layers() -> list:
         pp.RandomGaussianBlur(0.8, 5, (0.5, 2.0), value_range=(0, 1), seed=0),
         pp.RandAugment(value_range=(0, 1), num_ops=2, factor=0.5, seed=0, **geo_interp),
         pp.AugMix(value_range=(0, 1), seed=0),
+        pp.RandomErasing(value_range=(0, 1), seed=0),
+        pp.RandomErasing(factor=(1.0, 1.0), fill_value=[0.1, 0.5, 0.9], seed=0),
+        pp.MixUp(alpha=0.4, seed=0),
+        pp.CutMix(seed=0),
         pp.Pipeline(
             [
                 pp.RandomRotation(0.1, **geo),

@@ -36,12 +36,14 @@ from .discretization import Discretization
 from .dtype_policy import DTypePolicy, dtype_policy, set_dtype_policy
 from .elastic import RandomElasticTransform
 from .equalization import Equalization
+from .erasing import RandomErasing
 from .flip import RandomFlip
 from .gaussian_blur import RandomGaussianBlur
 from .geometric import GeometricLayer
 from .hashing import HashedCrossing, Hashing
 from .lookup import IntegerLookup, StringLookup
 from .max_boxes import MaxNumBoundingBoxes
+from .mixing import CutMix, MixUp
 from .normalization import Normalization
 from .perspective import RandomPerspective
 from .pipeline import Pipeline
@@ -65,6 +67,7 @@ __all__ = [
     "AutoContrast",
     "CategoryEncoding",
     "CenterCrop",
+    "CutMix",
     "Discretization",
     "DTypePolicy",
     "Equalization",
@@ -75,6 +78,7 @@ __all__ = [
     "Layer",
     "MaxNumBoundingBoxes",
     "MelSpectrogram",
+    "MixUp",
     "Normalization",
     "Pipeline",
     "RandAugment",
@@ -84,6 +88,7 @@ __all__ = [
     "RandomContrast",
     "RandomCrop",
     "RandomElasticTransform",
+    "RandomErasing",
     "RandomFlip",
     "RandomGaussianBlur",
     "RandomGrayscale",

@@ -95,3 +95,41 @@ def derive_seed(seed: int | None, index: int) -> int | None:
     if seed is None:
         return None
     return _mix64_int(int(seed) + (index + 1) * _STREAM)
+
+
+GAMMA_TRIES = 10  # Marsaglia-Tsang candidates per draw (each accepted with p > 0.95)
+
+
+def log_standard_gamma(
+    alpha: torch.Tensor, normals: torch.Tensor, uniforms: torch.Tensor, boost: torch.Tensor
+) -> torch.Tensor:
+    """``log`` of Gamma(``alpha``, 1) draws, shape ``alpha.shape``, from fixed inputs.
+
+    Marsaglia and Tsang, "A simple method for generating gamma variables" (ACM TOMS 26(3),
+    2000): candidate ``d * v`` with ``d = a - 1/3``, ``v = (1 + z / sqrt(9 d))**3``, kept
+    when ``log U < z**2 / 2 + d - d v + d log v``. ``normals`` / ``uniforms`` (shape
+    ``(T, *alpha.shape)``, N(0, 1) and U[0, 1)) hold T candidates; the first kept one is
+    taken, so the draw is a fixed amount of tensor work (no loop: ``torch.compile``
+    traces it). Each candidate is kept with probability above 0.95 for ``a >= 1``, so all
+    ten fail with probability below 1e-13; then ``v = 1`` (the mode) is taken. A shape
+    below 1 uses the paper's boost ``Gamma(a) = Gamma(a + 1) * U**(1/a)`` with ``boost``
+    (U[0, 1), shape ``alpha.shape``), in logs so that small shapes cannot underflow.
+    """
+    boosted = alpha < 1.0
+    a = torch.where(boosted, alpha + 1.0, alpha)
+    d = a - 1.0 / 3.0
+    c = torch.rsqrt(9.0 * d)
+    v = (1.0 + c * normals) ** 3
+    log_v = torch.log(v.clamp_min(1e-30))
+    # 1 - U lies in (0, 1]: its log is finite.
+    keep = (v > 0) & (torch.log1p(-uniforms) < 0.5 * normals**2 + d - d * v + d * log_v)
+    first = keep.to(torch.int8).argmax(dim=0, keepdim=True)
+    chosen = torch.where(keep.any(dim=0), log_v.gather(0, first).squeeze(0), 0.0)
+    extra = torch.where(boosted, torch.log1p(-boost) / alpha, 0.0)
+    return torch.log(d) + chosen + extra
+
+
+def beta_from_gammas(log_gamma_a: torch.Tensor, log_gamma_b: torch.Tensor) -> torch.Tensor:
+    """Beta(a, b) = G_a / (G_a + G_b) for independent Gamma draws, from their logs
+    (a sigmoid of the difference: no overflow or 0 / 0 however small the shapes)."""
+    return torch.sigmoid(log_gamma_a - log_gamma_b)

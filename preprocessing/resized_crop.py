@@ -16,7 +16,9 @@ import math
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
+from . import _regions
 from .base import RandomLayer, _is_number, check_bool
 from .geometric import GeometricLayer, window_matrix
 from .resizing import _check_size, aspect_window
@@ -93,7 +95,14 @@ def resize_windows(
 ) -> torch.Tensor:
     """Crop window ``(top, left, crop_h, crop_w)`` of each image of a float (B, C, H, W)
     batch and resize it to ``size`` as ``F.interpolate(crop, size, mode, antialias=...)``
-    (``align_corners=False``) would; windows must lie inside the image."""
+    (``align_corners=False``) would; windows must lie inside the image.
+
+    On CPU (eager, float32/float64) it is that: one ``F.interpolate`` per crop, whose
+    separable kernels beat the per-tap gathers 4-5x there (64x3x256x256 to 224x224,
+    measured on 2 cores); elsewhere, and under ``torch.compile``, the gathers resize every
+    crop in one pass on the device."""
+    if _regions.on_host(x) and x.dtype in (torch.float32, torch.float64):
+        return _resize_each(x, top, left, crop_h, crop_w, size, mode, antialias)
     b, c, h, w = x.shape
     out_h, out_w = size
     aa = antialias and mode in ("bilinear", "bicubic")
@@ -117,6 +126,30 @@ def resize_windows(
         term = y.gather(3, idx) * col_w[..., k].view(b, 1, 1, out_w).to(x.dtype)
         out = term if out is None else out.add_(term)
     assert out is not None
+    return out
+
+
+def _resize_each(
+    x: torch.Tensor,
+    top: torch.Tensor,
+    left: torch.Tensor,
+    crop_h: torch.Tensor,
+    crop_w: torch.Tensor,
+    size: tuple[int, int],
+    mode: str,
+    antialias: bool,
+) -> torch.Tensor:
+    """``resize_windows`` by one ``F.interpolate`` per crop (the host path)."""
+    smooth = mode in ("bilinear", "bicubic")
+    kwargs = {"align_corners": False, "antialias": antialias} if smooth else {}
+    # A channels_last batch (a channels_last layer's NCHW view included) keeps its layout.
+    last = x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
+    layout = torch.channels_last if last else torch.contiguous_format
+    out = torch.empty((*x.shape[:2], *size), dtype=x.dtype, device=x.device, memory_format=layout)
+    windows = zip(top.tolist(), left.tolist(), crop_h.tolist(), crop_w.tolist())
+    for i, (t, s, ch, cw) in enumerate(windows):
+        crop = x[i : i + 1, :, t : t + ch, s : s + cw]
+        out[i : i + 1] = F.interpolate(crop, size=size, mode=mode, **kwargs)
     return out
 
 

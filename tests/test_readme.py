@@ -101,3 +101,15 @@ def test_readme_sequences_example_runs():
         "tokens_segment_ids": (16,),
         "tokens_positions": (16,),
     }
+
+
+def test_readme_mixing_example_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)\n```", readme, flags=re.S)
+    scope: dict = {}
+    exec(compile(next(b for b in blocks if "pp.CutMix" in b), "README mixing", "exec"), scope)
+    out, labels = scope["out"], scope["batch"]["labels"]
+    assert tuple(out["images"].shape) == (8, 3, 32, 32)
+    torch.testing.assert_close(out["labels"].sum(1), torch.ones(8))
+    assert not torch.equal(out["labels"], labels)
+    assert tuple(scope["erased"].shape) == (8, 3, 32, 32)

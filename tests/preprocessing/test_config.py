@@ -225,6 +225,28 @@ STRATEGIES = {
         interpolation=st.sampled_from(["bilinear", "nearest"]),
         **photo,
     ),
+    "RandomErasing": st.builds(
+        pp.RandomErasing,
+        factor=from_zero,
+        scale=from_zero,
+        fill_value=st.one_of(
+            st.none(),
+            st.floats(-10, 10, allow_nan=False),
+            st.lists(st.floats(0, 1), min_size=3, max_size=3),
+        ),
+        value_range=st.sampled_from([(0, 1), (0, 255), [-1, 1]]),
+        seed=seed,
+        data_format=fmt,
+        dtype=policy,
+    ),
+    "MixUp": st.builds(
+        pp.MixUp,
+        alpha=st.floats(1e-3, 10.0),
+        data_format=fmt,
+        seed=seed,
+        dtype=policy,
+    ),
+    "CutMix": st.builds(pp.CutMix, factor=from_zero, seed=seed, data_format=fmt, dtype=policy),
     "MaxNumBoundingBoxes": st.builds(
         pp.MaxNumBoundingBoxes, max_number=st.integers(1, 5), fill_value=st.integers(-3, 0)
     ),

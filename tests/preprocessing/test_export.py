@@ -169,3 +169,17 @@ def test_trains_under_torch_compile():
         opt.step()
         losses.append(float(loss))
     assert all(np.isfinite(losses))
+
+
+def test_erasing_and_mixing_layers_export_as_eval_identity(tmp_path):
+    # In eval() they are the identity (Keras's training=False); the exported program holds
+    # no draw, and the model around them runs as without them.
+    model = torch.nn.Sequential(
+        pp.RandomErasing(value_range=(0, 255), seed=1),
+        pp.MixUp(seed=2),
+        pp.CutMix(seed=3),
+        torch.nn.Conv2d(3, 2, 3),
+    ).eval()
+    x = torch.rand(2, 3, 10, 10) * 255
+    got = run_exported_elsewhere(tmp_path, model, (x,))
+    torch.testing.assert_close(got, model[3](x), atol=1e-6, rtol=1e-6)

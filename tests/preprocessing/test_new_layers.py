@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 import preprocessing as pp
+from preprocessing import _regions
 from preprocessing.resized_crop import resize_windows
 
 FORMATS = ["channels_first", "channels_last"]
@@ -279,7 +280,10 @@ def test_resized_crop_fallback_is_torchvision_centre_crop():
 
 @pytest.mark.parametrize("mode", ["bilinear", "nearest", "nearest-exact", "bicubic"])
 @pytest.mark.parametrize("antialias", [False, True])
-def test_resize_windows_equals_interpolate_of_each_crop(mode, antialias):
+@pytest.mark.parametrize("host", [True, False])
+def test_resize_windows_equals_interpolate_of_each_crop(monkeypatch, mode, antialias, host):
+    # host: one F.interpolate per crop (CPU); else the per-tap gathers (devices, compile)
+    monkeypatch.setattr(_regions, "on_host", lambda t: host)
     rng = np.random.default_rng(1)
     x = torch.rand(8, 2, 40, 36, dtype=torch.float64)
     top = torch.tensor(rng.integers(0, 20, 8))
