@@ -235,6 +235,7 @@ class Stage:
         self._windows = 0
         self.cpu_fraction = 1.0
         self._step_up = 1.5  # growth factor of the next trial up (2 after a near-linear gain)
+        self._refused_up: int | None = None  # the last value a trial up did not earn
         self.rate = 0.0
         # the executor: the one running ("inline", "thread", "process"); whether AUTOTUNE
         # chooses it (then ``phase`` walks inline -> thread trial -> process trial -> done),
@@ -373,6 +374,10 @@ class Autotuner:
             keep = rate >= 0.95 * base
         if len(s.trials) < 1000:
             s.trials.append((direction, old, new, round(base, 1), round(rate, 1), keep))
+        if direction == "up":
+            s._refused_up = None if keep and new >= (s._refused_up or 0) else s._refused_up
+            if not keep:
+                s._refused_up = new
         if keep:
             s._failures[direction] = 0
             if direction == "up":  # scaled almost linearly: take bigger steps, bigger
@@ -398,6 +403,10 @@ class Autotuner:
             # model's prediction), so their first step is already large.
             step = 8.0 if s.cpu_fraction < 0.1 else 4.0 if s.cpu_fraction < 0.25 else s._step_up
             target = min(s.max_value, max(p + 1, math.ceil(step * p)))
+            if s._refused_up is not None and p < s._refused_up:
+                # Past a saturation point a large step cannot show the gain its size asks
+                # for: aim half way to the refused value (bisection), not at it again.
+                target = min(target, max(p + 1, (p + s._refused_up) // 2))
             target = self._fit_cpu(s, target)
             if target > p:
                 s._trial, s._settle = (p, rate, "up"), True
