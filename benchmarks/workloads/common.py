@@ -183,6 +183,17 @@ def measure_rounds(
     return [results[spec[0]] for spec in systems]
 
 
+def paired_ratio(ours: Result, base: Result) -> float:
+    """Median over rounds of ``ours``'s rate over ``base``'s in the same round.
+
+    ``measure_rounds`` runs the systems in turn, so the two runs of one round saw the same
+    load; the median of those per-round ratios is steadier than a ratio of two medians when
+    a run lasts a fraction of a second (W1: ~0.3 s) and the load drifts between rounds.
+    """
+    pairs = list(zip(ours.seconds, base.seconds))
+    return statistics.median(b / a * (ours.count / base.count) for a, b in pairs)
+
+
 def tree_pss() -> int:
     """Proportional set size of this process and its children (psutil), in bytes: a page
     shared by k processes counts 1/k in each, so forked workers' shared pages count once."""

@@ -59,7 +59,8 @@ measures each candidate in turn, on the live pipeline, and keeps the fastest:
    process here, and two threads around a 0.5 µs function ran at 0.90x inline (2 cores,
    load 3.0) — W1's ``map(x*2+1)`` is such a function. Inline costs the sequential map's
    price plus ~1.7 µs per call (4.9 vs 3.2 µs per 1-element call, 44 vs 45 µs per
-   256-element call; load ~3).
+   256-element call; load ~3). A cost over ``CLEAR_COST_FACTOR`` (10) times the limit
+   leaves inline after one window, however few elements it held.
 2. **Threads** next, at the CPU budget, for two windows. Kept (and hill-climbed as
    above) when they reach ``THREADS_SCALE_OK`` (80%) of linear scaling over inline:
    numpy, Pillow, torch and I/O release the GIL and get there.
@@ -106,6 +107,11 @@ MAX_AUTOTUNE_BUFFER = 1024
 INLINE_MAX_COST_S = 5e-6
 # Below this a prefetch runs inline: the input's cost is of the order of a thread hand-off.
 PREFETCH_INLINE_MAX_COST_S = 200e-6
+# An inline stage whose elements cost this many times its limit leaves inline after one
+# window, however few elements it held: no measuring noise (µs) can bring a cost that far
+# above the limit (W2's batches of 64 JPEGs, ~70 ms each, spent 0.5 s of a 2 s run inline
+# waiting for two windows of 16 elements).
+CLEAR_COST_FACTOR = 10
 # Worker processes are tried only for elements costing at least this (a process round trip
 # plus pickling must be amortised) ...
 PROCESS_MIN_COST_S = 50e-6
@@ -332,7 +338,7 @@ class Autotuner:
             s._mark = now
             return
         dt, dn, dbusy, dcpu, dwait = (a - b for a, b in zip(now, s._mark))
-        if dn < MIN_WINDOW_ELEMENTS and dt < 4 * WINDOW_S:
+        if dn < MIN_WINDOW_ELEMENTS and dt < 4 * WINDOW_S and not _clearly_costly(s, dn, dbusy):
             return  # too few elements to judge; keep measuring
         if s._trial is not None and s._trial[2] == "down" and not s._settle and dt < 2 * WINDOW_S:
             return  # giving threads back is judged on a longer window: noise must not win
@@ -432,13 +438,14 @@ class Autotuner:
         if s.phase == "inline":
             s.executor_rates["inline"] = max(s.phase_rates)
             s.inline_cost_s = s.cost_s  # the function's own cost (threads add GIL waits)
+            limit = _inline_limit(s)
             if s.kind == "buffer":  # a thread can overlap the input with the consumer's
                 cost = min(s.cost_s, s.outside_cost_s)  # work: at most the smaller one
-                limit = PREFETCH_INLINE_MAX_COST_S
             else:
-                cost, limit = s.cost_s, INLINE_MAX_COST_S
+                cost = s.cost_s
             s._over = s._over + 1 if cost >= limit else 0
-            if len(s.phase_rates) < 2 or s._over < 2:
+            clear = cost >= CLEAR_COST_FACTOR * limit
+            if not clear and (len(s.phase_rates) < 2 or s._over < 2):
                 return True  # cheap: stays inline (re-measured every window)
             p = s.value if s.kind == "buffer" else min(s.max_value, max(2, self.cpu_budget))
             if s.set_executor("thread", p):
@@ -496,6 +503,16 @@ class Autotuner:
         was_full, s._full_mark = s.full > s._full_mark, s.full
         if dt > 0 and dwait / dt > 0.02 and was_full and s.value < s.max_value:
             s.set_value(min(s.max_value, 2 * s.value))
+
+
+def _inline_limit(s: Stage) -> float:
+    """The cost per element under which the stage stays inline."""
+    return PREFETCH_INLINE_MAX_COST_S if s.kind == "buffer" else INLINE_MAX_COST_S
+
+
+def _clearly_costly(s: Stage, dn: int, dbusy: float) -> bool:
+    """An inline window of few elements may be judged: each cost far above the limit."""
+    return s.phase == "inline" and dn > 0 and dbusy / dn >= CLEAR_COST_FACTOR * _inline_limit(s)
 
 
 def _work(wall: float, cpu: float) -> float:

@@ -350,6 +350,44 @@ def test_prefetch_starts_a_thread_only_when_it_can_hide_work(monkeypatch):
     assert costly.path() == [("inline", "thread")] and costly.stage.value == 4
 
 
+def test_prefetch_of_costly_elements_leaves_inline_after_one_window(monkeypatch):
+    # W2's batches: one element (64 JPEGs) costs ~70 ms and the consumer ~5 ms, so a window
+    # holds one element; waiting for two windows of 16 kept the stage inline for 0.5 s.
+    w = FakeExecutors(monkeypatch, 0.07, {"inline": lambda p: 0, "thread": lambda p: 0},
+                      kind="buffer", value=4)  # fmt: skip
+    s, moved_at = w.stage, None
+    for k in range(1, 9):
+        w.now += 0.075  # one element per step: 70 ms of input, 5 ms of the consumer
+        s.produced += 1
+        s.busy_s += 0.07
+        s.cpu_s += 0.07
+        s.outside_s += 0.005
+        s.outside_cpu_s += 0.005
+        w.tuner.maybe_step()
+        if moved_at is None and s.executor == "thread":
+            moved_at = k
+    # step 1 marks the first window, step 2 judges it (before: 200-ms windows, two of them)
+    assert moved_at == 2 and w.path() == [("inline", "thread")]
+
+
+def test_costly_map_leaves_inline_after_one_window(monkeypatch):
+    rates = {"inline": lambda p: 1000, "thread": lambda p: 1900 * min(p, 2)}
+    w = FakeExecutors(monkeypatch, 1e-3, rates)  # ~1 ms per element: 200x the limit
+    w.run(1)
+    assert w.stage.executor == "inline"  # the first step only marks the window's start
+    w.run(1)
+    assert w.path() == [("inline", "thread")]
+
+
+def test_cheap_map_needs_two_windows_to_leave_inline(monkeypatch):
+    rates = {"inline": lambda p: 1e5, "thread": lambda p: 1.9e5 * min(p, 2)}
+    w = FakeExecutors(monkeypatch, 1e-5, rates)  # 10 µs: over the limit, not 10x over it
+    w.run(2)
+    assert w.stage.executor == "inline"
+    w.run(1)
+    assert w.path() == [("inline", "thread")]
+
+
 def test_real_cheap_map_and_prefetch_run_inline(threads):
     # W1's shape with AUTOTUNE everywhere: no thread is ever started.
     ds = dp.range(300_000).map(lambda x: x * 2 + 1, num_parallel_calls=dp.AUTOTUNE).batch(256)
