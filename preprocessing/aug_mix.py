@@ -3,13 +3,13 @@ https://arxiv.org/abs/1912.02781)."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
 
 from ._augment_ops import apply_slot, build_ops, draw_slots
 from ._photometric import value_range_pair
+from ._random import GAMMA_TRIES, beta_from_gammas, log_standard_gamma
 from .affine import INTERPOLATIONS
 from .base import RandomLayer, _is_number, check_bool, from_zero_pair
 
@@ -27,38 +27,6 @@ OPS_ALL = (
     "random_sharpness",
 )
 OPS = OPS_ALL[:7]  # all_ops=False: without the four that overlap common test corruptions
-
-_TRIES = 12  # Marsaglia-Tsang proposals per gamma draw (each accepted with p > 0.95)
-
-
-def gamma_from_uniform(alpha: float, u: torch.Tensor) -> torch.Tensor:
-    """Gamma(alpha, 1) draws from uniform draws ``u`` of shape ``(2 * _TRIES + 1, *shape)``.
-
-    Marsaglia and Tsang (2000): for ``a >= 1`` propose ``d (1 + c z)^3`` (``z`` normal,
-    ``d = a - 1/3``, ``c = 1 / sqrt(9 d)``) and accept with their squeeze-free test; the
-    first accepted of ``_TRIES`` proposals is taken (all rejected: probability < 0.05^12,
-    then ``d``, the mode). For ``a < 1``: ``Gamma(a + 1) * U^(1 / a)``. Vectorised, no
-    host sync, and a pure function of ``u`` (so counter-based draws stay reproducible).
-    """
-    boost = alpha < 1.0
-    a = alpha + 1.0 if boost else alpha
-    d = a - 1.0 / 3.0
-    c = 1.0 / math.sqrt(9.0 * d)
-    u1, u2, u3 = u[:_TRIES], u[_TRIES : 2 * _TRIES], u[2 * _TRIES]
-    # Box-Muller on the first two blocks of uniforms; log1p(-u) keeps log finite.
-    half = _TRIES // 2
-    radius = torch.sqrt(-2.0 * torch.log1p(-u1[:half]))
-    angle = (2.0 * math.pi) * u1[half:]
-    z = torch.cat([radius * torch.cos(angle), radius * torch.sin(angle)])
-    v = (1.0 + c * z) ** 3
-    safe_v = torch.where(v > 0, v, torch.ones_like(v))
-    ok = (v > 0) & (torch.log1p(-u2) < 0.5 * z * z + d - d * safe_v + d * torch.log(safe_v))
-    first = torch.argmax(ok.to(torch.int8), dim=0, keepdim=True)  # first accepted proposal
-    accepted = d * torch.gather(safe_v, 0, first)[0]
-    g = torch.where(ok.any(dim=0), accepted, torch.full_like(accepted, d))
-    if boost:
-        g = g * torch.exp(torch.log1p(-u3) / alpha)  # (1 - u) ~ U(0, 1]: never 0 ** (1/a)
-    return g
 
 
 class AugMix(RandomLayer):
@@ -143,9 +111,14 @@ class AugMix(RandomLayer):
             names, magnitude, value_range, interpolation, seed, self.data_format, None, self.dtype
         )
 
-    def _gamma(self, shape: tuple[int, ...], device: torch.device, generator: Any):
-        u = self._rand((2 * _TRIES + 1, *shape), device, generator)
-        return gamma_from_uniform(float(self.alpha), u)
+    def _log_gamma(self, shape: tuple[int, ...], device: torch.device, generator: Any):
+        """``log`` of Gamma(alpha, 1) draws of ``shape``: in logs, because for a small
+        ``alpha`` the draws themselves underflow to 0 (alpha = 0.01: a third of them in
+        float32), and a Dirichlet or Beta of zeros is 0 / 0."""
+        alpha = torch.full(shape, float(self.alpha), device=device)
+        z = self._randn((GAMMA_TRIES, *shape), device, generator)
+        u = self._rand((GAMMA_TRIES + 1, *shape), device, generator)
+        return log_standard_gamma(alpha, z, u[:-1], u[-1])
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
         """``chain_mixing_weights`` (B, num_chains), ``weight_sample`` (B,),
@@ -153,15 +126,15 @@ class AugMix(RandomLayer):
         ``transforms``: per step, every op's parameters."""
         batch, _ = self._as_batch(images)
         n, dev = batch.shape[0], batch.device
-        g = self._gamma((n, self.num_chains), dev, generator)
-        weights = g / g.sum(dim=1, keepdim=True)
-        pair = self._gamma((2, n), dev, generator)
+        # Dirichlet(alpha) = normalised Gamma(alpha) draws: a softmax of their logs.
+        weights = torch.softmax(self._log_gamma((n, self.num_chains), dev, generator), dim=1)
+        pair = self._log_gamma((2, n), dev, generator)
         steps = self.num_chains * self.chain_depth
         u = self._rand((n, steps), dev, generator)
         choice = (u * (len(self.ops) + 1)).to(torch.int64).clamp_(max=len(self.ops))
         return {
             "chain_mixing_weights": weights,
-            "weight_sample": pair[0] / (pair[0] + pair[1]),
+            "weight_sample": beta_from_gammas(pair[0], pair[1]),
             "layer_idxes": choice,
             "transforms": draw_slots(self.ops, batch, steps, generator),
         }
