@@ -358,7 +358,9 @@ class RandomLayer(Layer):
     number ``c`` is a hash of ``(seed, c)`` (``preprocessing._random``) and ``c`` is an int64
     buffer that counts the layer's draws, so draws run on the input's device, the same seed
     gives the same stream, and ``torch.compile(fullgraph=True)`` traces them (compiled and
-    eager streams are identical). The counter is not part of ``state_dict``; a pickled or
+    eager streams are identical). The counter is part of ``state_dict`` (as Keras saves its
+    ``SeedGenerator``'s state), so a model restored from a checkpoint continues its stream
+    (a checkpoint without it loads too, keeping the layer's count); a pickled or
     deep-copied layer starts afresh from its seed. In ``eval()`` mode the layer is the
     identity (apart from the dtype policy), like Keras's ``training=False``.
 
@@ -400,8 +402,21 @@ class RandomLayer(Layer):
         super().__init__(data_format=data_format, dtype=dtype)
         _check_seed(self, seed)
         self.seed = seed
-        self.register_buffer("_draws", torch.zeros((), dtype=torch.int64), persistent=False)
+        # Saved in state_dict (Keras saves its SeedGenerator's state with the weights): a
+        # training job restored from a checkpoint continues the stream instead of replaying
+        # the augmentations of its first steps.
+        self.register_buffer("_draws", torch.zeros((), dtype=torch.int64))
         self._draw_lock = threading.Lock()
+
+    def _load_from_state_dict(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, errors
+    ):
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, errors
+        )
+        # A checkpoint from before the counter was saved: the layer keeps its own count.
+        if prefix + "_draws" in missing_keys:
+            missing_keys.remove(prefix + "_draws")
 
     def __getstate__(self) -> dict[str, Any]:
         # A copy starts afresh from its seed (as a torch.Generator-based layer did).

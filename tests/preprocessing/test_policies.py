@@ -114,7 +114,29 @@ def test_seeded_layer_stream_is_reproducible_and_restarts_in_copies():
     assert torch.equal(fresh(x), first) and torch.equal(fresh(x), second)
     for clone in (pickle.loads(pickle.dumps(layer)), copy.deepcopy(layer)):
         assert torch.equal(clone(x), first)
-    assert "_draws" not in layer.state_dict()
+
+
+def test_seeded_stream_resumes_from_a_state_dict_and_loads_old_checkpoints():
+    # A training job restored from a checkpoint continues the augmentation stream (Keras
+    # saves its SeedGenerator's state) instead of replaying its first steps' draws.
+    model = torch.nn.Sequential(pp.RandomRotation(0.2, seed=9), pp.RandomFlip(seed=3))
+    x = torch.rand(3, 3, 8, 8)
+    model(x)
+    state = copy.deepcopy(model.state_dict())
+    assert int(state["0._draws"]) == 1 and int(state["1._draws"]) == 1
+    expected = model(x)
+    restored = torch.nn.Sequential(pp.RandomRotation(0.2, seed=9), pp.RandomFlip(seed=3))
+    restored.load_state_dict(state)
+    assert torch.equal(restored(x), expected)
+    # A checkpoint saved before the counter was saved loads strictly; the count stays.
+    old = {k: v for k, v in state.items() if not k.endswith("_draws")}
+    fresh = torch.nn.Sequential(pp.RandomRotation(0.2, seed=9), pp.RandomFlip(seed=3))
+    result = fresh.load_state_dict(old, strict=True)
+    assert result.missing_keys == [] and int(fresh[0]._draws) == 0
+    # A key that is really missing is still reported.
+    norm = pp.Normalization(mean=0.5, variance=0.25)
+    with pytest.raises(RuntimeError, match="mean"):
+        norm.load_state_dict({}, strict=True)
 
 
 def _augment(fast_layers: bool):
