@@ -333,6 +333,7 @@ def layers() -> list:
         pp.Solarization(0.3, 0.8, value_range=(0, 1), seed=0),
         pp.AutoContrast(value_range=(0, 1)),
         pp.Equalization(value_range=(0, 1)),
+        pp.ContrastLimitedAdaptiveHistogramEqualization(value_range=(0, 1), tile_grid_size=(4, 3)),
         pp.RandomGaussianBlur(0.8, 5, (0.5, 2.0), value_range=(0, 1), seed=0),
         pp.RandAugment(value_range=(0, 1), num_ops=2, factor=0.5, seed=0, **geo_interp),
         pp.AugMix(value_range=(0, 1), seed=0),

@@ -22,6 +22,7 @@ from .auto_contrast import AutoContrast
 from .base import Layer, RandomLayer, layer_from_config, serialize_layer
 from .brightness import RandomBrightness
 from .category_encoding import CategoryEncoding
+from .clahe import ContrastLimitedAdaptiveHistogramEqualization
 from .color import (
     RandomColorDegeneration,
     RandomColorJitter,
@@ -67,6 +68,7 @@ __all__ = [
     "AutoContrast",
     "CategoryEncoding",
     "CenterCrop",
+    "ContrastLimitedAdaptiveHistogramEqualization",
     "CutMix",
     "Discretization",
     "DTypePolicy",

@@ -194,6 +194,14 @@ STRATEGIES = {
         data_format=fmt,
         dtype=policy,
     ),
+    "ContrastLimitedAdaptiveHistogramEqualization": st.builds(
+        pp.ContrastLimitedAdaptiveHistogramEqualization,
+        value_range=vrange,
+        clip_limit=st.floats(0.0, 100.0),
+        tile_grid_size=st.tuples(st.integers(1, 16), st.integers(1, 16)),
+        data_format=fmt,
+        dtype=policy,
+    ),
     "RandomGaussianBlur": st.builds(
         pp.RandomGaussianBlur,
         factor=from_zero,

@@ -38,6 +38,9 @@ def photometric_layers(fmt="channels_first"):
         pp.Solarization(0.3, 0.8, seed=9, **kw),
         pp.AutoContrast(**kw),
         pp.Equalization(**kw),
+        pp.ContrastLimitedAdaptiveHistogramEqualization(
+            clip_limit=2.0, tile_grid_size=(3, 2), **kw
+        ),
         pp.RandomGaussianBlur(0.8, 5, (0.5, 2.0), seed=10, **kw),
         pp.RandAugment(num_ops=2, factor=0.7, seed=11, **kw),
         pp.AugMix(num_chains=2, chain_depth=2, seed=12, **kw),
@@ -45,6 +48,7 @@ def photometric_layers(fmt="channels_first"):
 
 
 LAYERS = [type(layer).__name__ for layer in photometric_layers()]
+DETERMINISTIC = ("AutoContrast", "ContrastLimitedAdaptiveHistogramEqualization")
 
 
 def by_name(name, fmt="channels_first"):
@@ -60,7 +64,7 @@ def test_changes_images_and_is_identity_in_eval_where_keras_is(name):
     assert not torch.equal(out, x)
     assert float(out.min()) >= 0.0 and float(out.max()) <= 1.0
     evaluated = layer.eval()(x)
-    if name == "AutoContrast":  # deterministic: Keras applies it at inference too
+    if name in DETERMINISTIC:  # Keras applies them at inference too
         torch.testing.assert_close(evaluated, out, rtol=0, atol=0)
     else:
         assert torch.equal(evaluated, x)
@@ -127,7 +131,7 @@ def test_dict_inputs_change_only_images_and_follow_the_policy(name):
     assert policy(x).dtype == torch.bfloat16
 
 
-@pytest.mark.parametrize("name", [n for n in LAYERS if n not in ("AutoContrast", "Equalization")])
+@pytest.mark.parametrize("name", [n for n in LAYERS if n not in (*DETERMINISTIC, "Equalization")])
 def test_seeded_draws_repeat_and_differ_between_seeds(name):
     x = unit_images(n=8)
     config = by_name(name).get_config()
