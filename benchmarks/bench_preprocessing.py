@@ -412,6 +412,39 @@ def _hand_blur(x):
     return y.view_as(x)
 
 
+def _hand_clahe(x, grid=(8, 8), clip=4.0):
+    """Keras's CLAHE written directly in torch: one scatter-add for every tile's histogram,
+    clip and spread, the tables edge-padded, four gathers with their own index tensors."""
+    b, c, h, w = x.shape
+    (gh, gw), th, tw = grid, -(-h // grid[0]), -(-w // grid[1])
+    v = (x * 255).clamp(0, 255).to(torch.int64)
+    p = F.pad(v.float(), (0, tw * gw - w, 0, th * gh - h), mode="replicate").to(torch.int64)
+    tiles = p.view(b, c, gh, th, gw, tw).permute(0, 1, 2, 4, 3, 5).reshape(-1, th * tw)
+    hist = torch.zeros(tiles.shape[0], 256, device=x.device)
+    hist.scatter_add_(1, tiles, torch.ones(tiles.shape, device=x.device))
+    clipped = hist.clamp(max=clip * th * tw / 256)
+    hist = clipped + (hist - clipped).sum(1, keepdim=True) / 256
+    cdf = hist.cumsum(1)
+    lut = ((cdf - cdf[:, :1]) * 255 / (th * tw - cdf[:, :1]).clamp_min(1)).clamp(0, 255)
+    lut = F.pad(lut.view(b * c, gh, gw, 256).permute(0, 3, 1, 2), (1, 1, 1, 1), mode="replicate")
+    lut = lut.permute(0, 2, 3, 1).reshape(-1)
+    gy = (torch.arange(h, device=x.device) - th / 2) / th + 1
+    gx = (torch.arange(w, device=x.device) - tw / 2) / tw + 1
+    y0, x0 = gy.floor(), gx.floor()
+    wy, wx = (gy - y0).view(1, h, 1), (gx - x0).view(1, 1, w)
+    sy = (gw + 2) * 256
+    base = torch.arange(b * c, device=x.device).view(-1, 1, 1) * ((gh + 2) * sy)
+    nw = (
+        base
+        + v.view(b * c, h, w)
+        + (y0.long() * sy).view(1, h, 1)
+        + (x0.long() * 256).view(1, 1, w)
+    )
+    top = lut[nw] * (1 - wx) + lut[nw + 256] * wx
+    bottom = lut[nw + sy] * (1 - wx) + lut[nw + sy + 256] * wx
+    return ((top * (1 - wy) + bottom * wy) / 255).view(b, c, h, w)
+
+
 def photo_ops():
     """(name, our layer, hand-written torch, kornia builder or None) per photometric layer.
     Every image is changed (probabilities 1) unless the op is a coin flip by nature."""
@@ -441,6 +474,8 @@ def photo_ops():
          lambda K: K.RandomAutoContrast(p=1.0)),
         ("Equalization", pp.Equalization(**vr), _hand_equalize,
          lambda K: K.RandomEqualize(p=1.0)),
+        ("CLAHE 8x8 clip 4", pp.ContrastLimitedAdaptiveHistogramEqualization(**vr),
+         _hand_clahe, lambda K: K.RandomClahe((4.0, 4.0), (8, 8), p=1.0)),
         ("RandomGaussianBlur k5", pp.RandomGaussianBlur((1.0, 1.0), 5, (0.1, 2.0), seed=0,
          **vr), _hand_blur, lambda K: K.RandomGaussianBlur(5, (0.1, 2.0), p=1.0)),
         ("RandAugment n=2 (vs kornia's)", pp.RandAugment(num_ops=2, factor=0.5, seed=0, **vr),

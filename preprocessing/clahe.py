@@ -229,10 +229,11 @@ class ContrastLimitedAdaptiveHistogramEqualization(Layer):
         )
         x = self._to_nchw(batch)
         lo, hi = self._range
-        if (lo, hi) != (0.0, 255.0):  # Keras maps the range in float32
-            x = to_255(x.to(torch.float32), lo, hi)
         # Keras's grey level: the value truncated towards zero, clipped to [0, 255].
-        index = x if x.dtype == torch.uint8 else x.clamp(0, 255).to(torch.uint8)
+        if (lo, hi) != (0.0, 255.0):  # Keras maps the range in float32 (a fresh tensor)
+            index = to_255(x.to(torch.float32), lo, hi).clamp_(0, 255).to(torch.uint8)
+        else:
+            index = x if x.dtype == torch.uint8 else x.clamp(0, 255).to(torch.uint8)
         out = clahe(index, self._grid, float(self.clip_limit))
         out = from_255(out, lo, hi).to(out_dtype)
         return self._unbatch(self._from_nchw(out), single)
