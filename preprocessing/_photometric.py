@@ -123,9 +123,14 @@ def scatter_rows(out: torch.Tensor, rows: list[int], src: torch.Tensor) -> None:
 
 
 def apply_where(
-    x: torch.Tensor, mask: torch.Tensor, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    x: torch.Tensor,
+    mask: torch.Tensor,
+    fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    rest: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> torch.Tensor:
-    """``fn(x[i], i)`` for the samples where ``mask`` (B,) holds, ``x[i]`` elsewhere.
+    """``fn(x[i], i)`` for the samples where ``mask`` (B,) holds, ``x[i]`` elsewhere (or
+    ``rest(x)[i]``: ``rest`` maps the whole batch to a new tensor, e.g. a clip, so that a
+    layer whose ``fn`` already clips does not take a second pass over every output).
 
     ``fn(subset, index)`` receives a run of samples and their indices (to pick their
     parameters). On CPU the mask is read on the host (no device sync there) and each run
@@ -137,19 +142,20 @@ def apply_where(
     """
     n = x.shape[0]
     if n == 0:
-        return x  # an empty batch (a filtered-out one): grouped convolutions refuse 0 groups
+        # An empty batch (a filtered-out one): grouped convolutions refuse 0 groups.
+        return x if rest is None else rest(x)
     if not _eager_cpu(x):
         everyone = torch.arange(n, device=x.device)
-        return torch.where(mask.view(-1, 1, 1, 1), fn(x, everyone), x)
+        return torch.where(mask.view(-1, 1, 1, 1), fn(x, everyone), x if rest is None else rest(x))
     chosen = mask.tolist()
     if all(chosen):
         return fn(x, torch.arange(n))
     if not any(chosen):
-        return x
+        return x if rest is None else rest(x)
     # One full-batch copy first (a parallel kernel that also takes the page faults of the
     # fresh tensor), then the selected runs rewritten: filling a fresh tensor run by run
     # measured slower (flip_batch's finding).
-    out = x.clone()
+    out = x.clone() if rest is None else rest(x)
     start = 0
     for end in range(1, n + 1):
         if end < n and chosen[end] == chosen[start]:

@@ -431,15 +431,22 @@ class RandomLayer(Layer):
         super().__setstate__(state)
         self._draw_lock = threading.Lock()
 
-    def _next_draw(self) -> torch.Tensor:
+    def _next_draw(self) -> torch.Tensor | int:
         """This draw's number; the counter moves on. Threads sharing the layer (a
         ``Dataset.map`` pool) each get their own number: the step is locked in eager
-        mode (under ``torch.compile`` the graph does it, with no Python lock to trace)."""
+        mode (under ``torch.compile`` the graph does it, with no Python lock to trace).
+        Eager with the counter on the CPU, the number comes back as an int (reading it
+        costs nothing there, and ``hashed_uniform`` then draws on the host); elsewhere
+        as a tensor, so a device counter is never read back."""
         if torch.compiler.is_compiling():
             c = self._draws.clone()
             self._draws.add_(1)
             return c
         with self._draw_lock:
+            if self._draws.device.type == "cpu":
+                number = int(self._draws)
+                self._draws.fill_(number + 1)
+                return number
             c = self._draws.clone()
             self._draws.add_(1)
         return c

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -16,14 +17,24 @@ def crop_windows(
 ) -> torch.Tensor:
     """Crop (B, C, H, W) ``x`` at each image's own (top, left) to (height, width).
 
-    On CPU the offsets are read on the host and each window is copied by ``torch.stack``
-    of slices (measured: several times faster than index gathers, which compute an index
-    per element). Elsewhere, and under ``torch.compile``, two gathers (rows, then
-    columns) keep the offsets on the device; their index tensors are broadcast views.
+    On CPU the offsets are read on the host (a window outside the image raises a
+    ``ValueError``) and the windows are copied by ``_copy_runs`` (a contiguous ``x``
+    that needs no gradient) or by ``torch.stack`` of slices (measured: several times
+    faster than index gathers, which compute an index per element). Elsewhere, and
+    under ``torch.compile``, two gathers (rows, then columns) keep the offsets on the
+    device; their index tensors are broadcast views.
     """
     b, c, h, w = x.shape
     if x.device.type == "cpu" and not torch.compiler.is_compiling() and b:
-        spots = zip(top.tolist(), left.tolist())
+        tops, lefts = top.tolist(), left.tolist()
+        if min(tops) < 0 or max(tops) > h - height or min(lefts) < 0 or max(lefts) > w - width:
+            raise ValueError(
+                f"crop_windows: {height}x{width} windows at top {tops}, left {lefts} do not "
+                f"fit in {h}x{w} images"
+            )
+        if x.is_contiguous() and not x.requires_grad:
+            return _copy_runs(x, tops, lefts, height, width)
+        spots = zip(tops, lefts)
         return torch.stack(
             [x[i, :, t : t + height, s : s + width] for i, (t, s) in enumerate(spots)]
         )
@@ -31,6 +42,33 @@ def crop_windows(
     cols = left.view(b, 1) + torch.arange(width, device=x.device)
     x = x.gather(2, rows.view(b, 1, height, 1).expand(b, c, height, w))
     return x.gather(3, cols.view(b, 1, 1, width).expand(b, c, height, width))
+
+
+def _copy_runs(
+    x: torch.Tensor, tops: list[int], lefts: list[int], height: int, width: int
+) -> torch.Tensor:
+    """``crop_windows`` of a contiguous CPU batch with one ``index_select``.
+
+    Every output row is a run of ``width`` consecutive values of ``x``; row k of the
+    overlapping view ``runs`` is the run that starts at value k, so selecting the
+    B * C * height run starts copies every window in one parallel kernel. ``torch.stack``
+    of per-image slices runs one copy kernel (and one thread fork/join) per image:
+    measured 2.1 ms vs 1.7 ms for 64x3x224x224 float32 -> 192x192, 2 threads.
+    """
+    b, c, h, w = x.shape
+    flat = x.reshape(-1)
+    runs = flat.as_strided((flat.numel() - width + 1, width), (1, 1))
+    image = c * h * w
+    first = torch.tensor([i * image + t * w + s for i, (t, s) in enumerate(zip(tops, lefts))])
+    starts = first.view(b, 1, 1) + _row_offsets(c, h, w, height)  # (B, C, height)
+    return runs.index_select(0, starts.view(-1)).view(b, c, height, width)
+
+
+@functools.lru_cache(maxsize=16)
+def _row_offsets(c: int, h: int, w: int, height: int) -> torch.Tensor:
+    """(C, height): where output row r of channel k starts in an image, relative to the
+    window's first value (cached: the same for every batch of one shape; never written)."""
+    return torch.arange(0, c * h * w, h * w).view(c, 1) + torch.arange(0, height * w, w)
 
 
 class RandomCrop(GeometricLayer, RandomLayer):
