@@ -43,8 +43,10 @@ def blur(
     when the image is smaller than the kernel's reach); the result clipped to ``clip`` =
     (low, high) when given.
 
-    Eager on CPU ``_blur_cpu`` computes it; elsewhere (other devices, ``torch.compile``)
-    two grouped convolutions with B * C groups (``_blur_conv``).
+    Kernels up to ``MAX_2D_SIDE`` on a side are one depthwise convolution with each
+    image's 2D kernel ``taps_y x taps_x`` (the separable kernel's weights, summed in
+    another order); larger ones two 1D passes. Eager on CPU the batch goes through in
+    chunks (``_blur_chunks``); elsewhere (other devices, ``torch.compile``) at once.
     """
     b, c, h, w = x.shape
     kx, ky = size
@@ -52,20 +54,41 @@ def blur(
     mode = "reflect" if rx < w and ry < h else "replicate"
     taps_x = gaussian_taps(sigma[:, 0].to(x.dtype), kx)
     taps_y = gaussian_taps(sigma[:, 1].to(x.dtype), ky)
+    kernel = None
+    if max(kx, ky) <= MAX_2D_SIDE:
+        kernel = flush_weights(taps_y.unsqueeze(2) * taps_x.unsqueeze(1))
     tracked = torch.is_grad_enabled() and (x.requires_grad or sigma.requires_grad)
     if _eager_cpu(x) and b and not tracked:
-        return _blur_cpu(x, taps_x, taps_y, mode, clip)
-    y = _blur_conv(x, taps_x, taps_y, mode)
+        return _blur_chunks(x, kernel, taps_x, taps_y, mode, clip)
+    y = _blur_once(x, kernel, taps_x, taps_y, mode)
     return y if clip is None else y.clamp_(*clip)
 
 
-def _blur_conv(
-    x: torch.Tensor, taps_x: torch.Tensor, taps_y: torch.Tensor, mode: str
+# Kernels up to 7x7 take one 2D convolution (64x3x224x224, 2 threads, CPU: 16, 18 and
+# 22 ms for 3x3, 5x5 and 7x7 against 20, 28 and 26 ms for two 1D passes; 82 ms vs 27 ms
+# at 9x9, where oneDNN leaves its depthwise kernel).
+MAX_2D_SIDE = 7
+CHUNK_IMAGES = 16  # images per convolution on CPU: oneDNN's blocks are 16 channels
+
+
+def _blur_once(
+    x: torch.Tensor,
+    kernel: torch.Tensor | None,
+    taps_x: torch.Tensor,
+    taps_y: torch.Tensor,
+    mode: str,
 ) -> torch.Tensor:
-    """``blur`` as two grouped convolutions (one group per plane): along y, then x."""
+    """``blur`` of ``x`` in one go: the 2D ``kernel`` (B, ky, kx) if there is one, else
+    two grouped convolutions along y, then x (one group per plane)."""
     b, c, h, w = x.shape
     kx, ky = taps_x.shape[1], taps_y.shape[1]
-    y = _padded_planes(x, kx // 2, ky // 2, mode)
+    y = x
+    if kx > 1 or ky > 1:
+        y = F.pad(x, (kx // 2, kx // 2, ky // 2, ky // 2), mode=mode)
+    y = y.reshape(1, b * c, *y.shape[2:])  # planes as channels
+    if kernel is not None:
+        weight = kernel.repeat_interleave(c, dim=0).view(b * c, 1, ky, kx)
+        return F.conv2d(y, weight, groups=b * c).view(b, c, h, w)
     taps_x = taps_x.repeat_interleave(c, dim=0)
     taps_y = taps_y.repeat_interleave(c, dim=0)
     y = F.conv2d(y, taps_y.view(b * c, 1, ky, 1), groups=b * c)
@@ -73,56 +96,28 @@ def _blur_conv(
     return y.view(b, c, h, w)
 
 
-def _blur_2d(x: torch.Tensor, kernel: torch.Tensor, mode: str) -> torch.Tensor:
-    """``blur`` as one grouped convolution with each image's (ky, kx) ``kernel`` (B, ky, kx)."""
-    b, c, h, w = x.shape
-    ky, kx = kernel.shape[1:]
-    y = _padded_planes(x, kx // 2, ky // 2, mode)
-    weight = kernel.repeat_interleave(c, dim=0).view(b * c, 1, ky, kx)
-    return F.conv2d(y, weight, groups=b * c).view(b, c, h, w)
-
-
-def _padded_planes(x: torch.Tensor, rx: int, ry: int, mode: str) -> torch.Tensor:
-    """(1, B * C, H + 2 ry, W + 2 rx): ``x`` padded, its planes as channels."""
-    if rx or ry:
-        x = F.pad(x, (rx, rx, ry, ry), mode=mode)
-    return x.reshape(1, -1, *x.shape[2:])
-
-
-MAX_2D_SIDE = 7  # kernels up to 7x7 take one 2D convolution on CPU (measured faster)
-CHUNK_IMAGES = 16  # images per convolution on CPU: oneDNN's blocks are 16 channels
-
-
-def _blur_cpu(
+def _blur_chunks(
     x: torch.Tensor,
+    kernel: torch.Tensor | None,
     taps_x: torch.Tensor,
     taps_y: torch.Tensor,
     mode: str,
     clip: tuple[float, float] | None,
 ) -> torch.Tensor:
-    """``blur`` on CPU: ``CHUNK_IMAGES`` images at a time, each chunk clipped on its way
-    into the output.
+    """``_blur_once`` on CPU, ``CHUNK_IMAGES`` images at a time, each chunk clipped on its
+    way into the output.
 
-    Kernels up to ``MAX_2D_SIDE`` on a side are one depthwise convolution with the 2D
-    kernel ``taps_y x taps_x`` (the same weights; sums in another order, so values
-    differ from the separable ones by float rounding): oneDNN's two 1D passes each
-    convert the batch to its blocked layout and back, four extra passes over memory.
-    Chunks keep those conversions in cache and their buffers small (64x3x224x224,
-    kernel 5, 2 threads: 17 ms vs 28 ms for the separable convolutions over the
-    batch, 120-150 ms when the big buffers page-fault in afresh each call).
+    oneDNN converts a convolution's input to its blocked layout and the result back;
+    over a whole batch those conversions are passes over memory in large fresh buffers
+    that page-fault in anew on many calls. A chunk's stay in cache (64x3x224x224, kernel
+    5, 2 threads: 17 ms vs 28 ms for the batch at once, 120-150 ms when it faults).
     """
     b = x.shape[0]
-    kx, ky = taps_x.shape[1], taps_y.shape[1]
-    kernel = None
-    if max(kx, ky) <= MAX_2D_SIDE:
-        kernel = flush_weights(taps_y.unsqueeze(2) * taps_x.unsqueeze(1))
     out = None if b <= CHUNK_IMAGES else torch.empty_like(x)
     for i in range(0, b, CHUNK_IMAGES):
         part = slice(i, i + CHUNK_IMAGES)
-        if kernel is not None:
-            y = _blur_2d(x[part], kernel[part], mode)
-        else:
-            y = _blur_conv(x[part], taps_x[part], taps_y[part], mode)
+        k = None if kernel is None else kernel[part]
+        y = _blur_once(x[part], k, taps_x[part], taps_y[part], mode)
         if out is None:  # one chunk: its result is the output
             return y if clip is None else y.clamp_(*clip)
         if clip is None:

@@ -164,7 +164,7 @@ def _reference_blur(x, sigma, size):
     kx, ky = size
     mode = "reflect" if kx // 2 < w and ky // 2 < h else "replicate"
     taps = [gaussian_blur.gaussian_taps(sigma[:, i].double(), k) for i, k in enumerate(size)]
-    return gaussian_blur._blur_conv(x.double(), taps[0], taps[1], mode)
+    return gaussian_blur._blur_once(x.double(), None, taps[0], taps[1], mode)
 
 
 @pytest.mark.parametrize("shape,size,dtype", BLUR_CASES)
@@ -185,6 +185,9 @@ def test_cpu_blur_equals_separable_convolutions(shape, size, dtype, monkeypatch)
         monkeypatch.setattr(gaussian_blur, "CHUNK_IMAGES", images)
         assert torch.equal(gaussian_blur.blur(x, sigma, size, clip=(0.0, 1.0)), clipped)
         assert torch.equal(gaussian_blur.blur(x, sigma, size), out)
+    # The path of other devices and torch.compile (the batch at once) gives the same bits.
+    monkeypatch.setattr(gaussian_blur.torch.compiler, "is_compiling", lambda: True)
+    assert torch.equal(gaussian_blur.blur(x, sigma, size, clip=(0.0, 1.0)), clipped)
 
 
 def test_narrow_gaussians_have_no_denormal_weights():
@@ -228,7 +231,7 @@ def test_gaussian_blur_layer_clips_blurred_and_kept_images():
     assert 0 < int(mask.sum()) < 8  # some blurred, some kept
     sigma = params["blur_factor"]
     taps = [gaussian_blur.gaussian_taps(sigma[:, i], 5) for i in (0, 1)]
-    blurred = gaussian_blur._blur_conv(x, taps[0], taps[1], "reflect")
+    blurred = gaussian_blur._blur_once(x, None, taps[0], taps[1], "reflect")
     want = torch.where(mask.view(-1, 1, 1, 1), blurred, x).clamp(0.0, 1.0)
     out = layer(x)
     torch.testing.assert_close(out, want, rtol=0, atol=1e-6)
