@@ -123,6 +123,10 @@ def test_crop_windows_strided_and_tracked_inputs():
     x = base.permute(0, 3, 1, 2)  # channels_last strides: the per-image slices path
     top, left = torch.tensor([0, 2, 5, 1]), torch.tensor([3, 0, 4, 4])
     assert torch.equal(crop.crop_windows(x, top, left, 5, 8), _gathered(x, top, left, 5, 8))
+    shifted = torch.rand(5, 3, 10, 12)[1:]  # contiguous, at a storage offset
+    assert shifted.storage_offset() > 0 and shifted.is_contiguous()
+    want = _gathered(shifted, top, left, 5, 8)
+    assert torch.equal(crop.crop_windows(shifted, top, left, 5, 8), want)
     tracked = torch.rand(4, 3, 10, 12, requires_grad=True)
     out = crop.crop_windows(tracked, top, left, 5, 8)
     out.sum().backward()
