@@ -26,8 +26,9 @@ the model only *proposes* moves and the measured rate decides them:
   predicted CPU demand ``p' * cpu_time / wall_time * max_intra_op_parallelism`` (summed
   over stages) fits the CPU budget. Threads that sleep
   on I/O cost almost no CPU, so an I/O-latency map may get many threads on two cores.
-* A trial runs for one measurement window and is kept only if the output rate rose by at
-  least 25% of the ideal linear gain (and 8%); otherwise it is reverted and the stage waits
+* A trial runs for two measurement windows (after one that lets buffers refill) and is
+  kept only if its output rate rose, over the median of the last three windows before it,
+  by at least 25% of the ideal linear gain (and 8%); otherwise it is reverted and the stage waits
   ``2**(k+2)`` windows before trying again (``k`` grows with each failure). This is what keeps a
   GIL-bound function at 1–2 threads instead of the budget's maximum.
 * A stage whose workers idle (busy fraction < 0.5; the consumer or the input limits it),
@@ -86,6 +87,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -97,6 +99,10 @@ from datapipe import _structure as nest
 
 WINDOW_S = 0.05  # shortest measurement window
 MIN_WINDOW_ELEMENTS = 16
+# A trial is judged on a window this many times WINDOW_S, against the median of the last
+# BASE_WINDOWS windows at the value it started from.
+TRIAL_WINDOWS = 2
+BASE_WINDOWS = 3
 # A periodic probe for fewer threads every this many windows (~3 s): conditions change.
 PROBE_EVERY_WINDOWS = 64
 DEFAULT_MAX_THREADS = 64  # per stage, when threading.private_threadpool_size is unset
@@ -242,6 +248,7 @@ class Stage:
         self.cpu_fraction = 1.0
         self._step_up = 1.5  # growth factor of the next trial up (2 after a near-linear gain)
         self._refused_up: int | None = None  # the last value a trial up did not earn
+        self._recent: dict[int, list[float]] = {}  # value -> its last windows' rates
         self.rate = 0.0
         # the executor: the one running ("inline", "thread", "process"); whether AUTOTUNE
         # chooses it (then ``phase`` walks inline -> thread trial -> process trial -> done),
@@ -340,8 +347,8 @@ class Autotuner:
         dt, dn, dbusy, dcpu, dwait = (a - b for a, b in zip(now, s._mark))
         if dn < MIN_WINDOW_ELEMENTS and dt < 4 * WINDOW_S and not _clearly_costly(s, dn, dbusy):
             return  # too few elements to judge; keep measuring
-        if s._trial is not None and s._trial[2] == "down" and not s._settle and dt < 2 * WINDOW_S:
-            return  # giving threads back is judged on a longer window: noise must not win
+        if s._trial is not None and not s._settle and dt < TRIAL_WINDOWS * WINDOW_S:
+            return  # a trial is judged on a longer window: noise must not win
         s._mark = now
         if s._settle:
             s._settle = False
@@ -384,6 +391,7 @@ class Autotuner:
             s._refused_up = None if keep and new >= (s._refused_up or 0) else s._refused_up
             if not keep:
                 s._refused_up = new
+        s._recent[new] = [rate] * TRIAL_WINDOWS  # samples at the tried value, whichever wins
         if keep:
             s._failures[direction] = 0
             if direction == "up":  # scaled almost linearly: take bigger steps, bigger
@@ -402,8 +410,16 @@ class Autotuner:
         for d in ("up", "down"):
             s._cooldown[d] = max(0, s._cooldown[d] - 1)
         p = s.value
-        if s._windows < 2:  # warm-up: chunk sizes and caches are still settling
+        # A trial is judged against the median of the last few windows at this value, not
+        # the last one alone: with another process on the cores, single 50-ms windows of
+        # 40 sleeping threads swung between 5,500 and 16,000 el/s (W4's I/O case: a lucky
+        # base refused every step up and the stage stayed at 44% of the best setting).
+        recent = s._recent.setdefault(p, [])
+        recent.append(rate)
+        del recent[:-BASE_WINDOWS]
+        if len(recent) < BASE_WINDOWS:  # also the warm-up: chunk sizes are still settling
             return
+        rate = statistics.median(recent)
         if busy_fraction >= 0.7 and p < s.max_value and s._cooldown["up"] == 0:
             # Threads that mostly wait scale linearly until the CPU budget is full (the
             # model's prediction), so their first step is already large.

@@ -95,6 +95,24 @@ def test_io_latency_function_grows_past_the_core_count(monkeypatch):
     assert 27 <= w.settled() <= 64
 
 
+def test_a_lucky_window_before_a_trial_does_not_refuse_a_real_gain(monkeypatch):
+    # Windows of one setting swing (another process on the cores: single 50-ms windows of
+    # W4's sleeping threads varied 3x). A trial is judged against the median of the last
+    # windows, not the last one: a 1.5x spike just before the trial refused a true 1.3x
+    # gain from 4 to 6 threads before.
+    window = iter(range(1, 1000))
+
+    def rate(p):
+        return 10_000 * (p / 4) ** 0.65 * (1.5 if next(window) == 3 else 1.0)
+
+    w = FakeWorkload(monkeypatch, rate, cpu_budget=64)
+    w.stage.set_value(4)
+    w.run(12)
+    first = w.stage.trials[0]
+    assert first[:3] == ("up", 4, 6) and first[3] == 10_000 and first[5] is True
+    assert w.stage.value >= 6
+
+
 def test_cpu_budget_caps_cpu_bound_threads(monkeypatch):
     # Even if more threads helped, CPU-bound work may not exceed the CPU budget.
     w = FakeWorkload(monkeypatch, rate=lambda p: 1_000 * p, cpu_fraction=1.0, cpu_budget=3)
