@@ -21,8 +21,9 @@ tells in advance (a pure-Python function gets *slower* per element on more threa
 the model only *proposes* moves and the measured rate decides them:
 
 * A stage whose workers are busy (busy fraction >= 0.7, i.e. it is a bottleneck) proposes
-  ``p -> max(p + 1, 1.5 p)`` (``2 p`` after a trial that scaled almost linearly, ``4 p``
-  if the threads also mostly wait, ``8 p`` if they use under 10% of a core), if its
+  ``p -> max(p + 1, 1.5 p)`` (``2 p`` after a trial that scaled almost linearly; as the
+  first step of threads that mostly wait, ``4 p``, or ``8 p`` if they use under 10% of a
+  core), if its
   predicted CPU demand ``p' * cpu_time / wall_time * max_intra_op_parallelism`` (summed
   over stages) fits the CPU budget. Threads that sleep
   on I/O cost almost no CPU, so an I/O-latency map may get many threads on two cores.
@@ -247,6 +248,7 @@ class Stage:
         self._windows = 0
         self.cpu_fraction = 1.0
         self._step_up = 1.5  # growth factor of the next trial up (2 after a near-linear gain)
+        self._grew = False  # a trial up was kept (threads that wait: no more large steps)
         self._refused_up: int | None = None  # the last value a trial up did not earn
         self._recent: dict[int, list[float]] = {}  # value -> its last windows' rates
         self.rate = 0.0
@@ -398,7 +400,8 @@ class Autotuner:
                 # still for threads that mostly wait (the model predicts linear scaling
                 # until the CPU budget is full, which _fit_cpu enforces)
                 linear = rate >= base * (1 + 0.7 * (ideal - 1))
-                s._step_up = (4.0 if s.cpu_fraction < 0.25 else 2.0) if linear else 1.5
+                s._step_up = 2.0 if linear else 1.5
+                s._grew = True
             return
         s.set_value(old)
         s._failures[direction] = min(s._failures[direction] + 1, 6)
@@ -422,8 +425,12 @@ class Autotuner:
         rate = statistics.median(recent)
         if busy_fraction >= 0.7 and p < s.max_value and s._cooldown["up"] == 0:
             # Threads that mostly wait scale linearly until the CPU budget is full (the
-            # model's prediction), so their first step is already large.
-            step = 8.0 if s.cpu_fraction < 0.1 else 4.0 if s.cpu_fraction < 0.25 else s._step_up
+            # model's prediction), so their first step is already large. Later steps are
+            # at most 2x: past saturation a 4x step cannot show the 1.75x its size asks
+            # for (W4's I/O: 16 -> 64 threads gained 1.66x and was refused, the stage then
+            # searched below 64 for a second of a 5-s run).
+            wait = s.cpu_fraction < 0.25 and not s._grew
+            step = (8.0 if s.cpu_fraction < 0.1 else 4.0) if wait else s._step_up
             target = min(s.max_value, max(p + 1, math.ceil(step * p)))
             if s._refused_up is not None and p < s._refused_up:
                 # Past a saturation point a large step cannot show the gain its size asks
