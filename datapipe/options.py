@@ -93,7 +93,10 @@ class ThreadingOptions(_Merge):
 class AutotuneOptions(_Merge):
     """``enabled`` (default True); ``cpu_budget``: cores the tuner may fill (default: cores
     available to the process); ``ram_budget``: bytes all buffers may hold (default: half
-    of available memory)."""
+    of available memory; elements a stage's input buffers count once, handed over, not
+    copied. Elements are sized from the first result of each stage, and a stage holding
+    nothing may take one element over the budget so that a budget smaller than one
+    element cannot stall the pipeline)."""
 
     enabled: bool | None = None
     cpu_budget: int | None = None

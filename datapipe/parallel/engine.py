@@ -134,6 +134,9 @@ class Engine(SharedStage):
         self.lanes: list[Lane] = []
         self.sizer = ChunkSizer()
         self.bytes_per_elem: float | None = None
+        # elements admitted before their size was known: computed without a reservation,
+        # they are counted against the budget when it is known (``_fit``)
+        self.unsized = 0
         self.block = 1  # slots: elements per visit of a lane (interleave's block_length)
         self.group = WorkerGroup(op, _worker, self)
         self.processes: Any = None  # processes.Workers once the executor was PROCESS
@@ -240,7 +243,8 @@ class Engine(SharedStage):
         bpe = self.bytes_per_elem
         if bpe is None:  # element size unknown: one element until a chunk is done
             return 0 if busy else 1
-        fit = int(self.ram.free() // max(bpe, 1.0))
+        bpe = max(bpe, 1.0)
+        fit = int((self.ram.free() - self.unsized * bpe) // bpe)
         if fit < 1:
             return 0 if busy else 1  # so that a tiny budget cannot deadlock
         return self.sizer.next_size(limit=min(room, fit))
@@ -506,18 +510,31 @@ def _worker(eng: Engine, wid: int) -> None:
             lane.pending += 1
             # A map reserves its results' bytes before computing them; a buffer lane takes
             # over bytes its input reserved already (they are released there as it reads).
-            reserve = 0
-            if eng.bytes_per_elem and lane.transform is not None:
-                reserve = int(n * eng.bytes_per_elem)
+            reserve = unsized = 0
+            if lane.transform is not None:
+                if eng.bytes_per_elem:
+                    reserve = int(n * eng.bytes_per_elem)
+                else:  # its bytes appear when it is done; until then ``_fit`` counts it
+                    unsized = n
+                    eng.unsized += n
             eng.ram.try_reserve(reserve, force=True)
-        chunk, elems = take_input(eng, lane, n, reserve, gen)
-        if chunk is None:
-            continue
-        if lane.transform is not None and torch_ranges.active():  # a range per chunk
-            with torch_ranges.worker_range(getattr(eng, "label", eng.op)):
-                compute(eng, lane, chunk, elems, wid, gen)
-        else:
+        try:
+            _take_and_compute(eng, lane, n, reserve, wid, gen)
+        finally:
+            if unsized:  # its bytes are reserved now (or it was dropped)
+                with eng.cond:
+                    eng.unsized -= unsized
+
+
+def _take_and_compute(eng: Engine, lane: Lane, n: int, reserve: int, wid: int, gen: int) -> None:
+    chunk, elems = take_input(eng, lane, n, reserve, gen)
+    if chunk is None:
+        return
+    if lane.transform is not None and torch_ranges.active():  # a range per chunk
+        with torch_ranges.worker_range(getattr(eng, "label", eng.op)):
             compute(eng, lane, chunk, elems, wid, gen)
+    else:
+        compute(eng, lane, chunk, elems, wid, gen)
 
 
 def take_input(

@@ -238,6 +238,28 @@ def test_ram_budget_bounds_buffered_bytes():
     assert untuned.ram.peak > 3 * budget
 
 
+def test_ram_budget_counts_elements_whose_size_was_unknown_when_admitted():
+    # Until a first result shows the element size, each worker takes one element without
+    # a reservation. Element 0 came back first, and the other worker's later chunks were
+    # sized to fill the whole budget while element 1 (sized only when done) was still being
+    # computed: the peak went one element over (CI, once in ~200 runs of the test above).
+    # Element 1 is slow here, which made it happen every run.
+    def f(x):
+        if x == 1:
+            time.sleep(0.3)
+        return _big(x)
+
+    budget = 3 * ELEMENT_BYTES
+    opts = dp.Options(autotune=dp.AutotuneOptions(ram_budget=budget))
+    it = iter(dp.range(40).map(f, num_parallel_calls=2).with_options(opts))
+    got = [int(x[0]) for x in it]
+    ram = it.root.tuner.ram
+    it.close()
+    assert got == list(range(40))
+    assert ram.peak == budget  # filled, and never above
+    assert ram.used == 0
+
+
 def test_ram_budget_holds_across_the_hand_over_between_stages(monkeypatch):
     # A prefetch worker reads elements the map below reserved. They were released there and
     # reserved again when the prefetch chunk was done; in between, the map's workers filled
