@@ -260,6 +260,29 @@ def test_ram_budget_counts_elements_whose_size_was_unknown_when_admitted():
     assert ram.used == 0
 
 
+def test_ram_budget_is_filled_exactly_and_a_budget_below_one_element_still_runs():
+    # With the consumer away, a map under a prefetch fills the budget to the byte and
+    # stops (the map keeps one finished element: the prefetch may not take it over).
+    budget = 3 * ELEMENT_BYTES
+    opts = dp.Options(autotune=dp.AutotuneOptions(ram_budget=budget))
+    it = iter(dp.range(40).map(_big, num_parallel_calls=2).prefetch(10).with_options(opts))
+    first = next(it)
+    ram = it.root.tuner.ram
+    deadline = time.monotonic() + 10
+    while ram.used < budget and time.monotonic() < deadline:  # the consumer is away
+        time.sleep(0.01)
+    time.sleep(0.1)  # and stays away: nothing more is taken
+    assert ram.used == ram.peak == budget
+    got = [int(first[0])] + [int(x[0]) for x in it]
+    it.close()
+    assert got == list(range(40))
+    assert ram.peak == budget
+    # A budget below one element still runs, one element at a time.
+    small = dp.Options(autotune=dp.AutotuneOptions(ram_budget=ELEMENT_BYTES // 2))
+    ds = dp.range(10).map(_big, num_parallel_calls=2).prefetch(4).with_options(small)
+    assert [int(x[0]) for x in ds] == list(range(10))
+
+
 def test_ram_budget_holds_across_the_hand_over_between_stages(monkeypatch):
     # A prefetch worker reads elements the map below reserved. They were released there and
     # reserved again when the prefetch chunk was done; in between, the map's workers filled
