@@ -11,9 +11,12 @@ functions:
 Each setting runs for the same wall time from a fresh iterator (AUTOTUNE's time to find
 its setting counts against it), ``dp.range(...).map(f, n[, executor]).batch(32)``; the
 figure is elements per second. The sweep runs every setting once; the best of it then runs
-``repeats`` more times, in turn with AUTOTUNE's ``repeats`` runs, and each side's figure is
-the median of its runs (the sweep's maximum alone is biased upwards by the noise of single
-5-s runs, ~10% on 2 cores).
+in ``max(repeats, MIN_PAIRS)`` rounds with AUTOTUNE, the two taking turns at going first,
+and the target is the median of the per-round ratios (``AUTOTUNE / best``): the two runs of
+a round see the same load. The sweep's maximum alone is biased upwards by the noise of
+single 5-s runs (~10% on 2 cores), and medians of three runs each still let the load's
+drift between runs through: the cheap row, where AUTOTUNE runs the very code of the fixed
+inline setting, read 82-102% that way.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import numpy as np
 from .common import Result
 
 THREADS = (1, 2, 3, 4, 8)
+MIN_PAIRS = 5
 SWEEP_IO = (1, 2, 4, 8, 16, 32, 64)
 
 
@@ -76,12 +80,14 @@ def _rate(fn, calls, seconds: float, executor=None) -> tuple[float, list]:
     return n / dt, path
 
 
-def run(quick: bool, repeats: int) -> list[tuple[str, dict, float, list]]:
+def run(quick: bool, repeats: int) -> list[tuple[str, dict, str, float, float, list]]:
+    """Per function: (name, the sweep's rates with the best's replaced by its median over
+    the rounds, the best setting, AUTOTUNE's median rate, the median per-round ratio,
+    AUTOTUNE's path in its median run)."""
     import torch
 
-    import datapipe as dp
-
     seconds = 1.5 if quick else 5.0
+    pairs = 1 if quick else max(repeats, MIN_PAIRS)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     out = []
@@ -91,21 +97,34 @@ def run(quick: bool, repeats: int) -> list[tuple[str, dict, float, list]]:
             settings.update({f"t{p}": (p, None) for p in sweep})
             settings.update({f"p{p}": (p, "process") for p in procs})
             fixed = {k: _rate(fn, c, seconds, e)[0] for k, (c, e) in settings.items()}
-            # The sweep's best is the maximum of single noisy runs (biased upwards): it
-            # runs again, in turn with AUTOTUNE, and each is judged on its median.
             best = max(fixed, key=fixed.get)
-            calls, executor = settings[best]
-            runs, autos = [fixed[best]], []
-            for _ in range(max(1, repeats)):
-                autos.append(_rate(fn, dp.AUTOTUNE, seconds))
-                runs.append(_rate(fn, calls, seconds, executor)[0])
+            runs, autos = _paired(fn, settings[best], seconds, pairs)
+            ratio = statistics.median(a[0] / f for a, f in zip(autos, runs))
             fixed[best] = statistics.median(runs)
-            autos.sort(key=lambda r: r[0])
-            rate, path = autos[len(autos) // 2]
-            out.append((name, fixed, rate, path))
+            autos_sorted = sorted(autos, key=lambda r: r[0])
+            rate, path = autos_sorted[len(autos) // 2]
+            out.append((name, fixed, best, rate, ratio, path))
     finally:
         torch.set_num_threads(threads)
     return out
+
+
+def _paired(fn, setting, seconds: float, pairs: int) -> tuple[list[float], list[tuple]]:
+    """``pairs`` rounds of (AUTOTUNE, the fixed ``setting``), the two taking turns at
+    going first (a run right after another may find the cores warmer or the allocator
+    fuller): the fixed setting's rates and AUTOTUNE's (rate, path) per round."""
+    import datapipe as dp
+
+    calls, executor = setting
+    runs, autos = [], []
+    for i in range(pairs):
+        if i % 2:
+            runs.append(_rate(fn, calls, seconds, executor)[0])
+            autos.append(_rate(fn, dp.AUTOTUNE, seconds))
+        else:
+            autos.append(_rate(fn, dp.AUTOTUNE, seconds))
+            runs.append(_rate(fn, calls, seconds, executor)[0])
+    return runs, autos
 
 
 def report(rows) -> tuple[str, list[Result]]:
@@ -113,9 +132,7 @@ def report(rows) -> tuple[str, list[Result]]:
         f"{'function':<28} {'best fixed':>18} {'AUTOTUNE':>10} {'ratio':>7}  sweep "
         "(t: threads, p: processes) / AUTOTUNE's path"
     ]
-    for name, fixed, auto, path in rows:
-        best = max(fixed, key=fixed.get)
-        ratio = auto / fixed[best]
+    for name, fixed, best, auto, ratio, path in rows:
         sweep = " ".join(f"{k}:{r:,.0f}" for k, r in fixed.items())
         steps = ", ".join(f"{k} {o}->{v}" for k, o, v in path) or "stayed inline"
         lines.append(

@@ -72,7 +72,10 @@ measures each candidate in turn, on the live pipeline, and keeps the fastest:
    ``random_map`` can send their function (cloudpickle) and the RAM budget has
    ``PROCESS_RAM_BYTES`` per process. They are kept if they beat the better of inline and
    threads by ``PROCESS_MIN_GAIN`` (10%); otherwise the stage goes back to that one. A
-   process stage never has more workers than the CPU budget.
+   process stage never has more workers than the CPU budget. Threads that scale are
+   compared with processes too when their CPU-bound results are small
+   (``PROCESS_SMALL_OUTPUT_BYTES``, 64 KiB; kept at a 5% gain): a process sends such a
+   result back for nothing and pays none of the GIL hand-offs around each C call.
 
 ``prefetch(AUTOTUNE)`` measures the same way, inline first: a thread can only hide the
 smaller of its input's cost and the consumer's own work per element, so below
@@ -126,8 +129,25 @@ PROCESS_MIN_COST_S = 50e-6
 THREADS_SCALE_OK = 0.8
 # Processes are kept only if they beat the better of threads and inline by this factor.
 PROCESS_MIN_GAIN = 1.1
+# Threads that scale are still compared with processes when the function is CPU-bound and
+# its results are at most this many bytes: a process sends them back for nothing, and it
+# pays none of the GIL hand-offs around each C call that threads pay (W4's JPEG function,
+# a pixel out: 2 processes 1.07x 2 threads, 10 paired runs, where W2's 150-KB images made
+# processes 0.89x). They are kept if they beat threads by PROCESS_MIN_GAIN_SMALL.
+PROCESS_SMALL_OUTPUT_BYTES = 64 << 10
+PROCESS_MIN_GAIN_SMALL = 1.05
 # RAM set aside per worker process in the budget (its private pages: interpreter, imports).
 PROCESS_RAM_BYTES = 256 << 20
+
+
+def _small_cpu_bound(s: Stage) -> bool:
+    """The stage's threads computed (not waited) and its results are small: processes may
+    beat threads that scale (see ``PROCESS_SMALL_OUTPUT_BYTES``)."""
+    return (
+        s.out_bytes is not None
+        and s.out_bytes <= PROCESS_SMALL_OUTPUT_BYTES
+        and s.cpu_fraction >= 0.5
+    )
 
 
 def cpu_count() -> int:
@@ -247,6 +267,8 @@ class Stage:
         self._failures = {"up": 0, "down": 0}
         self._windows = 0
         self.cpu_fraction = 1.0
+        # bytes per result, measured by the engine on the first chunk a worker computed
+        self.out_bytes: float | None = None
         self._step_up = 1.5  # growth factor of the next trial up (2 after a near-linear gain)
         self._grew = False  # a trial up was kept (threads that wait: no more large steps)
         self._refused_up: int | None = None  # the last value a trial up did not earn
@@ -488,7 +510,7 @@ class Autotuner:
 
     def _after_thread_trial(self, s: Stage, rate: float) -> None:
         inline = s.executor_rates.get("inline", 0.0)
-        if rate >= THREADS_SCALE_OK * s.value * inline:
+        if rate >= THREADS_SCALE_OK * s.value * inline and not _small_cpu_bound(s):
             s.phase = "done"  # threads scale: numpy, Pillow, torch, I/O
             return
         room = self.ram.free() >= max(1, self.cpu_budget) * PROCESS_RAM_BYTES
@@ -504,7 +526,8 @@ class Autotuner:
     def _after_process_trial(self, s: Stage, rate: float) -> None:
         s.phase = "done"
         others = [v for k, v in s.executor_rates.items() if k != "process"]
-        if rate >= PROCESS_MIN_GAIN * max(others, default=0.0):
+        gain = PROCESS_MIN_GAIN_SMALL if _small_cpu_bound(s) else PROCESS_MIN_GAIN
+        if rate >= gain * max(others, default=0.0):
             return
         inline, threads = s.executor_rates.get("inline", 0.0), s.executor_rates.get("thread", 0.0)
         s.set_executor("thread" if threads >= inline else "inline", s.value)

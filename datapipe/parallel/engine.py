@@ -634,6 +634,7 @@ def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: i
         lane.buffered += len(items)
         if items and nbytes:
             eng.bytes_per_elem = nbytes / len(items)
+            eng.stage.out_bytes = eng.bytes_per_elem  # the tuner's executor choice
         if wid < 0:  # computed inline for the consumer, who takes it now: not a buffer
             nbytes = 0
         eng.ram.exchange(chunk.reserved, nbytes)  # one step: no other stage sees a gap
