@@ -436,6 +436,7 @@ class Engine(SharedStage):
         with self.cond:
             for c in lane.chunks:
                 self.ram.release(c.reserved)
+                c.reserved = 0  # a worker still computing it (a slow join) releases nothing
             lane.chunks.clear()
             lane.redo.clear()
             lane.pending = lane.buffered = 0
@@ -543,7 +544,8 @@ def take_input(
     """Take the lane's next chunk (a replayed one first) and register it; (None, []) when
     the input has ended. For a lane without transform, reading the input is the work."""
     with lane.input_lock:
-        if gen != eng.generation:  # a restore began while this worker waited
+        if gen != eng.generation:  # a restore began while this worker waited: the lane was
+            eng.ram.release(reserve)  # reset without this chunk, whose bytes are ours to give
             return None, []
         if lane.detached:  # a closed interleave slot: its dataset is closed
             with eng.cond:
@@ -627,8 +629,9 @@ def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: i
         trace.record_span(f"{eng.op} workers", "chunk", t0, t0 + dt, {"elements": len(items)})
     nbytes = autotune.chunk_nbytes([x for x in items[:1] if type(x) is not Failed]) * len(items)
     with eng.cond:
-        if gen != eng.generation:  # restored meanwhile: this chunk is not in the lane now
-            eng.ram.release(chunk.reserved)
+        if gen != eng.generation:  # a restore began: the chunk is dropped, its bytes
+            eng.ram.release(chunk.reserved)  # released once (here, or by ``reset`` first)
+            chunk.reserved = 0
             return
         chunk.items, chunk.done = items, True
         lane.buffered += len(items)

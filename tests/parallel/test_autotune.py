@@ -310,6 +310,60 @@ def test_ram_budget_holds_across_the_hand_over_between_stages(monkeypatch):
     assert ram.used == 0  # every reservation, carried ones included, came back
 
 
+@pytest.mark.parametrize("where", ["waiting for the input", "computing"])
+def test_restore_of_a_running_stage_gives_back_each_reservation_once(where):
+    # set_state on a running iterator while workers held reservations. A worker that had
+    # reserved its chunk's bytes and waited for the input lock saw the restore's generation
+    # and returned without releasing them (ram.used stayed above 0 after close: the budget
+    # shrank for good). A worker computing a chunk released its bytes when it was done,
+    # and ``reset`` released them again (ram.used went below 0: the budget grew).
+    import threading
+
+    gate = threading.Event()
+    gate.set()
+
+    def read(x):  # the input, read by one worker at a time (under the lane's input lock)
+        if where == "waiting for the input" and x == 1:
+            gate.wait(10)
+        return x
+
+    def f(x):
+        if where == "computing" and x == 2:  # admitted once element 0 gave the size
+            gate.wait(10)
+        return _big(x)
+
+    ds = dp.range(40).map(read).map(f, num_parallel_calls=2)
+    it0 = iter(ds)  # the stage's own state (the public one would rebuild the chain)
+    assert int(it0.root.next_chunk(1)[0][0]) == 0
+    state = it0.root.get_state()
+    it0.close()
+    gate.clear()
+    it = iter(ds)
+    eng, lane = it.root._eng, it.root._lane
+    assert int(it.root.next_chunk(1)[0][0]) == 0  # element 0 is a chunk of its own
+    end = time.monotonic() + 10
+    while True:  # until the workers stand where the case puts them
+        with eng.cond:
+            held = sum(c.reserved for c in lane.chunks)
+            if where == "computing":  # element 2's chunk taken and reserved, not done
+                ready = any(c.start <= 2 < c.start + c.size and c.reserved and not c.done
+                            for c in lane.chunks)  # fmt: skip
+            else:  # one worker reads element 1, the other reserved its chunk and waits
+                ready = lane.pending - len(lane.chunks) >= 2 and eng.ram.used > held
+        if ready:
+            break
+        assert time.monotonic() < end, "the workers never got there"
+        time.sleep(0.005)
+    opener = threading.Timer(0.2, gate.set)  # while the restore joins the workers
+    opener.start()
+    it.root.set_state(state)
+    opener.join()
+    assert [int(x[0]) for x in it] == list(range(1, 40))
+    ram = it.root.tuner.ram
+    it.close()
+    assert ram.used == 0
+
+
 # ---- the executor choice (simulated workloads, deterministic) ---------------------------
 class FakeExecutors:
     """A stage whose output rate under each executor is ``rates[executor](p)`` and whose
