@@ -95,8 +95,8 @@ class AutotuneOptions(_Merge):
     available to the process); ``ram_budget``: bytes all buffers may hold (default: half
     of available memory; elements a stage's input buffers count once, handed over, not
     copied. Elements are sized from the first result of each stage, and a stage holding
-    nothing may take one element over the budget so that a budget smaller than one
-    element cannot stall the pipeline)."""
+    nothing may take one element over the budget while a consumer waits for it, so that a
+    budget smaller than one element cannot stall the pipeline)."""
 
     enabled: bool | None = None
     cpu_budget: int | None = None

@@ -239,14 +239,16 @@ class Engine(SharedStage):
         return (lane, n) if n else None
 
     def _fit(self, room: int, busy: bool) -> int:
-        """Elements that fit the RAM budget (at least 1 when nothing is outstanding)."""
+        """Elements that fit the RAM budget. Over it, one element when nothing is
+        outstanding and a consumer waits for this stage: a budget smaller than what the
+        consumer needs must not stall it, and a stage nobody waits for keeps within it."""
         bpe = self.bytes_per_elem
         if bpe is None:  # element size unknown: one element until a chunk is done
             return 0 if busy else 1
         bpe = max(bpe, 1.0)
         fit = int((self.ram.free() - self.unsized * bpe) // bpe)
         if fit < 1:
-            return 0 if busy else 1  # so that a tiny budget cannot deadlock
+            return 0 if busy or not self.waiting else 1
         return self.sizer.next_size(limit=min(room, fit))
 
     def _admit_map(self, lane: Lane) -> int:

@@ -251,29 +251,40 @@ def consume(
     """
     got: Any = None
     waited = 0.0
+    counted = False  # this consumer is counted in ``shared.waiting``
     with cond:
-        while True:
-            if shared is not None and shared.fatal is not None:
-                # a fresh error per raise: the stored one must not keep consumer frames
-                got = WorkerDiedError(*shared.fatal.args)
-                got.__cause__ = shared.fatal.__cause__
-                break
-            if closed():
-                return []
-            got = take()
-            if got is not None:
-                break
-            t0 = time.perf_counter()
-            cond.wait(POLL_S)
-            waited += time.perf_counter() - t0
-            if waited > POLL_S:
-                stage.consumer_wait_s += waited
-                waited = 0.0
-                cond.release()
-                try:
-                    tuner.maybe_step()
-                finally:
-                    cond.acquire()
+        try:
+            while True:
+                if shared is not None and shared.fatal is not None:
+                    # a fresh error per raise: the stored one must not keep consumer frames
+                    got = WorkerDiedError(*shared.fatal.args)
+                    got.__cause__ = shared.fatal.__cause__
+                    break
+                if closed():
+                    return []
+                got = take()
+                if got is not None:
+                    break
+                if shared is not None and not counted:
+                    # A stage may go over the RAM budget only for a waiting consumer (see
+                    # ``Engine._fit``): its workers re-check what they may take.
+                    counted = True
+                    shared.waiting += 1
+                    cond.notify_all()
+                t0 = time.perf_counter()
+                cond.wait(POLL_S)
+                waited += time.perf_counter() - t0
+                if waited > POLL_S:
+                    stage.consumer_wait_s += waited
+                    waited = 0.0
+                    cond.release()
+                    try:
+                        tuner.maybe_step()
+                    finally:
+                        cond.acquire()
+        finally:
+            if counted:
+                shared.waiting -= 1
     stage.consumer_wait_s += waited
     tuner.maybe_step()
     if isinstance(got, BaseException):
@@ -290,6 +301,7 @@ class SharedStage:
     ``stage``."""
 
     fatal: BaseException | None = None  # a worker died: raised to the consumer from now on
+    waiting = 0  # consumers waiting in ``consume`` for this stage now (under ``cond``)
     cond: threading.Condition
     closed: bool
     group: WorkerGroup

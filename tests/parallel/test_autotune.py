@@ -283,6 +283,44 @@ def test_ram_budget_is_filled_exactly_and_a_budget_below_one_element_still_runs(
     assert [int(x[0]) for x in ds] == list(range(10))
 
 
+def test_a_stage_goes_over_a_full_ram_budget_only_for_a_waiting_consumer():
+    # Under a competing load, a map under a prefetch that had just taken the map's last
+    # finished element (the map then held nothing) took one more element over the full
+    # budget, though nobody waited for it: peak 4 of 3 elements, in 3 runs of 15 of the
+    # test above. A waiting consumer still gets one, so a small budget cannot stall.
+    import threading
+
+    from datapipe.parallel.engine import Engine
+    from datapipe.parallel.pool import consume
+
+    tuner = autotune.Autotuner(True, 2, 3 * ELEMENT_BYTES)
+    eng = Engine("map", "map", tuner, autotune.Stage("map", "parallelism", 2, False, 2))
+    eng.bytes_per_elem = float(ELEMENT_BYTES)
+    assert tuner.ram.try_reserve(3 * ELEMENT_BYTES)  # held by the stages above
+    assert eng._fit(8, busy=False) == 0  # nobody waits: the budget holds
+    ready: list = []
+    consumer = threading.Thread(
+        target=lambda: ready.append(
+            consume(
+                eng.cond, lambda: ready[0] if ready else None, lambda: False, eng.stage, tuner, eng
+            )  # fmt: skip
+        )
+    )
+    consumer.start()
+    end = time.monotonic() + 10
+    while eng.waiting == 0:
+        assert time.monotonic() < end, "the consumer never waited"
+        time.sleep(0.001)
+    with eng.cond:
+        assert eng._fit(8, busy=False) == 1  # one element over, for the waiting consumer
+        assert eng._fit(8, busy=True) == 0  # not while one is on its way to it
+        ready.append(["x"])
+        eng.cond.notify_all()
+    consumer.join(10)
+    assert ready == [["x"], ["x"]] and eng.waiting == 0
+    assert eng._fit(8, busy=False) == 0
+
+
 def test_ram_budget_holds_across_the_hand_over_between_stages(monkeypatch):
     # A prefetch worker reads elements the map below reserved. They were released there and
     # reserved again when the prefetch chunk was done; in between, the map's workers filled
