@@ -58,7 +58,10 @@ class MapDataset(RandomAccessUnaryDataset):
             processes, elements through shared memory; for pure-Python functions that
             hold the GIL; the function is sent with cloudpickle, so lambdas and closures
             work), or None (``Options.threading.executor``; by default threads, and with
-            ``AUTOTUNE`` the tuner measures and picks inline, threads or processes).
+            ``AUTOTUNE`` the tuner measures and picks inline, threads or processes; it
+            may move the function to processes mid-iteration, so a function that changes
+            the parent's state (a global counter, a list it appends to) or uses an open
+            file, socket or database handle should name ``executor="thread"``).
             ``executor="process"`` with ``num_parallel_calls=None`` runs one worker process.
 
     Raises (at iteration):
