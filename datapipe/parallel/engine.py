@@ -238,6 +238,14 @@ class Engine(SharedStage):
             n = self._admit_buffer(lane)
         return (lane, n) if n else None
 
+    def starts_waiting(self) -> None:
+        self.waiting += 1
+        bpe = self.bytes_per_elem
+        if bpe is not None and self.ram.free() < bpe:
+            # the budget is full: a worker may now take one element for this consumer (not
+            # otherwise: waking every worker at each wait would cost a stage of 64 threads)
+            self.cond.notify_all()
+
     def _fit(self, room: int, busy: bool) -> int:
         """Elements that fit the RAM budget. Over it, one element when nothing is
         outstanding and a consumer waits for this stage: a budget smaller than what the

@@ -266,11 +266,8 @@ def consume(
                 if got is not None:
                     break
                 if shared is not None and not counted:
-                    # A stage may go over the RAM budget only for a waiting consumer (see
-                    # ``Engine._fit``): its workers re-check what they may take.
                     counted = True
-                    shared.waiting += 1
-                    cond.notify_all()
+                    shared.starts_waiting()
                 t0 = time.perf_counter()
                 cond.wait(POLL_S)
                 waited += time.perf_counter() - t0
@@ -309,6 +306,12 @@ class SharedStage:
     ram: Any  # the pipeline's RAM budget (autotune)
     tuner: Any
     stage: Any
+
+    def starts_waiting(self) -> None:
+        """Under ``cond``: a consumer begins to wait in ``consume`` (it ends by decrementing
+        ``waiting``). A stage may go over the RAM budget only for a waiting consumer
+        (``engine.Engine._fit``)."""
+        self.waiting += 1
 
     def worker_died(self, error: BaseException, cause: BaseException) -> None:
         """Called on a worker thread whose loop raised: the stage is broken; wake the
