@@ -1,0 +1,215 @@
+"""AUTOTUNE's executor choice never breaks a working pipeline, and a broken stage stops all
+of its workers (issue 21): elements, results or functions that cannot cross a process
+boundary, fork after torch's intra-op pool started, a worker process that dies while the
+error is still referenced."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+from harness import own_shm_segments, settle_processes, worker_processes
+
+import datapipe as dp
+from datapipe.errors import WorkerDiedError
+
+pytestmark = pytest.mark.timeout(120)
+
+ROOT = Path(__file__).parents[2]
+N = 6000
+
+
+def spin(x) -> int:
+    """W6's GIL-bound function (~200 µs of pure Python): AUTOTUNE tries processes for it."""
+    s = int(x)
+    for i in range(2000):
+        s = (s * 31 + i) % 1000003
+    return s
+
+
+def _with_lock(x):
+    return {"lock": threading.Lock(), "x": int(x)}
+
+
+def _spin_element(e):
+    return spin(e["x"])
+
+
+def _spin_with_lock(x):
+    return {"lock": threading.Lock(), "v": spin(x)}
+
+
+def _auto_options() -> dp.Options:
+    opts = dp.Options()
+    opts.autotune.cpu_budget = 2  # threads do not scale a GIL-bound function: processes next
+    return opts
+
+
+def _executor_path(it) -> list:
+    return [e[2:] for e in it.root.autotune_events if e[1] == "executor"]
+
+
+def test_explicit_process_executor_keeps_its_named_error(clean):
+    # Only AUTOTUNE's own choice steps back; executor="process" says what went wrong.
+    it = iter(dp.range(10).map(_with_lock).map(_spin_element, 2, executor="process"))
+    with pytest.raises(dp.PipelineError, match="map at element 0: TypeError: the element can"):
+        next(it)
+    it.close()
+
+
+# ---- (a) a working map that AUTOTUNE would move to processes --------------------------------
+@pytest.mark.xfail(strict=True, reason="issue 21: fixed in the next commit")
+def test_autotune_keeps_elements_that_cannot_be_pickled_working(clean):
+    # Each element holds a lock (made in the parent by a sequential map): fine on threads.
+    # AUTOTUNE moved the stage to processes ~0.3 s in, and every later element failed with
+    # "the element cannot be sent to a worker process".
+    ds = dp.range(N).map(_with_lock).map(_spin_element, dp.AUTOTUNE).with_options(_auto_options())
+    it = iter(ds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the sampled inputs kept processes off: no warning
+        got = [int(x) for x in it]
+    assert got == [spin(i) for i in range(N)]
+    assert ("thread", "process") not in _executor_path(it)
+    it.close()
+
+
+@pytest.mark.xfail(strict=True, reason="issue 21: fixed in the next commit")
+def test_autotune_keeps_results_that_cannot_be_pickled_working(clean):
+    ds = dp.range(N).map(_spin_with_lock, dp.AUTOTUNE).with_options(_auto_options())
+    it = iter(ds.map(lambda e: e["v"]))
+    got = [int(x) for x in it]
+    assert got == [spin(i) for i in range(N)]
+    it.close()
+
+
+@pytest.mark.xfail(strict=True, reason="issue 21: fixed in the next commit")
+def test_element_that_cannot_cross_later_is_computed_in_the_parent(clean):
+    # The first elements pickle, so AUTOTUNE may choose processes; once it has, every
+    # element carries a lock. Those are computed in the parent and the stage goes back to
+    # threads, with one warning, never an error.
+    holder: dict = {}
+
+    def make(x):
+        it = holder.get("it")
+        if it is not None and it.root.executor == "process":
+            holder["locked"] = holder.get("locked", 0) + 1
+            return {"lock": threading.Lock(), "x": int(x)}
+        return {"x": int(x)}
+
+    ds = dp.range(N).map(make).map(_spin_element, dp.AUTOTUNE).with_options(_auto_options())
+    it = holder["it"] = iter(ds)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = [int(x) for x in it]
+    assert got == [spin(i) for i in range(N)]
+    path = _executor_path(it)
+    if ("thread", "process") not in path:
+        pytest.skip(f"AUTOTUNE did not choose processes on this machine (path {path})")
+    assert holder["locked"] >= 1
+    mine = [w for w in caught if "cannot be sent to a worker process" in str(w.message)]
+    assert len(mine) == 1, [str(w.message) for w in caught]
+    assert issubclass(mine[0].category, RuntimeWarning)
+    assert "map" in str(mine[0].message) and "thread" in str(mine[0].message)
+    assert path[-1] == ("process", "thread") and it.root.executor == "thread"
+    it.close()
+
+
+# ---- (b) fork after torch's intra-op pool started ---------------------------------------------
+FORK_AFTER_TORCH = """
+import os, sys, time
+import torch
+import datapipe as dp
+
+torch.set_num_threads(2)
+a = torch.randn(512, 512)
+for _ in range(3):
+    a @ a  # torch's OpenMP intra-op pool starts in this (the parent) process
+
+def f(x):
+    t = torch.ones(256, 256)
+    return float((t @ t)[0, 0]) + int(x)
+
+opts = dp.Options()
+opts.threading.max_intra_op_parallelism = 2
+ds = dp.range(8).map(f, num_parallel_calls=2, executor="process").with_options(opts)
+it = iter(ds)
+out = [float(x) for x in it]
+print(out, it.root.start_method, flush=True)
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="issue 21: fixed in the next commit")
+def test_process_map_after_torch_threads_does_not_hang(tmp_path):
+    # Under fork, a child inherits the parent's OpenMP pool as dead threads: with 2 intra-op
+    # threads its first matmul waited for ever, alive, so WorkerDiedError never fired.
+    script = tmp_path / "fork_after_torch.py"
+    script.write_text(FORK_AFTER_TORCH)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("OMP_NUM_THREADS", None)
+    try:
+        proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                              text=True, timeout=60)  # fmt: skip
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the process map hung (no result in {e.timeout} s)")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    values, method = proc.stdout.strip().rsplit(" ", 1)
+    assert values == str([256.0 + i for i in range(8)])
+    assert method == "forkserver"
+
+
+# ---- (c) a dead worker process stops the whole stage -----------------------------------------
+def _slow(x):
+    time.sleep(0.01)
+    return int(x)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 21: fixed in the next commit")
+def test_worker_died_stops_every_worker_while_the_error_is_referenced(clean):
+    # A notebook keeps the last exception (sys.last_value): its traceback holds the
+    # iterator, which kept the stage's other worker process alive.
+    it = iter(dp.range(100_000).map(_slow, 2, executor="process"))
+    assert int(next(it)) == 0
+    victim = worker_processes()[0].pid
+    os.kill(victim, signal.SIGKILL)
+    err = None
+    gc.disable()  # nothing may depend on a collection
+    try:
+        try:
+            for _ in it:
+                pass
+        except WorkerDiedError as e:
+            err = e
+        assert err is not None and f"pid {victim}" in str(err)
+        assert worker_processes() == []  # stopped before the error reached us
+        assert [t.name for t in threading.enumerate() if t.name.startswith("datapipe-map")] == []
+        assert own_shm_segments() == []
+        with pytest.raises(WorkerDiedError):  # and the stage stays broken
+            next(it)
+    finally:
+        gc.enable()
+    del err
+    it.close()
+    assert settle_processes(1.0) == []
+
+
+@pytest.mark.xfail(strict=True, reason="issue 21: fixed in the next commit")
+def test_worker_died_in_a_nested_stage_stops_its_workers(clean):
+    it = iter(dp.range(100_000).map(_slow, 2, executor="process").prefetch(4).map(_slow, 2))
+    assert int(next(it)) == 0
+    pids = [p.pid for p in worker_processes()]
+    assert len(pids) == 2
+    os.kill(pids[1], signal.SIGKILL)
+    end = time.monotonic() + 30
+    with pytest.raises(WorkerDiedError):
+        while time.monotonic() < end:
+            next(it)
+    assert settle_processes(0.5) == []
+    it.close()
