@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from datapipe.errors import WorkerDiedError
+
 # Top-level chunks grow from 1 (a first element comes fast) to this size.
 MAX_OUTER_CHUNK = 64
 # ... and stop growing past this many bytes of (array) elements, so buffering large batches
@@ -167,6 +169,7 @@ class Iterator:
         self._cost: float | None = None  # seconds per element of a root call (moving avg)
         self._ranged = False  # record_function ranges installed (datapipe.stats.torch_ranges)
         self._device_stages: list | None = None  # for synchronize()
+        self._broken: tuple | None = None  # a WorkerDiedError ended it: (type, args, cause)
         self._finalizer = weakref.finalize(self, root.close)
 
     @property
@@ -215,6 +218,10 @@ class Iterator:
         return self._refill()
 
     def _refill(self) -> Any:
+        if self._broken is not None:  # a worker died: the pipeline is closed, and broken
+            kind, args, cause = self._broken
+            err = kind(*args)
+            raise err from cause
         if self._root.closed:
             raise StopIteration
         if _profiler_records():  # torch.profiler: the stages' ranges on its timeline
@@ -236,9 +243,12 @@ class Iterator:
             dt = time.perf_counter() - t0
         except BaseException as e:
             # Ops locate their own errors (op, element index, file); here we only make sure
-            # an interrupt stops every thread the pipeline started.
+            # an interrupt, or a stage that cannot go on, stops every thread and process
+            # the pipeline started (while the error may stay referenced, as in a notebook).
             self._buf, self._pos = [], 0
-            if isinstance(e, KeyboardInterrupt):
+            if isinstance(e, WorkerDiedError):
+                self._broken = (type(e), e.args, e.__cause__)
+            if isinstance(e, (KeyboardInterrupt, WorkerDiedError)):
                 self.close()
             raise
         if not self._buf:

@@ -80,7 +80,15 @@ class ThreadingOptions(_Merge):
     threads for a fixed ``num_parallel_calls``; with ``AUTOTUNE`` the tuner measures and
     picks inline, threads or processes per stage).
     ``process_start_method``: how worker processes start: ``"fork"``, ``"spawn"`` or
-    ``"forkserver"`` (``multiprocessing``'s names; default: ``multiprocessing``'s default).
+    ``"forkserver"`` (``multiprocessing``'s names). Default: ``"fork"`` where forking is
+    safe, else ``"forkserver"``: a forked worker inherits an OpenMP or intra-op thread pool
+    (torch's) that started in the parent as threads that do not exist in it, and its first
+    parallel region waits for ever. So it is ``"forkserver"`` when native threads started in
+    the process after datapipe was imported, or when torch was imported before datapipe and
+    ``max_intra_op_parallelism > 1``; a stage's ``start_method`` / ``start_reason`` say
+    which was used and why (logged once as a warning). With forkserver, as with spawn, the
+    main module is imported in each worker: guard a script with ``if __name__ ==
+    "__main__":``.
     """
 
     private_threadpool_size: int | None = None

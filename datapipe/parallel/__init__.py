@@ -12,3 +12,26 @@
 * ``autotune.py`` — the tuner (parallelism, buffers, the executor) and where its model
   comes from; ``pool.py`` — threads, chunks and the hand-off primitives.
 """
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+
+def native_threads() -> set[int] | None:
+    """Ids of this process's threads that Python does not know about (started by C
+    libraries: OpenBLAS, OpenMP, torch's intra-op pool), or None where ``/proc`` is
+    missing. ``processes.choose_start_method`` compares them with the ones at import."""
+    try:
+        tids = {int(t) for t in os.listdir("/proc/self/task")}
+    except OSError:
+        return None
+    return tids - {t.native_id for t in threading.enumerate() if t.native_id is not None}
+
+
+# The native threads that existed when datapipe was imported (numpy's OpenBLAS pool, which
+# survives a fork), and whether torch was imported before (its pool may be among them).
+IMPORT_THREADS = native_threads()
+TORCH_BEFORE_IMPORT = "torch" in sys.modules

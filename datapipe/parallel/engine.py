@@ -145,6 +145,14 @@ class Engine(SharedStage):
         self.started = False
         # inline: when the consumer got its last answer (wall, thread CPU seconds)
         self._returned: tuple[float, float] | None = None
+        # AUTOTUNE may still move the stage to processes: the first input and result of
+        # the last chunk computed here, to check that they cross a process boundary first
+        self.sampling = False
+        self.samples: tuple = ()
+        # why the process executor gave an element back (set by a worker thread); the
+        # consumer moves the stage back to threads, once (``_step_back``)
+        self.step_back: str | None = None
+        self.stepped_back = False
 
     @property
     def chunks(self) -> list[Chunk]:  # for SharedStage.close
@@ -161,7 +169,10 @@ class Engine(SharedStage):
         if self.closed:
             return False
         if kind == PROCESS and self.processes is None:
-            if self.process_factory is None:
+            if self.process_factory is None or self.stepped_back:
+                return False
+            if self.sampling and not self._samples_cross():
+                self.process_factory = None
                 return False
             try:
                 self.processes = self.process_factory()
@@ -186,6 +197,41 @@ class Engine(SharedStage):
         elif self.started:
             self.group.resize(self.workers_wanted(kind, value))
         return True
+
+    def _samples_cross(self) -> bool:
+        """Whether the sampled inputs and results pickle (AUTOTUNE's check before it moves
+        the stage to processes: an element or a result with a lock, an open file or a
+        generator inside would fail there, where it works on threads)."""
+        from datapipe.parallel import shm
+
+        try:
+            for x in self.samples:
+                shm.check(x)
+        except Exception:  # noqa: BLE001 - any failure to pickle: stay where it works
+            return False
+        finally:
+            self.samples = ()
+        return True
+
+    def request_step_back(self, why: str) -> None:
+        """Called by a worker thread: the process executor computed an element here."""
+        with self.cond:
+            if self.step_back is None:
+                self.step_back = why
+
+    def _step_back(self) -> None:
+        """On the consumer's thread: back to threads for good, with one warning."""
+        import warnings
+
+        self.stepped_back = True
+        self.process_factory = None
+        self.stage.allow_process = False
+        self.stage.phase = "done"
+        if self.stage.switch is not None:
+            self.stage.set_executor(THREAD, self.stage.value)
+        else:
+            self.set_executor(THREAD, self.stage.value)
+        warnings.warn(self.step_back or "", RuntimeWarning, stacklevel=5)
 
     def start(self) -> None:
         """Start the workers (on the consumer's first request; again after a restore)."""
@@ -322,6 +368,8 @@ class Engine(SharedStage):
     def next_from(self, lane: Lane, n: int) -> list:
         """Up to ``n`` elements of ``lane`` in its order, waiting for them; ``[]`` at its end.
         A failed element is raised at its position."""
+        if self.step_back is not None and not self.stepped_back:
+            self._step_back()
         if self.executor != INLINE:
             self.start()
             return consume(self.cond, lambda: self.take(lane, n), lambda: self.closed,
@@ -377,6 +425,8 @@ class Engine(SharedStage):
         else:
             t0, c0 = time.perf_counter(), time.thread_time()
             items, failed = apply(lane, elems, start)
+            if self.sampling:
+                self.samples = _samples(elems, items)
         dt = time.perf_counter() - t0
         st = self.stage
         st.produced += len(items)
@@ -633,6 +683,8 @@ def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: i
         items, chunk.failed = got
     else:
         items, chunk.failed = apply(lane, elems, chunk.start + chunk.skip)
+        if eng.sampling:
+            eng.samples = _samples(elems, items)
     dt, dcpu = time.perf_counter() - t0, time.thread_time() - c0
     if lane.transform is not None and trace.ENABLED and not remote:
         # datapipe.stats: a span per chunk on this worker's own track
@@ -655,6 +707,12 @@ def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: i
         if lane.transform is not None and not remote:  # processes.run accounted for it
             _account(eng, len(items), dt, dcpu)
         eng.cond.notify_all()
+
+
+def _samples(elems: list, items: list) -> tuple:
+    """The first and last input of a chunk and their results (not failures)."""
+    pairs = [(elems[i], items[i]) for i in {0, len(items) - 1} if type(items[i]) is not Failed]
+    return tuple(x for pair in pairs for x in pair)
 
 
 def apply(lane: Lane, elems: list, first: int) -> tuple[list, bool]:

@@ -107,12 +107,15 @@ class SlotEngine:
         """Up to ``k`` elements of ``slot``; ``[]`` at its end; None when nothing is ready
         and the cycle may move on (``deterministic=False`` and not ``must_wait``)."""
         eng, lane = self.eng, slot.lane
+        if eng.fatal is not None:  # a worker died: stop them all, raise now, never wait
+            eng.close()
+            err = WorkerDiedError(*eng.fatal.args)
+            err.__cause__ = eng.fatal.__cause__
+            return err
         with eng.cond:
             while not eng.closed:
-                if eng.fatal is not None:  # a worker died: raise now, never wait
-                    err = WorkerDiedError(*eng.fatal.args)
-                    err.__cause__ = eng.fatal.__cause__
-                    return err
+                if eng.fatal is not None:
+                    break
                 got = eng.take(lane, k)
                 if got is not None:
                     return got
@@ -126,6 +129,8 @@ class SlotEngine:
                     self.tuner.maybe_step()
                 finally:
                     eng.cond.acquire()
+        if eng.fatal is not None:
+            return self.read(slot, k, must_wait)
         return []
 
     def slot_state(self, slot: Any) -> dict:

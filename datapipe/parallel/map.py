@@ -70,6 +70,7 @@ class ParallelMapIterator(OpIterator):
         key = pool_key if pool_key is not None else id(self)
         if plan.executor in ("process", "auto") and plan.allow_process:
             eng.process_factory = _process_factory(ctx, key, op_name, func, eng)
+            eng.sampling = plan.executor == "auto"  # checked before it moves to processes
         if kind == PROCESS:  # started with the first chunk; a function that cannot be
             assert eng.process_factory is not None  # PROCESS is only planned with one
             eng.processes = eng.process_factory()  # pickled raises TypeError here
@@ -89,6 +90,18 @@ class ParallelMapIterator(OpIterator):
     @property
     def executor(self) -> str:
         return self._eng.executor
+
+    @property
+    def start_method(self) -> str | None:
+        """How the stage's worker processes started (None: none did), and why:
+        ``start_reason`` (``processes.choose_start_method``)."""
+        procs = self._eng.processes
+        return None if procs is None else procs.start_method
+
+    @property
+    def start_reason(self) -> str | None:
+        procs = self._eng.processes
+        return None if procs is None else procs.start_reason
 
     def next_chunk(self, n: int) -> list:
         return self._eng.next_from(self._lane, n)
@@ -127,11 +140,15 @@ class ParallelMapIterator(OpIterator):
 
 def _process_factory(ctx: Any, key: Any, op: str, func: Callable, eng: Engine) -> Callable:
     def make() -> Any:
+        from datapipe.parallel.engine import apply
         from datapipe.parallel.processes import lease
 
         workers = lease(ctx, key, op)
         workers.set_function(func)  # TypeError when it cannot be pickled
         workers.engine = eng
+        # AUTOTUNE's choice: what cannot cross is computed here, and the stage steps back
+        workers.strict = not eng.sampling
+        workers.local, workers.on_step_back = apply, eng.request_step_back
         return workers
 
     return make

@@ -252,6 +252,7 @@ def consume(
     got: Any = None
     waited = 0.0
     counted = False  # this consumer is counted in ``shared.waiting``
+    broken = False
     with cond:
         try:
             while True:
@@ -259,6 +260,7 @@ def consume(
                     # a fresh error per raise: the stored one must not keep consumer frames
                     got = WorkerDiedError(*shared.fatal.args)
                     got.__cause__ = shared.fatal.__cause__
+                    broken = True
                     break
                 if closed():
                     return []
@@ -282,6 +284,8 @@ def consume(
         finally:
             if counted:
                 shared.waiting -= 1
+    if broken:  # every worker of the broken stage stops before the error goes up
+        shared.close()
     stage.consumer_wait_s += waited
     tuner.maybe_step()
     if isinstance(got, BaseException):

@@ -25,8 +25,22 @@ pure-Python functions that hold the GIL use more than one core.
   OOM killer, ``os._exit``) raises ``WorkerDiedError`` naming the process, its exit signal
   and the elements it was computing, within ``POLL_S`` of its death.
 * **Start methods**: ``Options.threading.process_start_method`` (``fork``, ``spawn``,
-  ``forkserver``; default: ``multiprocessing``'s). With fork the children start in
-  milliseconds; with spawn each imports datapipe (and torch) first, ~3 s here.
+  ``forkserver``). Unset, it is ``fork`` where forking is safe and ``forkserver`` where it
+  is not (``choose_start_method``): a forked child inherits the parent's OpenMP thread pool
+  (torch's intra-op pool) as threads that do not exist in it, and its first parallel
+  region waits for them for ever. So ``forkserver`` is used when native threads that
+  Python does not know about started in this process since datapipe was imported (an
+  OpenMP or intra-op pool), or when torch was imported before datapipe and the workers
+  use more than one intra-op thread (``max_intra_op_parallelism > 1``: its pool may then
+  predate datapipe's count). The stage's ``start_method`` and ``start_reason`` say which
+  was used and why. With fork the children start in milliseconds; the forkserver starts
+  once per process (importing datapipe, and torch when the parent has it, ~1-3 s here),
+  then forks each child from itself in milliseconds; with spawn each child imports
+  datapipe (and torch) first, ~3 s here.
+* **Elements that cannot cross** (``strict=False``, AUTOTUNE's choice): an element or a
+  result that cannot be pickled is computed in the parent, and the stage is asked once
+  (``on_step_back``) to go back to threads; with ``strict=True`` (``executor="process"``)
+  it fails at its position, naming the op and the index.
 """
 
 from __future__ import annotations
@@ -57,7 +71,10 @@ _SERIAL = itertools.count()
 
 class _Failure:
     """An element whose function raised in a worker: the exception (None when it cannot
-    be pickled), its type name and message, and the formatted traceback."""
+    be pickled), its type name and message, and the formatted traceback. ``unsendable``:
+    the function returned, but its result could not be sent back."""
+
+    unsendable = False
 
     def __init__(self, e: BaseException):
         import pickle
@@ -143,7 +160,65 @@ def _encode(out: list, name: str) -> tuple:
             except Exception as e:  # noqa: BLE001
                 err = TypeError(f"the function's result cannot be sent from the worker: {e}")
                 out[i] = _Failure(err)
+                out[i].unsendable = True
         return shm.dumps(out, name)
+
+
+# ---- the start method -------------------------------------------------------------------
+def choose_start_method(requested: str | None, intra_op: int) -> tuple[str, str]:
+    """(start method, why) for worker processes (module docstring, "Start methods")."""
+    import datapipe.parallel as par
+
+    if requested:
+        return requested, "set in Options.threading.process_start_method"
+    if "fork" not in multiprocessing.get_all_start_methods():
+        method = multiprocessing.get_start_method()
+        return method, f"{method} is this platform's default (no fork here)"
+    now = par.native_threads()
+    if now is None or par.IMPORT_THREADS is None:
+        return "fork", "no /proc to count native threads in: fork, multiprocessing's default"
+    new = now - par.IMPORT_THREADS
+    if new:
+        return "forkserver", (
+            f"{len(new)} native thread(s) that Python does not know about started in this "
+            "process after datapipe was imported (an OpenMP or intra-op thread pool, e.g. "
+            "torch's): a forked worker would wait for them for ever"
+        )
+    torch = sys.modules.get("torch")
+    if intra_op > 1 and par.TORCH_BEFORE_IMPORT and torch is not None:
+        return "forkserver", (
+            f"the workers use {intra_op} intra-op threads and torch was imported before "
+            "datapipe, whose count of native threads may then include torch's started pool"
+        )
+    return "fork", "no thread pool started in this process after datapipe was imported"
+
+
+def _context(method: str) -> Any:
+    mp: Any = multiprocessing.get_context(method)
+    if method == "forkserver":
+        # The server imports what every worker needs once; it runs no torch op itself, so
+        # the workers forked from it start without any thread pool.
+        preload = ["datapipe.parallel.processes"] + (["torch"] if "torch" in sys.modules else [])
+        mp.set_forkserver_preload(preload)
+    return mp
+
+
+_warned_forkserver = False
+
+
+def _announce(op: str, method: str, why: str, requested: str | None) -> None:
+    global _warned_forkserver
+    if method == "forkserver" and requested is None and not _warned_forkserver:
+        _warned_forkserver = True
+        import logging
+
+        logging.getLogger("datapipe").warning(
+            "%s: worker processes start with forkserver, not fork: %s. The main module is "
+            "imported in each worker, as with spawn: guard a script's pipeline with "
+            "`if __name__ == '__main__':`.",
+            op,
+            why,
+        )
 
 
 # ---- the parent's side ----------------------------------------------------------------
@@ -169,7 +244,16 @@ class Workers:
 
     def __init__(self, op: str, start_method: str | None, intra_op: int):
         self.op, self.intra_op = op, intra_op
-        self.mp: Any = multiprocessing.get_context(start_method)  # its Process, Pipe
+        self.requested = start_method
+        self.mp: Any = None  # the multiprocessing context (its Process, Pipe): at first start
+        self.start_method: str | None = None  # and why (``choose_start_method``)
+        self.start_reason: str | None = None
+        # AUTOTUNE's choice (False): an element or a result that cannot be pickled is
+        # computed in the parent (``local(lane, elems, first)``) and ``on_step_back(why)``
+        # asks the stage to go back to threads; True (executor="process"): it fails.
+        self.strict = True
+        self.local: Any = None
+        self.on_step_back: Any = None
         self.prefix = f"{shm.SHM_PREFIX}{os.getpid()}-{next(_SERIAL)}-"
         self.procs: list[_Proc] = []
         self.fn_key = 0
@@ -194,6 +278,10 @@ class Workers:
 
     def ensure(self, n: int) -> None:
         with self._lock:
+            if self.mp is None and n > len(self.procs):
+                method, why = choose_start_method(self.requested, self.intra_op)
+                self.mp, self.start_method, self.start_reason = _context(method), method, why
+                _announce(self.op, method, why, self.requested)
             while len(self.procs) < n:
                 i = len(self.procs)
                 parent, child = self.mp.Pipe()
@@ -256,7 +344,24 @@ class Workers:
         if trace.ENABLED:  # a span per chunk on the track of the thread serving this worker
             args = {"elements": len(out), "pid": proc.process.pid}
             trace.record_span(f"{self.op} workers", "chunk", t0, t1, args)
+        if not self.strict:
+            self._results_here(out, lane, elems, first)
         return _located(out, lane, first, proc)
+
+    def _results_here(self, out: list, lane: Any, elems: list, first: int) -> None:
+        """Compute in the parent the elements whose results could not be sent back."""
+        for k, x in enumerate(out):
+            if type(x) is _Failure and x.unsendable:
+                self._step_back(first + k, x.message)
+                items, _ = self.local(lane, [elems[k]], first + k)
+                out[k] = items[0]
+
+    def _step_back(self, index: int, why: str) -> None:
+        if self.on_step_back is not None:
+            self.on_step_back(
+                f"{self.op}: element {index} cannot be sent to a worker process ({why}); it "
+                "was computed in this process, and AUTOTUNE moved the stage back to threads"
+            )
 
     def _run_sendable(self, wid: int, lane: Any, elems: list, first: int, gen: int) -> tuple | None:
         """``run`` for a chunk holding elements that cannot be pickled: each of those fails
@@ -269,6 +374,11 @@ class Workers:
             try:
                 pickle.dumps(elems[k], protocol=5)
             except Exception as e:  # noqa: BLE001 - reported at the element's position
+                if not self.strict:  # AUTOTUNE's choice: computed here, never an error
+                    self._step_back(first + k, f"{type(e).__name__}: {e}")
+                    out += self.local(lane, [elems[k]], first + k)[0]
+                    k += 1
+                    continue
                 err = TypeError(
                     f"the element cannot be sent to a worker process ({type(e).__name__}: "
                     f"{e}); use executor='thread'"
@@ -285,7 +395,7 @@ class Workers:
                 return None
             out += got[0]
             k = j
-        return out, True
+        return out, any(type(x) is Failed for x in out)
 
     def _wait(self, proc: _Proc, task: int, gen: int, first: int, n: int) -> tuple | None:
         eng = self.engine

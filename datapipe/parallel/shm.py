@@ -135,6 +135,21 @@ def _warn_no_room(size: int, e: OSError) -> None:
     )
 
 
+class _Discard(io.RawIOBase):
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        return len(b)
+
+
+def check(obj: Any) -> None:
+    """Raise what ``dumps(obj, ...)`` would raise for an object that cannot be sent
+    (a lock, an open file, a generator); nothing is kept, and large buffers are not
+    copied (they would go out of band)."""
+    _Pickler(_Discard(), protocol=5, buffer_callback=lambda buf: False).dump(obj)
+
+
 def loads(data: bytes, name: str | None, layout: list) -> Any:
     """Rebuild what ``dumps`` sent; the segment's name is removed at once."""
     if name is None:

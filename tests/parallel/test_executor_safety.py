@@ -66,7 +66,6 @@ def test_explicit_process_executor_keeps_its_named_error(clean):
 
 
 # ---- (a) a working map that AUTOTUNE would move to processes --------------------------------
-@pytest.mark.xfail(strict=True, reason="issue 21: fixed in the next commit")
 def test_autotune_keeps_elements_that_cannot_be_pickled_working(clean):
     # Each element holds a lock (made in the parent by a sequential map): fine on threads.
     # AUTOTUNE moved the stage to processes ~0.3 s in, and every later element failed with
@@ -81,7 +80,6 @@ def test_autotune_keeps_elements_that_cannot_be_pickled_working(clean):
     it.close()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21: fixed in the next commit")
 def test_autotune_keeps_results_that_cannot_be_pickled_working(clean):
     ds = dp.range(N).map(_spin_with_lock, dp.AUTOTUNE).with_options(_auto_options())
     it = iter(ds.map(lambda e: e["v"]))
@@ -90,7 +88,6 @@ def test_autotune_keeps_results_that_cannot_be_pickled_working(clean):
     it.close()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21: fixed in the next commit")
 def test_element_that_cannot_cross_later_is_computed_in_the_parent(clean):
     # The first elements pickle, so AUTOTUNE may choose processes; once it has, every
     # element carries a lock. Those are computed in the parent and the stage goes back to
@@ -124,29 +121,29 @@ def test_element_that_cannot_cross_later_is_computed_in_the_parent(clean):
 
 # ---- (b) fork after torch's intra-op pool started ---------------------------------------------
 FORK_AFTER_TORCH = """
-import os, sys, time
 import torch
 import datapipe as dp
 
-torch.set_num_threads(2)
-a = torch.randn(512, 512)
-for _ in range(3):
-    a @ a  # torch's OpenMP intra-op pool starts in this (the parent) process
 
 def f(x):
     t = torch.ones(256, 256)
     return float((t @ t)[0, 0]) + int(x)
 
-opts = dp.Options()
-opts.threading.max_intra_op_parallelism = 2
-ds = dp.range(8).map(f, num_parallel_calls=2, executor="process").with_options(opts)
-it = iter(ds)
-out = [float(x) for x in it]
-print(out, it.root.start_method, flush=True)
+
+if __name__ == "__main__":  # forkserver's workers import this module (as spawn's do)
+    torch.set_num_threads(2)
+    a = torch.randn(512, 512)
+    for _ in range(3):
+        a @ a  # torch's OpenMP intra-op pool starts in this (the parent) process
+    opts = dp.Options()
+    opts.threading.max_intra_op_parallelism = 2
+    ds = dp.range(8).map(f, num_parallel_calls=2, executor="process").with_options(opts)
+    it = iter(ds)
+    out = [float(x) for x in it]
+    print(out, it.root.start_method, flush=True)
 """
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21: fixed in the next commit")
 def test_process_map_after_torch_threads_does_not_hang(tmp_path):
     # Under fork, a child inherits the parent's OpenMP pool as dead threads: with 2 intra-op
     # threads its first matmul waited for ever, alive, so WorkerDiedError never fired.
@@ -171,7 +168,6 @@ def _slow(x):
     return int(x)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21: fixed in the next commit")
 def test_worker_died_stops_every_worker_while_the_error_is_referenced(clean):
     # A notebook keeps the last exception (sys.last_value): its traceback holds the
     # iterator, which kept the stage's other worker process alive.
@@ -200,7 +196,6 @@ def test_worker_died_stops_every_worker_while_the_error_is_referenced(clean):
     assert settle_processes(1.0) == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21: fixed in the next commit")
 def test_worker_died_in_a_nested_stage_stops_its_workers(clean):
     it = iter(dp.range(100_000).map(_slow, 2, executor="process").prefetch(4).map(_slow, 2))
     assert int(next(it)) == 0
