@@ -47,7 +47,7 @@ INTERNAL_NODES = frozenset({"datapipe.ops.window.WindowComponentDataset"})
 # Dataset's public names that build no node.
 NOT_OPS = frozenset(
     {"element_spec", "cardinality", "op_seed", "options", "as_numpy_iterator", "take_all"}
-    | {"apply", "profile", "as_torch_dataset"}
+    | {"apply", "profile", "as_torch_dataset", "stage_request"}
 )
 
 

@@ -1,11 +1,12 @@
 """The process executor: worker processes that run a map's function on chunks.
 
-Each worker thread of a ``map`` / ``random_map`` engine (``engine.py``) owns one worker
-process: the thread reads the chunk's input (the pipeline is sharded and read in the
-parent; workers only run the function), sends the elements, waits for the results and
-hands them to the consumer, so ordering, error positions, checkpoints and the tuner work
-as with threads. What changes is where the function runs: in a process of its own, so
-pure-Python functions that hold the GIL use more than one core.
+Each worker thread of a ``map`` / ``random_map`` stage's process executor
+(``executors.Processes``) serves one worker process: the thread reads the chunk's input
+(the pipeline is sharded and read in the parent; workers only run the function), sends
+the elements, waits for the results and hands them to the consumer, so ordering, error
+positions, checkpoints and the tuner work as with threads. What changes is where the
+function runs: in a process of its own, so pure-Python functions that hold the GIL use
+more than one core.
 
 * **Elements** go through shared memory (``shm.py``): arrays and torch tensors in any
   nested structure travel as one POSIX shared-memory segment per chunk (in both
@@ -55,13 +56,13 @@ import threading
 import time
 import traceback
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import wait as wait_any
 from typing import Any
 
-from datapipe.errors import RemoteTraceback, annotate
+from datapipe.errors import RemoteTraceback, WorkerDiedError, annotate
 from datapipe.parallel import shm
-from datapipe.parallel.pool import POLL_S, Failed, WorkerDiedError
+from datapipe.parallel.pool import POLL_S, Failed
 from datapipe.stats import trace
 
 # Pools of finished stages a pipeline keeps for a later epoch's stage (repeat) to reuse.
@@ -236,9 +237,11 @@ class _Proc:
 class Workers:
     """The worker processes of one stage of one pipeline.
 
-    ``set_function(fn)`` once per stage (epoch); ``ensure(n)`` starts processes up to ``n``;
-    ``run(wid, lane, elems, first, gen)`` computes a chunk in process ``wid`` (called by the
-    engine's worker thread ``wid`` only); ``release()`` when the stage closes; ``shutdown()``
+    ``set_function(fn)`` once per stage (epoch); ``start_process()`` starts one more;
+    ``run(wid, lane, elems, first, cancelled)`` computes a chunk in process ``wid`` (called
+    by the executor's worker thread ``wid`` only; ``cancelled()`` says the stage stopped
+    meanwhile); what the workers measure goes to ``meter`` (``stage.Meter``), never back
+    into the engine; ``release()`` when the stage closes; ``shutdown()``
     stops them all.
     """
 
@@ -258,7 +261,7 @@ class Workers:
         self.procs: list[_Proc] = []
         self.fn_key = 0
         self.fn_blob: bytes | None = None
-        self.engine: Any = None
+        self.meter: Any = None  # the stage's meter (None: parked, or not leased yet)
         self.registry: Any = None  # weakref to the pipeline's _Registry
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _shutdown, self.procs, self.prefix)
@@ -276,35 +279,36 @@ class Workers:
         self.fn_key += 1
         self.fn_blob = blob
 
-    def ensure(self, n: int) -> None:
+    def start_process(self) -> None:
+        """Start one more worker process (the first chooses the start method)."""
         with self._lock:
-            if self.mp is None and n > len(self.procs):
+            if self.mp is None:
                 method, why = choose_start_method(self.requested, self.intra_op)
                 self.mp, self.start_method, self.start_reason = _context(method), method, why
                 _announce(self.op, method, why, self.requested)
-            while len(self.procs) < n:
-                i = len(self.procs)
-                parent, child = self.mp.Pipe()
-                prefix = f"{self.prefix}{i}-"
-                p = self.mp.Process(
-                    target=_worker_main,
-                    args=(child, prefix, self.intra_op),
-                    name=f"datapipe-{self.op}-process-{i}",
-                    daemon=True,
-                )
-                p.start()
-                child.close()
-                self.procs.append(_Proc(p, parent, prefix))
+            i = len(self.procs)
+            parent, child = self.mp.Pipe()
+            prefix = f"{self.prefix}{i}-"
+            p = self.mp.Process(
+                target=_worker_main,
+                args=(child, prefix, self.intra_op),
+                name=f"datapipe-{self.op}-process-{i}",
+                daemon=True,
+            )
+            p.start()
+            child.close()
+            self.procs.append(_Proc(p, parent, prefix))
 
     def pids(self) -> list[int]:
         return [p.process.pid for p in self.procs]
 
-    def run(self, wid: int, lane: Any, elems: list, first: int, gen: int) -> tuple | None:
+    def run(self, wid: int, lane: Any, elems: list, first: int,
+            cancelled: Callable[[], bool]) -> tuple | None:  # fmt: skip
         """(results, any failed) of ``lane.transform`` over ``elems`` computed in process
         ``wid`` (``Failed`` items in place of failures); None if the stage stopped."""
         proc = self.procs[wid]
         if proc.abandoned is not None:  # its result first (see _Proc.abandoned)
-            late = self._wait(proc, proc.abandoned, gen, first, len(elems))
+            late = self._wait(proc, proc.abandoned, cancelled, first, len(elems))
             if late is None:
                 return None
             proc.abandoned = None
@@ -321,26 +325,22 @@ class Workers:
         except Exception:  # noqa: BLE001 - some element cannot be pickled: fail those only
             if all(_picklable(x) for x in elems):
                 raise  # the chunk as a whole: _run_sendable would come back here for ever
-            return self._run_sendable(wid, lane, elems, first, gen)
+            return self._run_sendable(wid, lane, elems, first, cancelled)
         try:
             proc.conn.send(("run", task, self.fn_key, lane.indexed, first, payload))
         except OSError:
             shm.discard(payload[1])
             proc.process.join(0.5)
             raise self._died(proc, first, len(elems)) from None
-        msg = self._wait(proc, task, gen, first, len(elems))
+        msg = self._wait(proc, task, cancelled, first, len(elems))
         if msg is None:
             proc.abandoned = task
             return None
         _, _, result, t0, t1, cpu = msg
         out = shm.loads(*result)
-        eng = self.engine
-        if eng is not None:
-            st = eng.stage
-            st.produced += len(out)
-            st.busy_s += t1 - t0
-            st.cpu_s += cpu
-            eng.sizer.observe(len(out), t1 - t0)
+        meter = self.meter
+        if meter is not None:
+            meter.record(len(out), t1 - t0, cpu)
         if trace.ENABLED:  # a span per chunk on the track of the thread serving this worker
             args = {"elements": len(out), "pid": proc.process.pid}
             trace.record_span(f"{self.op} workers", "chunk", t0, t1, args)
@@ -363,7 +363,8 @@ class Workers:
                 "was computed in this process, and AUTOTUNE moved the stage back to threads"
             )
 
-    def _run_sendable(self, wid: int, lane: Any, elems: list, first: int, gen: int) -> tuple | None:
+    def _run_sendable(self, wid: int, lane: Any, elems: list, first: int,
+                      cancelled: Callable[[], bool]) -> tuple | None:  # fmt: skip
         """``run`` for a chunk holding elements that cannot be pickled: each of those fails
         at its position (naming the op and index); the others are computed."""
         import pickle
@@ -390,15 +391,15 @@ class Workers:
             j = k + 1
             while j < len(elems) and _picklable(elems[j]):
                 j += 1
-            got = self.run(wid, lane, elems[k:j], first + k, gen)
+            got = self.run(wid, lane, elems[k:j], first + k, cancelled)
             if got is None:
                 return None
             out += got[0]
             k = j
         return out, any(type(x) is Failed for x in out)
 
-    def _wait(self, proc: _Proc, task: int, gen: int, first: int, n: int) -> tuple | None:
-        eng = self.engine
+    def _wait(self, proc: _Proc, task: int, cancelled: Callable[[], bool], first: int,
+              n: int) -> tuple | None:  # fmt: skip
         while True:
             ready = wait_any([proc.conn, proc.process.sentinel], POLL_S)
             if proc.conn in ready:
@@ -414,7 +415,7 @@ class Workers:
             if proc.conn in ready or proc.process.sentinel in ready:
                 proc.process.join(0.5)
                 raise self._died(proc, first, n)
-            if eng is None or eng.closed or gen != eng.generation:
+            if cancelled():
                 return None  # stopping: the late result is dropped by the next task
 
     def _died(self, proc: _Proc, first: int, n: int) -> WorkerDiedError:
@@ -436,7 +437,7 @@ class Workers:
     def release(self) -> None:
         """The stage using these processes closed: park them for the next epoch's stage
         (inside ``epoch_boundary``), else stop them."""
-        self.engine = None
+        self.meter = None
         reg = self.registry() if self.registry is not None else None
         if reg is None:
             self.shutdown()
