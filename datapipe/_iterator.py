@@ -2,7 +2,7 @@
 
 Internally ops exchange *chunks* (lists of elements): ``next_chunk(n)`` returns between 1
 and ``n`` elements, or an empty list when the stream has ended. A Python-level hand-off
-per element costs more than the work of most ops (DESIGN.md, "The flow of one element"),
+per element costs more than the work of most ops (docs/architecture.md, "Chunks"),
 so chunks amortise it; ops ask their input for exactly what they need, so no op holds
 elements it has not been asked for and an op's state is always exact at a chunk boundary.
 """

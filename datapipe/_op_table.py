@@ -1,6 +1,6 @@
 """The ops' facts in one place, read from the op classes themselves.
 
-One op, one module (DESIGN.md): every public module of ``datapipe/ops`` and
+One op, one module (docs/architecture.md): every public module of ``datapipe/ops`` and
 ``datapipe/sources`` defines the node class of one ``Dataset`` method, and that class's
 ``_name`` *is* the method's name (``MapDataset._name == "map"``). So the list of ops, the
 class that documents each ``Dataset`` method (``datapipe._docs``) and the table of traits are

@@ -189,6 +189,12 @@ def _one_of(choices: Callable[[], list[str]]) -> Callable[[str, str, Any], Any]:
     return check
 
 
+def _executors() -> list[str]:
+    from datapipe.parallel.executors import names
+
+    return names()
+
+
 def _start_methods() -> list[str]:
     import multiprocessing
 
@@ -206,7 +212,7 @@ _CHECKS: dict[tuple[str, str], Callable[[str, str, Any], Any]] = {
     ("Options", "stats"): _group(StatsOptions),
     ("ThreadingOptions", "private_threadpool_size"): _int(1),
     ("ThreadingOptions", "max_intra_op_parallelism"): _int(1),
-    ("ThreadingOptions", "executor"): _one_of(lambda: ["thread", "process"]),
+    ("ThreadingOptions", "executor"): _one_of(_executors),
     ("ThreadingOptions", "process_start_method"): _one_of(_start_methods),
     ("AutotuneOptions", "enabled"): check_optional_bool,
     ("AutotuneOptions", "cpu_budget"): _int(1),

@@ -144,6 +144,7 @@ class Executor:
     """The interface (see the module docstring)."""
 
     name: ClassVar[str]
+    named: ClassVar[bool] = True  # users may ask for it (``map(executor=name)``)
     threads: ClassVar[bool] = True  # runs worker threads (else the consumer computes)
     measures: ClassVar[bool] = False  # ``compute`` records its work in the meter itself
     chunk_s: ClassVar[float] = TARGET_CHUNK_S  # target seconds of work per chunk
@@ -185,6 +186,7 @@ class Executor:
 
 class Inline(Executor):
     name = "inline"
+    named = False  # AUTOTUNE's choice only: a sequential op is what a user asks for
     threads = False
 
     @classmethod
@@ -292,6 +294,11 @@ class Processes(Threads):
 
 
 EXECUTORS: dict[str, type[Executor]] = {"inline": Inline, "thread": Threads, "process": Processes}
+
+
+def names() -> list[str]:
+    """The executors users may name (``map(executor=...)``, ``ThreadingOptions.executor``)."""
+    return [k for k, cls in EXECUTORS.items() if cls.named]
 
 
 def create(kind: str, stage: Any) -> Executor | None:

@@ -70,12 +70,17 @@ class Plan:
     policy: Any = None
 
 
-EXECUTORS = ("thread", "process")
-
-
 def validate_executor(op: str, executor: str | None) -> str | None:
-    if executor is not None and executor not in EXECUTORS:
-        raise ValueError(f"{op}: executor must be one of {EXECUTORS} or None, got {executor!r}")
+    """``executor`` if it is None or an executor users may name (``executors.names``).
+
+    Raises:
+        ValueError: any other value; names the op and the choices.
+    """
+    from datapipe.parallel.executors import names
+
+    choices = tuple(names())
+    if executor is not None and executor not in choices:
+        raise ValueError(f"{op}: executor must be one of {choices} or None, got {executor!r}")
     return executor
 
 
