@@ -63,9 +63,10 @@ measures each candidate in turn, on the live pipeline, and keeps the fastest:
    price plus ~1.7 µs per call (4.9 vs 3.2 µs per 1-element call, 44 vs 45 µs per
    256-element call; load ~3). A cost over ``CLEAR_COST_FACTOR`` (10) times the limit
    leaves inline after one window, however few elements it held.
-2. **Threads** next, at the CPU budget, for two windows. Kept (and hill-climbed as
-   above) when they reach ``THREADS_SCALE_OK`` (80%) of linear scaling over inline:
-   numpy, Pillow, torch and I/O release the GIL and get there.
+2. **Threads** next, at the CPU budget, for two windows (one, when they gained nothing:
+   below ``THREADS_NO_GAIN``, 55%, of linear scaling). Kept (and hill-climbed as above)
+   when they reach ``THREADS_SCALE_OK`` (80%) of linear scaling over inline: numpy,
+   Pillow, torch and I/O release the GIL and get there.
 3. **Processes** are tried when threads stayed below that, the function costs at least
    ``PROCESS_MIN_COST_S`` (50 µs: ~170 µs per process round trip plus pickling must be
    amortised by chunks of ``pool.PROCESS_CHUNK_S`` = 20 ms of work), ``map`` /
@@ -127,6 +128,10 @@ CLEAR_COST_FACTOR = 10
 PROCESS_MIN_COST_S = 50e-6
 # ... and only when threads reached less than this share of linear scaling in the budget.
 THREADS_SCALE_OK = 0.8
+# ... and after one window already when they reached less than this share: no gain at all
+# over inline (two threads of a GIL-bound function run at 0.9-1.0x one), so the second
+# window of the trial (W6: 50 ms at half speed) would only confirm it.
+THREADS_NO_GAIN = 0.55
 # Processes are kept only if they beat the better of threads and inline by this factor.
 PROCESS_MIN_GAIN = 1.1
 # Threads that scale are still compared with processes when the function is CPU-bound and
@@ -267,8 +272,10 @@ class _Search:
         return True
 
     def remeasure(self) -> None:
+        """After an executor change: the window until the next step is not measured (the
+        mark is taken then: workers start, buffers refill), the ones after it are."""
         self.phase_rates = []
-        self.settle, self.trial, self.mark = True, None, None
+        self.settle, self.trial, self.mark = False, None, None
 
 
 def _small_cpu_bound(s: _Search) -> bool:
@@ -301,6 +308,13 @@ class Autotuner:
         with self._lock:
             if id(knob) not in self._searches:
                 self._searches[id(knob)] = _Search(knob, meter, executors)
+
+    def begin(self, knob: Any) -> None:
+        """The stage's consumer asked for its first element: its first window starts now
+        (not at the next step, a window later: AUTOTUNE's inline phase lasted 0.1 s)."""
+        s = self._searches.get(id(knob))
+        if s is not None and s.mark is None:
+            s.mark = s.counters()
 
     def remove(self, knob: Any) -> None:
         with self._lock:
@@ -541,10 +555,10 @@ def _judge_thread(t: Autotuner, s: _Search) -> str:
     """Threads at the CPU budget for two windows: kept when they reach ``THREADS_SCALE_OK``
     of linear scaling over inline (numpy, Pillow, torch, I/O) and are not CPU-bound with
     small results; else the next executor may be tried."""
-    if len(s.phase_rates) < 2:
-        return "wait"  # a trial is judged on its best window of two
     rate = s.executor_rates["thread"] = max(s.phase_rates)
     inline = s.executor_rates.get("inline", 0.0)
+    if len(s.phase_rates) < 2 and rate >= THREADS_NO_GAIN * s.knob.value * inline:
+        return "wait"  # a trial is judged on its best window of two
     if rate >= THREADS_SCALE_OK * s.knob.value * inline and not _small_cpu_bound(s):
         return "keep"
     return "next"

@@ -151,6 +151,7 @@ class Stage:
         self.engine.sampling = plan.executor == "auto" and self.processes_allowed
         self.executors = self.engine.executors  # by kind, created on first use
         self.started = False
+        self.asked = False  # the consumer asked for an element
         first = "inline" if plan.executor == "auto" else plan.executor
         # executor="process" with a function that cannot be pickled raises here, at iter()
         if not self.use(first, plan.value):
@@ -242,6 +243,9 @@ class Stage:
     # ---- the consumer -----------------------------------------------------------------
     def next_from(self, lane: Lane, n: int) -> list:
         eng = self.engine
+        if not self.asked:  # the tuner's first window starts with the first request
+            self.asked = True
+            self.tuner.begin(self.knob)
         if eng.step_back is not None and not eng.stepped_back:
             self.step_back()
         if eng.executor.threads:

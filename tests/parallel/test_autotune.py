@@ -457,6 +457,35 @@ def test_gil_bound_map_goes_to_processes(monkeypatch):
     assert w.knob.max_value == 2  # one process per core of the budget, never more
 
 
+def _window_of(w, move) -> int:
+    """The window at whose step the stage made executor ``move`` (old, new)."""
+    for k in range(1, 40):
+        w.now += 1e-9  # sums of 0.05 drift below a window's length on the fake clock
+        w.run(1)
+        if move in w.path():
+            return k
+    raise AssertionError(w.path())
+
+
+def test_threads_that_gain_nothing_are_judged_after_one_window(monkeypatch):
+    # W6's search took ~0.5 s of a 3-s run, at half speed until processes: a thread trial
+    # of a GIL-bound function needs no second window to show that it gained nothing.
+    # Window 1 marks, 2 leaves inline (costly), 3 marks the threads' first window.
+    gil = {"inline": lambda p: 4700, "thread": lambda p: 4300, "process": lambda p: 4600 * p}
+    assert _window_of(FakeExecutors(monkeypatch, 2.1e-4, gil), ("thread", "process")) == 4
+    # Threads that gain a little (1.3x for 2) are judged on their best of two windows.
+    some = dict(gil, thread=lambda p: 6100)
+    assert _window_of(FakeExecutors(monkeypatch, 2.1e-4, some), ("thread", "process")) == 5
+
+
+def test_the_first_window_starts_with_the_first_request(monkeypatch):
+    # The tuner stepped a window after the pipeline started and only marked then: every
+    # stage spent a window more inline than it had to.
+    w = FakeExecutors(monkeypatch, 1e-3, {"inline": lambda p: 1000, "thread": lambda p: 1900})
+    w.tuner.begin(w.knob)
+    assert _window_of(w, ("inline", "thread")) == 1
+
+
 def test_gil_releasing_map_keeps_threads(monkeypatch):
     # numpy releasing the GIL: two threads nearly double the rate; processes not tried.
     rates = {"inline": lambda p: 1000, "thread": lambda p: 950 * min(p, 2)}
