@@ -81,14 +81,16 @@ class ThreadingOptions(_Merge):
     picks inline, threads or processes per stage).
     ``process_start_method``: how worker processes start: ``"fork"``, ``"spawn"`` or
     ``"forkserver"`` (``multiprocessing``'s names). Default: ``"fork"`` where forking is
-    safe, else ``"forkserver"``: a forked worker inherits an OpenMP or intra-op thread pool
+    safe, else ``"forkserver"``. A forked worker inherits an OpenMP or intra-op thread pool
     (torch's) that started in the parent as threads that do not exist in it, and its first
-    parallel region waits for ever. So it is ``"forkserver"`` when native threads started in
-    the process after datapipe was imported, or when torch was imported before datapipe and
-    ``max_intra_op_parallelism > 1``; a stage's ``start_method`` / ``start_reason`` say
-    which was used and why (logged once as a warning). With forkserver, as with spawn, the
-    main module is imported in each worker: guard a script with ``if __name__ ==
-    "__main__":``.
+    parallel region waits for ever; a worker that runs torch on one intra-op thread (the
+    default ``max_intra_op_parallelism``) never enters it. So it is ``"forkserver"`` when
+    ``max_intra_op_parallelism > 1`` and such a pool may have started: native threads
+    started in the process after datapipe was imported, or torch was imported before
+    datapipe. A stage's ``start_method`` / ``start_reason`` say which was used and why
+    (logged once as a warning). With forkserver, as with spawn, each worker imports the main
+    module: guard a script with ``if __name__ == "__main__":``. AUTOTUNE tries worker
+    processes only where they would fork (or where this option is set).
     """
 
     private_threadpool_size: int | None = None

@@ -231,7 +231,14 @@ class Processes(Threads):
 
     @classmethod
     def possible(cls, stage: Any) -> bool:
-        return bool(stage.processes_allowed)  # a function that may go to processes
+        if not stage.processes_allowed:  # its work is not a function
+            return False
+        if stage.strict:  # executor="process": the user's choice, whatever the start method
+            return True
+        from datapipe.parallel.processes import fork_is_chosen
+
+        opts = stage.ctx.options.threading  # AUTOTUNE: only where the workers would fork
+        return fork_is_chosen(opts.process_start_method, stage.knob.intra_op)
 
     @classmethod
     def create(cls, stage: Any) -> Executor | None:

@@ -29,12 +29,14 @@ more than one core.
   ``forkserver``). Unset, it is ``fork`` where forking is safe and ``forkserver`` where it
   is not (``choose_start_method``): a forked child inherits the parent's OpenMP thread pool
   (torch's intra-op pool) as threads that do not exist in it, and its first parallel
-  region waits for them for ever. So ``forkserver`` is used when native threads that
-  Python does not know about started in this process since datapipe was imported (an
-  OpenMP or intra-op pool), or when torch was imported before datapipe and the workers
-  use more than one intra-op thread (``max_intra_op_parallelism > 1``: its pool may then
-  predate datapipe's count). The stage's ``start_method`` and ``start_reason`` say which
-  was used and why. With fork the children start in milliseconds; the forkserver starts
+  region waits for them for ever. A worker running torch on one intra-op thread (the
+  default ``max_intra_op_parallelism``) never enters such a pool; with more, the workers
+  start with ``forkserver`` when a pool may have started here: native threads that Python
+  does not know about started since datapipe was imported, or torch was imported before
+  datapipe (its pool may predate that count). AUTOTUNE tries processes only where they
+  would fork (``fork_is_chosen``): forkserver imports the main module in each worker, which
+  would run an unguarded script again. The stage's ``start_method`` and ``start_reason``
+  say which was used and why. With fork the children start in milliseconds; the forkserver starts
   once per process (importing datapipe, and torch when the parent has it, ~1-3 s here),
   then forks each child from itself in milliseconds; with spawn each child imports
   datapipe (and torch) first, ~3 s here.
@@ -168,30 +170,51 @@ def _encode(out: list, name: str) -> tuple:
 # ---- the start method -------------------------------------------------------------------
 def choose_start_method(requested: str | None, intra_op: int) -> tuple[str, str]:
     """(start method, why) for worker processes (module docstring, "Start methods")."""
-    import datapipe.parallel as par
-
     if requested:
         return requested, "set in Options.threading.process_start_method"
     if "fork" not in multiprocessing.get_all_start_methods():
         method = multiprocessing.get_start_method()
         return method, f"{method} is this platform's default (no fork here)"
-    now = par.native_threads()
-    if now is None or par.IMPORT_THREADS is None:
-        return "fork", "no /proc to count native threads in: fork, multiprocessing's default"
-    new = now - par.IMPORT_THREADS
-    if new:
-        return "forkserver", (
-            f"{len(new)} native thread(s) that Python does not know about started in this "
-            "process after datapipe was imported (an OpenMP or intra-op thread pool, e.g. "
-            "torch's): a forked worker would wait for them for ever"
+    if intra_op <= 1:
+        return "fork", (
+            "the workers run torch on one intra-op thread (max_intra_op_parallelism 1), so "
+            "they never enter a thread pool inherited from this process"
         )
-    torch = sys.modules.get("torch")
-    if intra_op > 1 and par.TORCH_BEFORE_IMPORT and torch is not None:
+    pool = _pool_may_have_started()
+    if pool is not None:
         return "forkserver", (
-            f"the workers use {intra_op} intra-op threads and torch was imported before "
-            "datapipe, whose count of native threads may then include torch's started pool"
+            f"the workers use {intra_op} intra-op threads and {pool}: a forked worker would "
+            "wait for that pool's threads, which do not exist in it, for ever"
         )
     return "fork", "no thread pool started in this process after datapipe was imported"
+
+
+def _pool_may_have_started() -> str | None:
+    """Why an OpenMP or intra-op thread pool may be running in this process, or None."""
+    import datapipe.parallel as par
+
+    if par.TORCH_BEFORE_IMPORT:
+        return "torch was imported before datapipe (its pool may predate datapipe's count)"
+    if par.IMPORT_THREADS is None:
+        return None  # no /proc to count threads in (not Linux): fork is not the default
+    # Sampled twice: a Python thread that is starting or ending is briefly on the list of
+    # the process's threads and not on Python's.
+    first = par.native_threads() or set()
+    time.sleep(0.002)
+    new = (first & (par.native_threads() or set())) - par.IMPORT_THREADS
+    if not new:
+        return None
+    return (
+        f"{len(new)} native thread(s) that Python does not know about started after "
+        "datapipe was imported (an OpenMP or intra-op pool, e.g. torch's)"
+    )
+
+
+def fork_is_chosen(requested: str | None, intra_op: int) -> bool:
+    """Whether workers would start by forking: the only start method AUTOTUNE may choose
+    processes with when no method is set, as forkserver and spawn import the main module
+    in each worker (a script without ``if __name__ == "__main__":`` would run again)."""
+    return requested is not None or choose_start_method(None, intra_op)[0] == "fork"
 
 
 def _context(method: str) -> Any:
@@ -511,6 +534,8 @@ def _shutdown(procs: list[_Proc], prefix: str) -> None:
             p.conn.close()
         except OSError:
             pass
+        if p.process.exitcode is not None:
+            p.process.close()  # its sentinel's descriptor now, not when it is collected
     procs.clear()
     shm.unlink_prefix(prefix)
 

@@ -162,6 +162,96 @@ def test_process_map_after_torch_threads_does_not_hang(tmp_path):
     assert method == "forkserver"
 
 
+FORK_AFTER_TORCH_AUTOTUNE = """
+import datapipe as dp
+import torch  # after datapipe: its pool's threads are counted as new ones
+
+torch.set_num_threads(2)
+a = torch.randn(512, 512)
+for _ in range(3):
+    a @ a  # torch's OpenMP intra-op pool starts in this process
+
+
+def f(x):  # pure Python (threads do not scale it), and a torch op on 2 intra-op threads
+    s = int(x)
+    for i in range(2000):
+        s = (s * 31 + i) % 1000003
+    t = torch.ones(256, 256)
+    return s + int((t @ t)[0, 0])
+
+
+# No `if __name__ == "__main__":` here: this script worked under fork, and a start method
+# that imports the main module in each worker would run it again there.
+opts = dp.Options()
+opts.threading.max_intra_op_parallelism = 2
+opts.autotune.cpu_budget = 2
+it = iter(dp.range(3000).map(f, num_parallel_calls=dp.AUTOTUNE).with_options(opts))
+out = [int(x) for x in it]
+path = [e[2:] for e in it.root.autotune_events if e[1] == "executor"]
+print(sum(out), path, flush=True)
+"""
+
+
+def _spin_256(x) -> int:
+    return spin(x) + 256
+
+
+@pytest.mark.slow  # a subprocess importing torch; the rule itself is tested just below
+def test_autotune_never_chooses_processes_that_could_hang_or_rerun_the_script(tmp_path):
+    # AUTOTUNE moved such a stage to forked processes, whose first matmul waited for ever on
+    # the pool inherited from the parent. Forkserver would not hang, but it imports the main
+    # module in each worker: this unguarded script would run again in each of them.
+    script = tmp_path / "autotune_after_torch.py"
+    script.write_text(FORK_AFTER_TORCH_AUTOTUNE)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("OMP_NUM_THREADS", None)
+    try:
+        proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                              text=True, timeout=90)  # fmt: skip
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the AUTOTUNE map hung (no result in {e.timeout} s)")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    total, path = proc.stdout.strip().split(" ", 1)
+    assert int(total) == sum(_spin_256(i) for i in range(3000))
+    assert "process" not in path  # it stayed in this process
+
+
+def test_start_method_rule(monkeypatch):
+    from datapipe.parallel import processes
+
+    pool = [None]
+    monkeypatch.setattr(processes, "_pool_may_have_started", lambda: pool[0])
+    assert processes.choose_start_method("spawn", 2) == (
+        "spawn", "set in Options.threading.process_start_method")  # fmt: skip
+    assert processes.choose_start_method(None, 2)[0] == "fork"  # no pool started
+    pool[0] = "torch's pool started"
+    method, why = processes.choose_start_method(None, 2)
+    assert method == "forkserver" and "2 intra-op threads and torch's pool started" in why
+    # one intra-op thread: the workers never enter the inherited pool
+    assert processes.choose_start_method(None, 1)[0] == "fork"
+    # AUTOTUNE tries processes only where they fork (or a start method was set)
+    assert not processes.fork_is_chosen(None, 2)
+    assert processes.fork_is_chosen(None, 1) and processes.fork_is_chosen("forkserver", 2)
+
+
+def test_a_pool_started_after_import_is_seen(monkeypatch):
+    # native threads that started after datapipe's import count; one seen in only one of
+    # two samples (a Python thread starting or ending: not yet or no longer on Python's
+    # list) does not, nor does one that was there at import (numpy's OpenBLAS pool)
+    import datapipe.parallel as par
+    from datapipe.parallel import processes
+
+    monkeypatch.setattr(par, "TORCH_BEFORE_IMPORT", False)
+    monkeypatch.setattr(par, "IMPORT_THREADS", {1})
+    samples = iter([{1, 2, 3}, {1, 2}, {1}, {1}, {1, 3}, {1}])
+    monkeypatch.setattr(par, "native_threads", lambda: next(samples))
+    assert "1 native thread(s)" in (processes._pool_may_have_started() or "")  # 2 stayed
+    assert processes._pool_may_have_started() is None
+    assert processes._pool_may_have_started() is None  # 3 came and went
+    monkeypatch.setattr(par, "TORCH_BEFORE_IMPORT", True)  # its pool may predate the count
+    assert "imported before datapipe" in (processes._pool_may_have_started() or "")
+
+
 # ---- (c) a dead worker process stops the whole stage -----------------------------------------
 def _slow(x):
     time.sleep(0.01)

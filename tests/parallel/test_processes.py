@@ -42,7 +42,10 @@ def _backed_by_shared_memory(a: np.ndarray) -> bool:
     base = a
     while isinstance(base, np.ndarray):
         base = base.base
-    return isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)
+    # a view of the segment's mapping (mmap.mmap, or shm.map_shared's libc mapping)
+    return isinstance(base, memoryview) and (
+        isinstance(base.obj, mmap.mmap) or hasattr(base.obj, "_mapping")
+    )
 
 
 BIG = 300_000  # characters: a string travels inside the pickle, past a pipe's 64 KiB buffer
