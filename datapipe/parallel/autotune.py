@@ -70,10 +70,14 @@ measures each candidate in turn, on the live pipeline, and keeps the fastest:
 3. **Processes** are tried when threads stayed below that, the function costs at least
    ``PROCESS_MIN_COST_S`` (50 µs: ~170 µs per process round trip plus pickling must be
    amortised by chunks of ``pool.PROCESS_CHUNK_S`` = 20 ms of work), ``map`` /
-   ``random_map`` can send their function (cloudpickle) and the RAM budget has
-   ``PROCESS_RAM_BYTES`` per process. They are kept if they beat the better of inline and
-   threads by ``PROCESS_MIN_GAIN`` (10%); otherwise the stage goes back to that one. A
-   process stage never has more workers than the CPU budget. Threads that scale are
+   ``random_map`` can send their function (cloudpickle) and the sampled inputs and results
+   of its last chunk (``engine.Engine.samples_cross``), the workers would fork
+   (``processes.fork_is_chosen``) and the RAM budget has ``PROCESS_RAM_BYTES`` per
+   process. An element that cannot cross later is computed in the parent and the stage
+   goes back to threads for good (``stage.Stage.step_back``). They are kept if they beat
+   the better of inline and threads by ``PROCESS_MIN_GAIN`` (10%); otherwise the stage
+   goes back to that one. A process stage never has more workers than the CPU budget.
+   Threads that scale are
    compared with processes too when their CPU-bound results are small
    (``PROCESS_SMALL_OUTPUT_BYTES``, 64 KiB; kept at a 5% gain): a process sends such a
    result back for nothing and pays none of the GIL hand-offs around each C call.
@@ -86,6 +90,12 @@ stage; a stage that fell back does not try again during the iteration.
 
 The tuner has no thread of its own: stage consumers call ``maybe_step`` whenever they ask
 for data or wake from a wait, and one of them runs a step when a window has passed.
+
+Its state is split three ways (docs/architecture.md, "The tuner"): what a stage's engine
+and executors measure (``stage.Meter``), the knob the tuner turns (``stage.Knob``: value and
+executor), and the tuner's own search state per stage (``_Search``), which nothing outside
+this module reads. The executor search is one phase per executor (``PHASES``: an entry and
+a judge), in the order of the stage's executors.
 """
 
 from __future__ import annotations
