@@ -204,6 +204,7 @@ class Iterator:
         self._root.close()
         self._epoch, self._ctx, self._primary, self._root = epoch, ctx, primary, root
         self._buf, self._pos = list(pending), 0
+        self._broken = None  # new chains: a worker that died in the old ones is gone
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, root.close)
 
