@@ -3,7 +3,8 @@
 A state is a dict (JSON-like; numpy arrays and elements inside; ``save_state`` writes it):
 
 ``epoch``
-    the epoch tuple (seeds mix it in);
+    the epoch tuple (seeds mix it in; after a restore the dataset's next ``iter()`` is the
+    epoch after it);
 ``seed``
     the global seed (fresh entropy per ``iter()`` without ``Options.seed``: kept, or a
     resumed ``global_shuffle`` would draw another permutation);

@@ -138,11 +138,12 @@ class Iterator:
     """The iterator ``iter(dataset)`` returns: a per-element view over the op chain.
 
     Methods beyond the iterator protocol:
-        get_state() / state_dict(): snapshot of the position (elements consumed so far);
-            the layout is described in ``datapipe._checkpoint``.
-        set_state(state) / load_state_dict(state): resume exactly from a snapshot taken on
-            an iterator of the same dataset (``ValueError`` for a state that doesn't fit it,
-            or that another worker layout saved). ``set_state([state_0, ..., state_n-1])``,
+        state_dict() (alias get_state()): snapshot of the position (elements consumed so
+            far, and the epoch); the layout is described in ``datapipe._checkpoint``.
+        load_state_dict(state) (alias set_state(state)): resume exactly from a snapshot
+            taken on an iterator of the same dataset (``ValueError`` for a state that doesn't
+            fit it, or that another worker layout saved); the dataset's next ``iter()`` is
+            then the epoch after the state's. ``load_state_dict([state_0, ..., state_n-1])``,
             the states of all workers of a run, resumes on any number of workers: the rest
             of the epoch is delivered exactly once across them (elastic resume, see
             ``datapipe.distribute.elastic``).
@@ -284,6 +285,10 @@ class Iterator:
         from datapipe._checkpoint import restore_iterator
 
         restore_iterator(self, state)
+        # The epoch travels with the state: the Dataset's next iter() is the epoch after the
+        # restored one (its reshuffle order), also in a fresh process whose first iter()
+        # was epoch 0.
+        self._dataset._continue_after_epoch(self._epoch[0])
 
     state_dict = get_state
     load_state_dict = set_state

@@ -314,6 +314,12 @@ class Dataset:
         # of the same Dataset object while staying reproducible from the seed.
         return self._build_iterator((next(self._iterations),))
 
+    def _continue_after_epoch(self, epoch: int) -> None:
+        """Make the next ``iter()`` epoch ``epoch + 1``: a restored iterator state carries
+        its epoch (``Iterator.load_state_dict``), and the pass after it reshuffles as the
+        run that saved it would have."""
+        self._iterations = itertools.count(int(epoch) + 1)
+
     def as_numpy_iterator(self) -> Iterator:
         """Alias of ``iter(self)`` for tf.data users: elements are already numpy here
         unless the source holds torch tensors."""

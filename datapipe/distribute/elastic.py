@@ -1,9 +1,9 @@
 """Elastic resume: a checkpoint taken by N workers, resumed on M workers.
 
-Each new worker calls ``it.set_state(states)`` with the list of *all* old workers' states
-(``save_state``/``load_state`` round-trip them); the rest of the epoch is then delivered
-exactly once across the M new workers. (Passing one state where the layout differs raises
-a ``ValueError`` saying that the list is needed.)
+Each new worker calls ``it.load_state_dict(states)`` (alias ``set_state``) with the list of
+*all* old workers' states (``save_state``/``load_state`` round-trip them); the rest of the
+epoch is then delivered exactly once across the M new workers. (Passing one state where
+the layout differs raises a ``ValueError`` saying that the list is needed.)
 
 Design
 ------
