@@ -390,11 +390,17 @@ class Dataset:
 
     @staticmethod
     def from_generator(
-        generator: Callable[[], Any], output_signature: Any, args: tuple = ()
+        generator: Callable[..., Any],
+        output_types: Any = None,
+        output_shapes: Any = None,
+        args: tuple | None = None,
+        output_signature: Any = None,
+        name: str | None = None,
     ) -> Dataset:
-        from datapipe.sources.generator import GeneratorDataset
+        from datapipe.sources.generator import GeneratorDataset, resolve_signature
 
-        return GeneratorDataset(generator, output_signature, args)
+        signature = resolve_signature(output_types, output_shapes, output_signature)
+        return GeneratorDataset(generator, signature, () if args is None else args)
 
     @staticmethod
     def counter(start: int = 0, step: int = 1, dtype: Any = "int64") -> Dataset:
