@@ -711,6 +711,18 @@ class Dataset:
 
         return ToTorchDataset(self)
 
+    def snapshot(
+        self,
+        path: str | os.PathLike,
+        compression: str | None = "AUTO",
+        reader_func: Callable[[Dataset], Dataset] | None = None,
+        shard_func: Callable[..., Any] | None = None,
+        name: str | None = None,
+    ) -> Dataset:
+        from datapipe.ops.snapshot import SnapshotDataset
+
+        return SnapshotDataset(self, path, compression, reader_func, shard_func)
+
     def with_options(self, options: Options) -> Dataset:
         from datapipe.ops.with_options import OptionsDataset
 
