@@ -162,6 +162,9 @@ class Iterator:
         self._buf: list = []
         self._pos = 0
         self._chunk = 1
+        # Elements the root has produced this epoch (an elastic resume weighs what a state
+        # still holds inside its ops by it: datapipe.distribute.elastic).
+        self._produced = 0
         # Without a buffer the user asked for, a source such as a generator fed by the
         # training loop must never be asked for an element before the consumer needs it.
         self._read_ahead = read_ahead_allowed(dataset)
@@ -193,15 +196,22 @@ class Iterator:
         return self._ctx
 
     def replace_chains(
-        self, epoch: tuple, ctx: Any, primary: OpIterator, root: OpIterator, pending: list
+        self,
+        epoch: tuple,
+        ctx: Any,
+        primary: OpIterator,
+        root: OpIterator,
+        pending: list,
+        produced: int = 0,
     ) -> None:
         """Run ``root`` from now on (closing the current chain): ``primary`` is this worker's
         own chain, ``root`` what ``__next__`` pulls (``primary`` or a chain that drains
-        others first), ``pending`` elements delivered before either. Used by an elastic
-        resume (``datapipe.distribute.elastic.install``)."""
+        others first), ``pending`` elements delivered before either, ``produced`` what the
+        primary chain's state had produced. Used by an elastic resume
+        (``datapipe.distribute.elastic.install``)."""
         self._root.close()
         self._epoch, self._ctx, self._primary, self._root = epoch, ctx, primary, root
-        self._buf, self._pos = list(pending), 0
+        self._buf, self._pos, self._produced = list(pending), 0, int(produced)
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, root.close)
 
@@ -235,6 +245,7 @@ class Iterator:
             t0 = time.perf_counter()
             self._buf = self._root.next_chunk(self._chunk)
             dt = time.perf_counter() - t0
+            self._produced += len(self._buf)
         except BaseException as e:
             # Ops locate their own errors (op, element index, file); here we only make sure
             # an interrupt stops every thread the pipeline started.
