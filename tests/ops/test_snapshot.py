@@ -343,3 +343,14 @@ def test_close_and_a_broken_loop_stop_the_input_and_reader_threads(tmp_path, thr
     for _ in snapped:  # a reading pass, broken out of
         break
     assert threads.settle() == []
+
+
+def test_the_guide_s_snapshot_example_runs():
+    # docs/guides/files-formats.md shows snapshot in a training loop: it runs as written.
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "guides" / "files-formats.md"
+    (code,) = [b for b in page.read_text().split("```python\n")[1:] if ".snapshot(" in b]
+    scope: dict = {}
+    exec(compile(code.split("```")[0], str(page), "exec"), scope)
+    assert len(list(scope["ds"])) == 1000 // 32 + 1
