@@ -2,9 +2,11 @@
 
 ``encode(indices, output_mode, depth)`` is Keras 3's ``encode_categorical_inputs``
 (``keras/src/utils/numerical_utils.py``) in torch: ``one_hot`` encodes every element (a
-trailing axis of size 1 is replaced by the encoding), ``multi_hot`` / ``count`` encode the
-last axis as one sample, a scalar is one sample of one element. Indices outside
-``[0, depth)`` add nothing (the lookup layers send their mask token there).
+trailing axis of size 1 is replaced by the encoding); ``multi_hot`` / ``count`` reduce
+Keras's one axis: axis 1 of an input of rank 2 or more (a sample per row of a
+``(batch, n)`` input; ``(a, b, c)`` gives ``(a, c, depth)``), axis 0 of a rank-1 input (one
+sample); a scalar is one sample of one element. Indices outside ``[0, depth)`` add nothing
+(the lookup layers send their mask token there).
 """
 
 from __future__ import annotations
@@ -67,9 +69,10 @@ def encode(
     """Keras's categorical encoding of int64 ``indices`` (see the module docstring).
 
     Shapes: ``one_hot``: ``(..., 1) -> (..., depth)``, otherwise ``(...) -> (..., depth)``;
-    ``multi_hot`` / ``count``: ``(..., n) -> (..., depth)``; a scalar gives ``(depth,)``
-    (``(1, depth)`` for ``one_hot``, as Keras). ``count_weights`` (``count`` only, shaped
-    like ``indices``) adds each element's weight instead of 1.
+    ``multi_hot`` / ``count``: ``(n,) -> (depth,)``, ``(b, n) -> (b, depth)``, ``(a, n,
+    c, ...) -> (a, c, ..., depth)`` (axis 1 is reduced, Keras's rule); a scalar gives
+    ``(depth,)`` (``(1, depth)`` for ``one_hot``, as Keras). ``count_weights`` (``count``
+    only, shaped like ``indices``) adds each element's weight instead of 1.
     """
     if output_mode == "int":
         return indices
@@ -82,11 +85,14 @@ def encode(
     hot = hot * valid.unsqueeze(-1)
     if output_mode == "one_hot":
         return hot.to(dtype)
+    # Keras's reduction axis (numerical_utils.encode_categorical_inputs, nn.multi_hot): 1
+    # when the indices have rank 2 or more, else 0.
+    axis = 1 if indices.ndim > 1 else 0
     if output_mode == "multi_hot":  # any(), not amax(): an empty axis gives zeros
-        return hot.any(dim=-2).to(dtype)
+        return hot.any(dim=axis).to(dtype)
     if count_weights is not None:
-        return (hot.to(count_weights.dtype) * count_weights.unsqueeze(-1)).sum(dim=-2)
-    return hot.sum(dim=-2).to(dtype)
+        return (hot.to(count_weights.dtype) * count_weights.unsqueeze(-1)).sum(dim=axis)
+    return hot.sum(dim=axis).to(dtype)
 
 
 def encoded_dtype(output_mode: str) -> torch.dtype:

@@ -261,9 +261,14 @@ class AffineLayer(GeometricLayer, RandomLayer):
         data_format: str | None = None,
         bounding_box_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(
-            bounding_box_format=bounding_box_format, seed=seed, data_format=data_format, dtype=dtype
+            bounding_box_format=bounding_box_format,
+            seed=seed,
+            data_format=data_format,
+            dtype=dtype,
+            **kwargs,
         )
         if fill_mode not in FILL_MODES:
             self._fail("fill_mode", f"must be one of {FILL_MODES}", fill_mode)

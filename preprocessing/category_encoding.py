@@ -43,12 +43,18 @@ class CategoryEncoding(Layer):
                 [1., 0., 0., 0.]])
     """
 
+    _image_layer = False  # not a Keras image layer: no bounding_box_format
+
     _checks_layout = False
 
     def __init__(
-        self, num_tokens: int | None = None, output_mode: str = "multi_hot", sparse: bool = False
+        self,
+        num_tokens: int | None = None,
+        output_mode: str = "multi_hot",
+        sparse: bool = False,
+        **kwargs: Any,
     ):
-        super().__init__()
+        super().__init__(**kwargs)
         if num_tokens is None:
             self._fail("num_tokens", "must be set (use IntegerLookup for unknown counts)", None)
         self.num_tokens = cat.check_int(self, "num_tokens", num_tokens, 1)

@@ -47,6 +47,8 @@ class Discretization(Layer):
         tensor([[0, 2, 3, 1]], dtype=torch.int32)
     """
 
+    _image_layer = False  # not a Keras image layer: no bounding_box_format
+
     _checks_layout = False
 
     # buffers (register_buffer), declared for type checkers
@@ -59,8 +61,9 @@ class Discretization(Layer):
         epsilon: float = 0.01,
         output_mode: str = "int",
         sparse: bool = False,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
+        super().__init__(**kwargs)
         if (bin_boundaries is None) == (num_bins is None):
             both = (bin_boundaries, num_bins)
             self._fail("bin_boundaries/num_bins", "exactly one of the two must be set", both)

@@ -102,9 +102,14 @@ class RandomElasticTransform(GeometricLayer, RandomLayer):
         data_format: str | None = None,
         bounding_box_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(
-            bounding_box_format=bounding_box_format, seed=seed, data_format=data_format, dtype=dtype
+            bounding_box_format=bounding_box_format,
+            seed=seed,
+            data_format=data_format,
+            dtype=dtype,
+            **kwargs,
         )
         if interpolation not in INTERPOLATIONS:
             self._fail("interpolation", f"must be one of {INTERPOLATIONS}", interpolation)

@@ -85,6 +85,8 @@ class Hashing(Layer):
         [0, 0, 2, 1, 0]
     """
 
+    _image_layer = False  # not a Keras image layer: no bounding_box_format
+
     _checks_layout = False
 
     def __init__(
@@ -94,8 +96,9 @@ class Hashing(Layer):
         salt: int | list[int] | None = None,
         output_mode: str = "int",
         sparse: bool = False,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
+        super().__init__(**kwargs)
         self.num_bins = cat.check_int(self, "num_bins", num_bins, 1, high=2**63 - 1)
         if mask_value is not None and (
             isinstance(mask_value, bool) or not isinstance(mask_value, (str, int, np.integer))
@@ -166,10 +169,14 @@ class HashedCrossing(Layer):
         [2, 3, 3]
     """
 
+    _image_layer = False  # not a Keras image layer: no bounding_box_format
+
     _checks_layout = False
 
-    def __init__(self, num_bins: int, output_mode: str = "int", sparse: bool = False) -> None:
-        super().__init__()
+    def __init__(
+        self, num_bins: int, output_mode: str = "int", sparse: bool = False, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
         self.num_bins = cat.check_int(self, "num_bins", num_bins, 1, high=2**63 - 1)
         self.output_mode = cat.check_choice(self, "output_mode", output_mode, ("int", "one_hot"))
         self.sparse = check_bool(self, "sparse", sparse)

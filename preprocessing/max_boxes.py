@@ -42,8 +42,8 @@ class MaxNumBoundingBoxes(Layer):
 
     _checks_layout = False
 
-    def __init__(self, max_number: int, fill_value: int = -1) -> None:
-        super().__init__()
+    def __init__(self, max_number: int, fill_value: int = -1, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         if isinstance(max_number, bool) or not isinstance(max_number, int) or max_number < 1:
             self._fail("max_number", "must be an int >= 1", max_number)
         if isinstance(fill_value, bool) or not isinstance(fill_value, int):

@@ -60,6 +60,8 @@ class Normalization(Layer):
                 [[2.]]])
     """
 
+    _image_layer = False  # not a Keras image layer: no bounding_box_format
+
     # buffers (register_buffer), declared for type checkers
     mean: torch.Tensor
     variance: torch.Tensor
@@ -72,8 +74,9 @@ class Normalization(Layer):
         invert: bool = False,
         data_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(data_format=data_format, dtype=dtype)
+        super().__init__(data_format=data_format, dtype=dtype, **kwargs)
         self._keep = self._resolve_axis(axis)
         # Only per-channel statistics depend on where the channels are.
         self._checks_layout = axis == "channel"

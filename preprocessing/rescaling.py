@@ -33,14 +33,17 @@ class Rescaling(Layer):
         tensor([[[-1.,  1.]]])
     """
 
+    _image_layer = False  # not a Keras image layer: no bounding_box_format
+
     def __init__(
         self,
         scale: float | list[float],
         offset: float | list[float] = 0.0,
         data_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(data_format=data_format, dtype=dtype)
+        super().__init__(data_format=data_format, dtype=dtype, **kwargs)
         self.scale = scale
         self.offset = offset
         for name, v in (("scale", scale), ("offset", offset)):

@@ -111,6 +111,8 @@ class MelSpectrogram(Layer):
         torch.Size([2, 8, 11])
     """
 
+    _image_layer = False  # not a Keras image layer: no bounding_box_format
+
     _checks_layout = False
 
     # buffers (register_buffer), declared for type checkers
@@ -132,8 +134,9 @@ class MelSpectrogram(Layer):
         mag_exp: float = 2.0,
         min_power: float = 1e-10,
         ref_power: float = 1.0,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
+        super().__init__(**kwargs)
         self.fft_length = _positive_int(self, "fft_length", fft_length)
         self.sequence_stride = _positive_int(self, "sequence_stride", sequence_stride)
         self.sequence_length = _positive_int(
@@ -234,6 +237,8 @@ class STFTSpectrogram(Layer):
         torch.Size([2, 27, 7])
     """
 
+    _image_layer = False  # not a Keras image layer: no bounding_box_format
+
     MODES = ("log", "magnitude", "psd", "real", "imag", "angle", "stft")
 
     # buffers (register_buffer), declared for type checkers
@@ -252,8 +257,9 @@ class STFTSpectrogram(Layer):
         padding: str = "valid",
         expand_dims: bool = False,
         data_format: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(data_format=data_format)
+        super().__init__(data_format=data_format, **kwargs)
         self.mode = cat.check_choice(self, "mode", mode, self.MODES)
         self.frame_length = _positive_int(self, "frame_length", frame_length)
         self.frame_step = cat.check_int(self, "frame_step", frame_step, 1, optional=True)
