@@ -11,6 +11,7 @@ sample); a scalar is one sample of one element. Indices outside ``[0, depth)`` a
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal, overload
@@ -93,6 +94,37 @@ def encode(
     if count_weights is not None:
         return (hot.to(count_weights.dtype) * count_weights.unsqueeze(-1)).sum(dim=axis)
     return hot.sum(dim=axis).to(dtype)
+
+
+FLOAT_OUTPUTS = {
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+}
+INT_OUTPUTS = {"int32": torch.int32, "int64": torch.int64}
+
+
+def output_dtype(layer: Any, dtype: Any, int_output: bool, ints_allowed: bool = False) -> str:
+    """A feature layer's ``dtype`` argument (Keras's: the dtype of what it returns).
+
+    ``int_output``: the layer returns indices (``output_mode="int"``): ``"int32"`` or
+    ``"int64"`` (default ``"int64"``). Otherwise a float name (default ``"float32"``), or
+    with ``ints_allowed`` also an int name (CategoryEncoding's one-hot as ``int32``).
+    """
+    if dtype is None:
+        return "int64" if int_output else "float32"
+    allowed = tuple(INT_OUTPUTS) if int_output else tuple(FLOAT_OUTPUTS)
+    if ints_allowed and not int_output:
+        allowed += tuple(INT_OUTPUTS)
+    if not isinstance(dtype, str) or dtype not in allowed:
+        what = "with output_mode='int' " if int_output else ""
+        layer._fail("dtype", f"{what}must be one of {allowed} or None", dtype)
+    return dtype
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    return {**FLOAT_OUTPUTS, **INT_OUTPUTS}[name]
 
 
 def encoded_dtype(output_mode: str) -> torch.dtype:
@@ -182,9 +214,9 @@ def run_adapt(layer: Any, data: Any, batch_size, steps, progress, update) -> int
     with progress_bar(
         total=total, desc=f"{name}.adapt", unit="batch", enabled=progress, delay=2.0
     ) as bar:
-        for batch in batches:
-            if steps is not None and count >= steps:
-                break
+        # islice: the batch after the last step is never read (a pipeline may be costly
+        # or endless), as Keras's adapt(steps=) stops.
+        for batch in itertools.islice(batches, steps):
             update(batch)
             count += 1
             bar.update(1)

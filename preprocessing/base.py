@@ -26,7 +26,7 @@ from datapipe._image_format import DATA_FORMATS, resolve_data_format
 from . import _targets
 from ._random import box_muller, hashed_uniform
 from .bounding_boxes import check_format
-from .dtype_policy import DTypePolicy, resolve_dtype
+from .dtype_policy import POLICY_NAMES, DTypePolicy, resolve_dtype
 
 # Filled by Layer.__init_subclass__: class name -> class. Loading a config looks the
 # class up here, so a config can only ever build one of this package's layers.
@@ -233,8 +233,9 @@ class Layer(torch.nn.Module):
     # ------------------------------------------------------------ dtype policy
     @property
     def dtype_policy(self) -> DTypePolicy | None:
-        """The layer's ``DTypePolicy`` (None: float inputs keep their dtype)."""
-        return None if self.dtype is None else DTypePolicy(self.dtype)
+        """The layer's ``DTypePolicy`` (None: float inputs keep their dtype; a feature
+        layer's ``dtype`` names its output dtype, which is no policy)."""
+        return None if self.dtype not in POLICY_NAMES else DTypePolicy(self.dtype)
 
     @property
     def compute_dtype(self) -> torch.dtype | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -271,9 +272,7 @@ class Normalization(Layer):
     def _stream_moments(self, batches: Any, steps: int | None, bar: Any) -> tuple:
         """(count, mean, M2) of all ``batches`` (mean None when there was no element)."""
         count, mean, m2 = 0, None, None  # mean is None until a batch had elements
-        for step, batch in enumerate(batches):
-            if steps is not None and step >= steps:
-                break
+        for batch in itertools.islice(batches, steps):  # never reads past the last step
             bar.update(1)
             n, b_mean, b_m2 = self._moments(batch)
             if n == 0:  # an empty batch (or zero-sized images) carries no moments

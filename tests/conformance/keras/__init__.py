@@ -1,0 +1,22 @@
+"""Keras 3's own preprocessing-layer tests, translated: one ``test_<layer>.py`` per layer.
+
+Each test names, in its docstring, the upstream file (under
+``keras/src/layers/preprocessing/``) and test method it translates, and keeps the upstream
+literal inputs and expected values (or computes them in numpy/torch from the upstream
+formula). The test code is ours, written against ``preprocessing``'s API; none of it needs
+Keras or TensorFlow. A test narrowed to a deliberate difference cites its row of
+``docs/guides/differences.md`` (``D-K-n``). ``_upstream.METHODS`` lists every upstream
+test method; ``test_coverage.py`` checks each is translated or in ``SKIPPED`` below.
+
+``SKIPPED``: upstream methods about Keras's own machinery only (symbolic ``KerasTensor``
+shapes, ``.keras`` files, ``SparseTensor``/``RaggedTensor`` inputs, ``tf.data`` graphs
+inside a layer, backend-specific dtype policies), each with a one-line reason.
+``NOT_SHIPPED``: upstream test files of layers this package does not ship.
+"""
+
+SKIPPED: dict[str, str] = {}
+
+NOT_SHIPPED: dict[str, str] = {
+    "data_layer_test.py": "Keras's DataLayer base (backend switching inside tf.data/grain)",
+    "feature_space_test.py": "FeatureSpace is not shipped (a Keras model-building utility)",
+}
