@@ -566,16 +566,16 @@ def ordered_pair(
 ) -> tuple[float, float]:
     """A ``(lower, upper)`` pair of finite numbers within ``[low, high]`` with lower <=
     upper; with ``symmetric`` a single number ``f`` stands for ``(-|f|, |f|)``."""
+    what = "a number or a pair of numbers" if symmetric else "a pair of numbers"
     if isinstance(value, (list, tuple)):
         if len(value) != 2 or not all(_is_number(v) for v in value):
-            layer._fail(name, "must be a number or a pair of numbers (lower, upper)", value)
+            layer._fail(name, f"must be {what} (lower, upper)", value)
         lo, hi = float(value[0]), float(value[1])
         if lo > hi:
             layer._fail(name, "must be a pair (lower, upper) with lower <= upper", value)
     elif symmetric and _is_number(value):
         lo, hi = -abs(float(value)), abs(float(value))
     else:
-        what = "a number or a pair of numbers" if symmetric else "a pair of numbers"
         layer._fail(name, f"must be {what} (lower, upper)", value)
     if lo < low or hi > high:
         layer._fail(name, f"must lie in [{low}, {high}]", value)

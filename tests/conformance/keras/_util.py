@@ -26,3 +26,55 @@ def assert_values(actual: Any, expected: Any, atol: float = 0.0, rtol: float = 0
         np.testing.assert_array_equal(got, want)
     else:
         np.testing.assert_allclose(got, want, atol=atol, rtol=rtol)
+
+
+def layer_basics(layer_cls: type, init_kwargs: dict, input_shape: tuple, expected_shape: tuple,
+                 scale: float = 1.0) -> torch.Tensor:
+    """What Keras's ``run_layer_test`` checks, in torch terms: the output shape, no
+    trainable weights, the config round trip (``from_config(get_config())`` gives the
+    same config and, for a seeded layer, the same output on the same input), and the
+    output is finite. ``scale`` multiplies the U[0, 1) input (255 for 8-bit ranges)."""
+    x = torch.rand(input_shape, generator=torch.Generator().manual_seed(0)) * scale
+    layer = layer_cls(**init_kwargs)
+    out = layer(x)
+    assert tuple(out.shape) == tuple(expected_shape), (tuple(out.shape), expected_shape)
+    assert list(layer.parameters()) == []
+    assert torch.isfinite(out).all()
+    config = layer.get_config()
+    again = layer_cls.from_config(config)
+    assert again.get_config() == config
+    if init_kwargs.get("seed") is not None:
+        assert torch.equal(layer_cls(**init_kwargs)(x), again(x))
+    return out
+
+
+def keras_dict_input(channels_last: bool = True) -> dict:
+    """The dict of upstream's ``test_dict_input`` cases: images (2, 4, 5, 3) channels-last,
+    labels (2, 7), masks (2, 4, 5, 7), one box [1, 2, 2, 3] labelled 0."""
+    rng = np.random.default_rng(0)
+    images = rng.random((2, 4, 5, 3)).astype("float32")
+    masks = rng.random((2, 4, 5, 7)).astype("float32")
+    if not channels_last:
+        images, masks = images.transpose(0, 3, 1, 2), masks.transpose(0, 3, 1, 2)
+    return {
+        "images": images,
+        "labels": rng.random((2, 7)).astype("float32"),
+        "segmentation_masks": masks,
+        "bounding_boxes": {"boxes": np.array([[1, 2, 2, 3]]), "labels": np.array([0])},
+    }
+
+
+def assert_targets_untouched(layer: Any, data: dict) -> None:
+    """upstream's photometric ``test_dict_input``: images change shape-for-shape, labels,
+    masks and boxes come back unchanged."""
+    out = layer(data)
+    assert tuple(out["images"].shape) == data["images"].shape
+    assert as_numpy(out["segmentation_masks"]).shape == data["segmentation_masks"].shape
+    np.testing.assert_array_equal(as_numpy(out["labels"]), data["labels"])
+    np.testing.assert_array_equal(as_numpy(out["segmentation_masks"]), data["segmentation_masks"])
+    np.testing.assert_array_equal(
+        as_numpy(out["bounding_boxes"]["boxes"]), data["bounding_boxes"]["boxes"]
+    )
+    np.testing.assert_array_equal(
+        as_numpy(out["bounding_boxes"]["labels"]), data["bounding_boxes"]["labels"]
+    )
