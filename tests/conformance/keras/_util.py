@@ -78,3 +78,40 @@ def assert_targets_untouched(layer: Any, data: dict) -> None:
     np.testing.assert_array_equal(
         as_numpy(out["bounding_boxes"]["labels"]), data["bounding_boxes"]["labels"]
     )
+
+
+def moved_boxes(layer: Any, boxes: list, params: dict, image_shape: tuple) -> np.ndarray:
+    """``layer.transform_bounding_boxes`` of one image's boxes (N, 4) under ``params``
+    (``input_shape`` set to the batch of that one image); the moved boxes, (N, 4)."""
+    params = {**params, "input_shape": (1, *image_shape)}
+    data = {"boxes": torch.tensor([boxes], dtype=torch.float32), "labels": torch.zeros(1, len(boxes))}
+    return as_numpy(layer.transform_bounding_boxes(data, params)["boxes"][0])
+
+
+def image_with_boxes(image_shape: tuple, boxes: list, batched: bool = False) -> dict:
+    """upstream's ``{"images": random image, "bounding_boxes": {boxes, labels 1..N}}``."""
+    n = len(boxes)
+    data = {
+        "images": np.random.default_rng(0).random(image_shape).astype("float32"),
+        "bounding_boxes": {
+            "boxes": np.array(boxes, dtype="float32"),
+            "labels": np.arange(1, n + 1),
+        },
+    }
+    if batched:
+        data["images"] = data["images"][None]
+        data["bounding_boxes"] = {k: v[None] for k, v in data["bounding_boxes"].items()}
+    return data
+
+
+def mask_classes_kept(layer: Any, channels_last: bool = True) -> None:
+    """upstream's ``test_segmentation_mask_preserves_dtype_and_classes``: uint8 masks of
+    classes {0, 4} come back uint8 with no other class."""
+    images = np.random.default_rng(0).random((2, 8, 8, 3)).astype("float32")
+    masks = np.zeros((2, 8, 8, 1), dtype="uint8")
+    masks[:, :4] = 4
+    if not channels_last:
+        images, masks = images.transpose(0, 3, 1, 2), masks.transpose(0, 3, 1, 2)
+    result = as_numpy(layer({"images": images, "segmentation_masks": masks})["segmentation_masks"])
+    assert result.dtype == np.uint8
+    assert set(np.unique(result).tolist()) <= {0, 4}
