@@ -225,14 +225,19 @@ def continuous_matrix(matrix: torch.Tensor) -> torch.Tensor:
     """Output->input pixel-index matrices -> input->output continuous-coordinate ones.
 
     Pixel i's centre is index i and continuous coordinate i + 0.5, so the forward map of
-    continuous points is ``T(+0.5) @ inverse(M) @ T(-0.5)``.
+    continuous points is ``T(+0.5) @ inverse(M) @ T(-0.5)``. A matrix with no inverse (a
+    shear with ``s_x * s_y = 1`` samples every output pixel from one line of the input,
+    so an input point lands on a whole line, not a point) gives NaN: its boxes are
+    dropped (label -1) and its keypoints are NaN.
     """
     m = matrix.to(torch.float32)
     shift = torch.eye(3, device=m.device, dtype=m.dtype)
     shift[0, 2] = shift[1, 2] = 0.5
     back = torch.eye(3, device=m.device, dtype=m.dtype)
     back[0, 2] = back[1, 2] = -0.5
-    return shift @ torch.linalg.inv(m) @ back
+    inverse, info = torch.linalg.inv_ex(m)  # no error (nor host sync) on singular ones
+    inverse = torch.where((info != 0).view(-1, *([1] * (m.ndim - 1))), torch.nan, inverse)
+    return shift @ inverse @ back
 
 
 class AffineLayer(GeometricLayer, RandomLayer):
