@@ -40,6 +40,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from ._photometric import apply_where
 from .base import RandomLayer, _is_number
 from .geometric import GeometricLayer
 
@@ -301,13 +302,18 @@ class AffineLayer(GeometricLayer, RandomLayer):
     def warp(self, x: torch.Tensor, params: Any, interpolation: str) -> torch.Tensor:
         h, w = x.shape[-2:]
         projective = params.get("projective", self._projective)
-        return affine_transform(
+        matrix = self._matrix_of(params, h, w)
+        # An image whose matrix is the identity (not picked, a zero angle or shift) is
+        # copied, not resampled: sampling a pixel at its own position through
+        # grid_sample's normalised coordinates is off by float32 rounding.
+        eye = torch.eye(3, device=matrix.device, dtype=matrix.dtype)
+        moves = ~(matrix == eye).flatten(1).all(dim=1)
+        return apply_where(
             x,
-            self._matrix_of(params, h, w),
-            interpolation,
-            self.fill_mode,
-            self.fill_value,
-            projective,
+            moves,
+            lambda s, i: affine_transform(
+                s, matrix[i], interpolation, self.fill_mode, self.fill_value, projective
+            ),
         )
 
     def point_matrix(self, params: Any, height: int, width: int) -> torch.Tensor:

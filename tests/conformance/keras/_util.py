@@ -28,8 +28,13 @@ def assert_values(actual: Any, expected: Any, atol: float = 0.0, rtol: float = 0
         np.testing.assert_allclose(got, want, atol=atol, rtol=rtol)
 
 
-def layer_basics(layer_cls: type, init_kwargs: dict, input_shape: tuple, expected_shape: tuple,
-                 scale: float = 1.0) -> torch.Tensor:
+def layer_basics(
+    layer_cls: type,
+    init_kwargs: dict,
+    input_shape: tuple,
+    expected_shape: tuple,
+    scale: float = 1.0,
+) -> torch.Tensor:
     """What Keras's ``run_layer_test`` checks, in torch terms: the output shape, no
     trainable weights, the config round trip (``from_config(get_config())`` gives the
     same config and, for a seeded layer, the same output on the same input), and the
@@ -84,7 +89,10 @@ def moved_boxes(layer: Any, boxes: list, params: dict, image_shape: tuple) -> np
     """``layer.transform_bounding_boxes`` of one image's boxes (N, 4) under ``params``
     (``input_shape`` set to the batch of that one image); the moved boxes, (N, 4)."""
     params = {**params, "input_shape": (1, *image_shape)}
-    data = {"boxes": torch.tensor([boxes], dtype=torch.float32), "labels": torch.zeros(1, len(boxes))}
+    data = {
+        "boxes": torch.tensor([boxes], dtype=torch.float32),
+        "labels": torch.zeros(1, len(boxes)),
+    }
     return as_numpy(layer.transform_bounding_boxes(data, params)["boxes"][0])
 
 
@@ -115,3 +123,26 @@ def mask_classes_kept(layer: Any, channels_last: bool = True) -> None:
     result = as_numpy(layer({"images": images, "segmentation_masks": masks})["segmentation_masks"])
     assert result.dtype == np.uint8
     assert set(np.unique(result).tolist()) <= {0, 4}
+
+
+def quad_in_image_extent(corners: np.ndarray, height: float, width: float) -> list:
+    """The xyxy extent of the polygon ``corners`` (K, 2) cut to the image [0, W] x [0, H]
+    (Sutherland-Hodgman clipping), or zeros when nothing is left: the reference for
+    where a moved box's pixels are."""
+    poly = [tuple(p) for p in np.asarray(corners, dtype=float)]
+    edges = [(0, 0.0, 1), (0, float(width), -1), (1, 0.0, 1), (1, float(height), -1)]
+    for axis, bound, sign in edges:
+        out = []
+        for i, cur in enumerate(poly):
+            prev = poly[i - 1]
+            cur_in, prev_in = sign * (cur[axis] - bound) >= 0, sign * (prev[axis] - bound) >= 0
+            if cur_in != prev_in:
+                t = (bound - prev[axis]) / (cur[axis] - prev[axis])
+                out.append(tuple(p + t * (c - p) for p, c in zip(prev, cur)))
+            if cur_in:
+                out.append(cur)
+        poly = out
+        if not poly:
+            return [0.0, 0.0, 0.0, 0.0]
+    xs, ys = [p[0] for p in poly], [p[1] for p in poly]
+    return [min(xs), min(ys), max(xs), max(ys)]

@@ -35,7 +35,9 @@ def test_aug_mix_inference():
 def test_random_augment_randomness():
     """aug_mix_test.py::test_random_augment_randomness: 11 chains change the images."""
     data = np.random.default_rng(0).random((2, 3, 8, 8))
-    out = as_numpy(pp.AugMix(num_chains=11, all_ops=True, data_format="channels_first", seed=1)(data))
+    out = as_numpy(
+        pp.AugMix(num_chains=11, all_ops=True, data_format="channels_first", seed=1)(data)
+    )
     assert not np.allclose(out, data)
 
 

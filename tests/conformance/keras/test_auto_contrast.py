@@ -18,7 +18,9 @@ def _column(values, dtype="float32"):
 
 def test_layer():
     """auto_contrast_test.py::test_layer."""
-    out = layer_basics(pp.AutoContrast, {"value_range": (20, 200)}, (8, 3, 4, 3), (8, 3, 4, 3), scale=255)
+    out = layer_basics(
+        pp.AutoContrast, {"value_range": (20, 200)}, (8, 3, 4, 3), (8, 3, 4, 3), scale=255
+    )
     assert out.min() >= 20 - 1e-3 and out.max() <= 200 + 1e-3
 
 
@@ -38,7 +40,9 @@ def test_auto_contrast_different_values_per_channel():
     """auto_contrast_test.py::test_auto_contrast_different_values_per_channel."""
     img = np.array([[[[1, 2, 3], [4, 5, 6]], [[7, 8, 9], [10, 11, 12]]]], dtype="float32")
     ys = pp.AutoContrast(value_range=(0, 255), **LAST)(img)
-    expected = [[[[0.0, 0.0, 0.0], [85.0, 85.0, 85.0]], [[170.0, 170.0, 170.0], [255.0, 255.0, 255.0]]]]
+    expected = [
+        [[[0.0, 0.0, 0.0], [85.0, 85.0, 85.0]], [[170.0, 170.0, 170.0], [255.0, 255.0, 255.0]]]
+    ]
     assert_values(ys, expected, atol=1e-4)
 
 

@@ -64,7 +64,11 @@ def test_keras_base_layer_kwargs(name, kwargs):
     arguments are taken by every image layer; ``name`` and ``bounding_box_format`` are
     kept in the config, the others change nothing."""
     keras_kwargs = dict(
-        name="aug", trainable=False, autocast=True, input_shape=(3, 8, 8), bounding_box_format="xyxy"
+        name="aug",
+        trainable=False,
+        autocast=True,
+        input_shape=(3, 8, 8),
+        bounding_box_format="xyxy",
     )
     cls = getattr(pp, name)
     layer = cls(**kwargs, **keras_kwargs)
@@ -74,7 +78,10 @@ def test_keras_base_layer_kwargs(name, kwargs):
     again = pp.layer_from_config(pp.serialize_layer(layer))
     assert again.name == "aug" and again.get_config() == config
     plain = cls(**kwargs).get_config()
-    assert {k: v for k, v in config.items() if k != "name"} == {**plain, "bounding_box_format": "xyxy"}
+    assert {k: v for k, v in config.items() if k != "name"} == {
+        **plain,
+        "bounding_box_format": "xyxy",
+    }
 
 
 @pytest.mark.parametrize("name,kwargs", IMAGE_LAYERS, ids=IDS)

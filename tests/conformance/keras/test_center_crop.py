@@ -18,16 +18,29 @@ def _np_center_crop(img, h_new, w_new):
 
 @pytest.mark.parametrize(
     "size,data_format,shape,expected",
-    [((6, 6), "channels_last", (2, 12, 12, 3), (2, 6, 6, 3)), ((7, 7), "channels_first", (2, 3, 13, 13), (2, 3, 7, 7))],
+    [
+        ((6, 6), "channels_last", (2, 12, 12, 3), (2, 6, 6, 3)),
+        ((7, 7), "channels_first", (2, 3, 13, 13), (2, 3, 7, 7)),
+    ],
 )
 def test_center_crop_basics(size, data_format, shape, expected):
     """center_crop_test.py::test_center_crop_basics."""
-    layer_basics(pp.CenterCrop, {"height": size[0], "width": size[1], "data_format": data_format}, shape, expected)
+    layer_basics(
+        pp.CenterCrop,
+        {"height": size[0], "width": size[1], "data_format": data_format},
+        shape,
+        expected,
+    )
 
 
 @pytest.mark.parametrize(
     "size,data_format",
-    [((5, 7), "channels_first"), ((5, 7), "channels_last"), ((4, 9), "channels_first"), ((9, 4), "channels_last")],
+    [
+        ((5, 7), "channels_first"),
+        ((5, 7), "channels_last"),
+        ((4, 9), "channels_first"),
+        ((9, 4), "channels_last"),
+    ],
 )
 @pytest.mark.parametrize("batched", [True, False])
 def test_center_crop_correctness(size, data_format, batched):
@@ -42,7 +55,9 @@ def test_center_crop_correctness(size, data_format, batched):
     assert_values(out, ref, atol=1e-6)
 
 
-@pytest.mark.parametrize("size,data_format", [((15, 10), "channels_first"), ((10, 17), "channels_last")])
+@pytest.mark.parametrize(
+    "size,data_format", [((15, 10), "channels_first"), ((10, 17), "channels_last")]
+)
 @pytest.mark.parametrize("batched", [True, False])
 def test_input_smaller_than_crop_box(size, data_format, batched):
     """center_crop_test.py::test_input_smaller_than_crop_box: equals Resizing with
@@ -57,7 +72,9 @@ def test_input_smaller_than_crop_box(size, data_format, batched):
 def test_tf_data_compatibility():
     """center_crop_test.py::test_tf_data_compatibility."""
     data = np.random.default_rng(2).random((2, 3, 10, 12))
-    assert tuple(next(iter(dp.from_tensor_slices(data).batch(2).map(pp.CenterCrop(8, 9)))).shape) == (2, 3, 8, 9)
+    assert tuple(
+        next(iter(dp.from_tensor_slices(data).batch(2).map(pp.CenterCrop(8, 9)))).shape
+    ) == (2, 3, 8, 9)
 
 
 @pytest.mark.parametrize("size", [(5, 17), (5, 100)])

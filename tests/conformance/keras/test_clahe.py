@@ -18,7 +18,9 @@ def _in_range(x, low, high):
     assert (x >= low).all() and (x <= high).all()
 
 
-@pytest.mark.parametrize("data_format,shape", [("channels_last", (1, 4, 4, 3)), ("channels_first", (1, 3, 4, 4))])
+@pytest.mark.parametrize(
+    "data_format,shape", [("channels_last", (1, 4, 4, 3)), ("channels_first", (1, 3, 4, 4))]
+)
 def test_layer(data_format, shape):
     """clahe_test.py::test_layer (both layouts, 2x2 tiles)."""
     init = {"value_range": (0, 255), "data_format": data_format, "tile_grid_size": (2, 2)}

@@ -33,7 +33,9 @@ def test_cut_mix_basic():
         "permutation_order": torch.tensor([0, 1]),
     }
     assert_values(layer.transform_images(torch.from_numpy(inputs), params), inputs)
-    swapped = layer.transform_images(torch.from_numpy(inputs), {**params, "permutation_order": torch.tensor([1, 0])})
+    swapped = layer.transform_images(
+        torch.from_numpy(inputs), {**params, "permutation_order": torch.tensor([1, 0])}
+    )
     assert_values(swapped, [[[[1.0, 0.0], [1.0, 1.0]]], [[[0.0, 0.0], [1.0, 0.0]]]])
 
 
@@ -49,7 +51,9 @@ def test_segmentation_mask_preserves_dtype_and_classes():
     images = np.random.default_rng(1).random((2, 8, 8, 3)).astype("float32")
     masks = np.zeros((2, 8, 8, 1), dtype="uint8")
     masks[0] = 4
-    out = pp.CutMix(seed=1, data_format="channels_last")({"images": images, "segmentation_masks": masks})
+    out = pp.CutMix(seed=1, data_format="channels_last")(
+        {"images": images, "segmentation_masks": masks}
+    )
     result = as_numpy(out["segmentation_masks"])
     assert result.dtype == np.uint8
     assert set(np.unique(result).tolist()) <= {0, 4}

@@ -158,8 +158,10 @@ def test_saving(tmp_path):
     ref = adapted(np.random.default_rng(6).random((1, 2)))
     for layer, inputs, want in [(fixed, x, [[0, 1, 1, 1, 2, 3, 4, 4, 3]]), (adapted, None, ref)]:
         torch.save(layer.state_dict(), tmp_path / "layer.pt")
-        restored = pp.Discretization(num_bins=4) if inputs is None else pp.Discretization(
-            bin_boundaries=[0.0]
+        restored = (
+            pp.Discretization(num_bins=4)
+            if inputs is None
+            else pp.Discretization(bin_boundaries=[0.0])
         )
         restored.load_state_dict(torch.load(tmp_path / "layer.pt"))
         got = restored(x if inputs is not None else np.random.default_rng(6).random((1, 2)))

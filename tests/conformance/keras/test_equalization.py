@@ -23,7 +23,13 @@ def _in_range(x, low, high):
 )
 def test_layer(data_format, shape):
     """equalization_test.py::test_layer (both layouts)."""
-    layer_basics(pp.Equalization, {"value_range": (0, 255), "data_format": data_format}, shape, shape, scale=255)
+    layer_basics(
+        pp.Equalization,
+        {"value_range": (0, 255), "data_format": data_format},
+        shape,
+        shape,
+        scale=255,
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64])
@@ -55,7 +61,9 @@ def test_constant_regions():
 def test_grayscale_images():
     """equalization_test.py::test_grayscale_images (both layouts)."""
     rng = np.random.default_rng(42)
-    last = as_numpy(pp.Equalization(value_range=(0, 255), **LAST)(rng.uniform(0, 255, (2, 64, 64, 1))))
+    last = as_numpy(
+        pp.Equalization(value_range=(0, 255), **LAST)(rng.uniform(0, 255, (2, 64, 64, 1)))
+    )
     assert last.shape[-1] == 1
     _in_range(last, 0, 255)
     first_in = rng.uniform(0, 255, (2, 1, 64, 64))
@@ -64,10 +72,14 @@ def test_grayscale_images():
     _in_range(first, 0, 255)
 
 
-@pytest.mark.parametrize("data_format,shape", [("channels_last", (1, 64, 64, 3)), ("channels_first", (1, 3, 64, 64))])
+@pytest.mark.parametrize(
+    "data_format,shape", [("channels_last", (1, 64, 64, 3)), ("channels_first", (1, 3, 64, 64))]
+)
 def test_single_color_image(data_format, shape):
     """equalization_test.py::test_single_color_image: a constant image is kept."""
-    out = pp.Equalization(value_range=(0, 255), data_format=data_format)(np.full(shape, 128, np.float32))
+    out = pp.Equalization(value_range=(0, 255), data_format=data_format)(
+        np.full(shape, 128, np.float32)
+    )
     assert_values(out, np.full(shape, 128.0))
 
 

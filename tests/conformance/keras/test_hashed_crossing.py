@@ -24,7 +24,11 @@ ONE_HOT = [
 
 
 @pytest.mark.parametrize(
-    "kwargs,shape", [({"num_bins": 3, "output_mode": "int"}, (2,)), ({"num_bins": 4, "output_mode": "one_hot"}, (2, 4))]
+    "kwargs,shape",
+    [
+        ({"num_bins": 3, "output_mode": "int"}, (2,)),
+        ({"num_bins": 4, "output_mode": "one_hot"}, (2, 4)),
+    ],
 )
 def test_basics(kwargs, shape):
     """hashed_crossing_test.py::test_basics: output shapes, no weights."""

@@ -123,7 +123,11 @@ def test_one_hot_compute_output_shape_multi_hot_consistency():
     """index_lookup_test.py::test_one_hot_compute_output_shape_multi_hot_consistency:
     multi_hot (2, 5) -> (2, depth), one_hot (2, 2, 2) -> (2, 2, 2, depth), depth 4."""
     kwargs = dict(
-        max_tokens=10, num_oov_indices=1, mask_token=None, oov_token="[OOV]", vocabulary=["a", "b", "c"]
+        max_tokens=10,
+        num_oov_indices=1,
+        mask_token=None,
+        oov_token="[OOV]",
+        vocabulary=["a", "b", "c"],
     )
     multi = pp.StringLookup(**kwargs, output_mode="multi_hot")
     assert tuple(multi(np.full((2, 5), "a")).shape) == (2, 4)
@@ -285,7 +289,9 @@ def _assets_round_trip(kwargs, vocabulary, sample):
 def test_save_and_load_assets_string_vocab():
     """index_lookup_test.py::test_save_and_load_assets_string_vocab."""
     kwargs = dict(max_tokens=10, num_oov_indices=1, mask_token="<mask>", oov_token="[OOV]")
-    vocab = _assets_round_trip(kwargs, ["apple", "banana", "cherry"], ["apple", "banana", "unknown"])
+    vocab = _assets_round_trip(
+        kwargs, ["apple", "banana", "cherry"], ["apple", "banana", "unknown"]
+    )
     assert vocab == ["<mask>", "[OOV]", "apple", "banana", "cherry"]
 
 
@@ -311,7 +317,11 @@ def test_oov_method_ignored_for_string_dtype():
     go to the OOV indices by FarmHash64, whatever the oov_method (StringLookup has none:
     floormod means nothing for strings), the same bucket on every call."""
     layer = pp.StringLookup(
-        max_tokens=10, num_oov_indices=4, mask_token="", oov_token="[OOV]", vocabulary=["cat", "dog", "fish"]
+        max_tokens=10,
+        num_oov_indices=4,
+        mask_token="",
+        oov_token="[OOV]",
+        vocabulary=["cat", "dog", "fish"],
     )
     out = layer(["aaa", "bbb", "ccc", "ddd", "eee", "fff"])
     assert set(out.tolist()) <= {1, 2, 3, 4}
@@ -336,7 +346,9 @@ def test_salt_config_serialization():
 
 def test_salt_valid_and_invalid_formats():
     """index_lookup_test.py::test_salt_valid_and_invalid_formats."""
-    base = dict(max_tokens=10, num_oov_indices=2, mask_token=None, oov_token=-1, oov_method="farmhash")
+    base = dict(
+        max_tokens=10, num_oov_indices=2, mask_token=None, oov_token=-1, oov_method="farmhash"
+    )
     assert pp.IntegerLookup(salt=[137, 42], **base).salt == [137, 42]
     assert pp.IntegerLookup(salt=99, **base).salt == [99, 99]
     for bad in ("bad", [1, 2, 3]):

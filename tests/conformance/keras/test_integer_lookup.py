@@ -90,7 +90,9 @@ def test_multi_hot_output_shape(mode):
 def test_tf_idf_output_shape():
     """integer_lookup_test.py::test_tf_idf_output_shape (the idf weights of the
     vocabulary are 1, the OOV index gets their mean, 1)."""
-    layer = pp.IntegerLookup(vocabulary=[1, 2, 3], idf_weights=[1.0, 1.0, 1.0], output_mode="tf_idf")
+    layer = pp.IntegerLookup(
+        vocabulary=[1, 2, 3], idf_weights=[1.0, 1.0, 1.0], output_mode="tf_idf"
+    )
     out = layer(np.array([[1, 2], [3, 0]]))
     assert tuple(out.shape) == (2, 4)
     assert_values(out, [[0, 1, 1, 0], [1, 0, 0, 1]])
@@ -200,7 +202,9 @@ def test_vocabulary_file_with_a_non_integer_line(tmp_path):
 
 def test_oov_method_farmhash():
     """integer_lookup_test.py::test_oov_method_farmhash."""
-    layer = pp.IntegerLookup(vocabulary=[12, 36, 1138, 42], num_oov_indices=2, oov_method="farmhash")
+    layer = pp.IntegerLookup(
+        vocabulary=[12, 36, 1138, 42], num_oov_indices=2, oov_method="farmhash"
+    )
     out = layer(np.array([12, 36, 1138, 42, 100, 200]))
     assert_values(out[:4], [2, 3, 4, 5])
     assert set(out[4:].tolist()) <= {0, 1}

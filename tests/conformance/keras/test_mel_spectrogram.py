@@ -17,7 +17,9 @@ def test_invalid_fft_length_raises():
 @pytest.mark.parametrize("shape,expected", [((2, 16000), (2, 80, 126)), ((16000,), (80, 126))])
 def test_mel_spectrogram_basics(shape, expected):
     """mel_spectrogram_test.py::test_mel_spectrogram_basics: shapes, no weights."""
-    layer = pp.MelSpectrogram(num_mel_bins=80, sampling_rate=8000, sequence_stride=128, fft_length=2048)
+    layer = pp.MelSpectrogram(
+        num_mel_bins=80, sampling_rate=8000, sequence_stride=128, fft_length=2048
+    )
     out = layer(torch.rand(shape))
     assert tuple(out.shape) == expected
     assert list(layer.parameters()) == [] and list(layer.state_dict()) == []
@@ -40,7 +42,9 @@ def test_output_shape(shape, bins, stride, fft, rate, zeros):
     """mel_spectrogram_test.py::test_output_shape: (..., bins, (t + stride + 1) // stride);
     all-zero audio gives the floor everywhere (finite)."""
     audio = np.zeros(shape) if zeros else np.random.default_rng(0).random(shape)
-    layer = pp.MelSpectrogram(num_mel_bins=bins, sequence_stride=stride, fft_length=fft, sampling_rate=rate)
+    layer = pp.MelSpectrogram(
+        num_mel_bins=bins, sequence_stride=stride, fft_length=fft, sampling_rate=rate
+    )
     out = layer(audio)
     assert tuple(out.shape) == (*shape[:-1], bins, (shape[-1] + stride + 1) // stride)
     assert torch.isfinite(out).all()
@@ -50,7 +54,9 @@ def test_output_shape(shape, bins, stride, fft, rate, zeros):
 
 def test_tf_data_compatibility():
     """mel_spectrogram_test.py::test_tf_data_compatibility: in a pipeline's map."""
-    layer = pp.MelSpectrogram(num_mel_bins=80, sampling_rate=8000, sequence_stride=128, fft_length=2048)
+    layer = pp.MelSpectrogram(
+        num_mel_bins=80, sampling_rate=8000, sequence_stride=128, fft_length=2048
+    )
     audio = np.random.default_rng(1).random((2, 16000))
     out = next(iter(dp.from_tensor_slices(audio).batch(2).map(layer)))
     assert tuple(out.shape) == (2, 80, 126)

@@ -27,7 +27,10 @@ def _basic(data_format, one, batch):
     params = {"mix_weight": torch.tensor([1.0]), "permutation_order": torch.tensor([0])}
     assert_values(layer.transform_images(torch.from_numpy(image), params), image)
     images = torch.from_numpy(np.random.default_rng(1).random(batch))
-    params = {"mix_weight": torch.full((4,), 0.2, dtype=torch.float64), "permutation_order": torch.tensor([1, 0, 2, 3])}
+    params = {
+        "mix_weight": torch.full((4,), 0.2, dtype=torch.float64),
+        "permutation_order": torch.tensor([1, 0, 2, 3]),
+    }
     out = pp.MixUp(alpha=0.2, data_format=data_format).transform_images(images, params)
     assert out.shape == images.shape and not torch.allclose(out, images)
     assert_values(out[0], 0.2 * images[0] + 0.8 * images[1], atol=1e-12)
@@ -51,7 +54,10 @@ def test_tf_data_compatibility():
     assert tuple(next(iter(dp.from_tensor_slices(data).batch(2).map(layer))).shape) == (2, 8, 8, 3)
 
 
-BOXES = {"boxes": torch.tensor([[[2.0, 1, 4, 3]], [[6.0, 4, 8, 6]]]), "labels": torch.tensor([[1], [2]])}
+BOXES = {
+    "boxes": torch.tensor([[[2.0, 1, 4, 3]], [[6.0, 4, 8, 6]]]),
+    "labels": torch.tensor([[1], [2]]),
+}
 EXPECTED = [[2, 1, 4, 3, 6, 4, 8, 6], [6, 4, 8, 6, 2, 1, 4, 3]]
 PARAMS = {"mix_weight": torch.tensor([0.5, 0.5]), "permutation_order": torch.tensor([1, 0])}
 
@@ -69,5 +75,9 @@ def test_mix_up_tf_data_bounding_boxes():
     """mix_up_test.py::test_mix_up_tf_data_bounding_boxes: the same in a pipeline's map."""
     layer = pp.MixUp(data_format="channels_first", seed=42, bounding_box_format="xyxy")
     ds = dp.from_tensor_slices({"boxes": BOXES["boxes"].numpy(), "labels": BOXES["labels"].numpy()})
-    ds = ds.batch(2).map(lambda b: layer.transform_bounding_boxes({k: torch.as_tensor(v) for k, v in b.items()}, PARAMS))
+    ds = ds.batch(2).map(
+        lambda b: layer.transform_bounding_boxes(
+            {k: torch.as_tensor(v) for k, v in b.items()}, PARAMS
+        )
+    )
     assert_values(next(iter(ds))["boxes"].reshape(2, 8), EXPECTED)

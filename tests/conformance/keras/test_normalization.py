@@ -100,7 +100,9 @@ def test_normalization_with_mean_only_raises_error(kwargs):
 def test_normalization_axis_too_high(axis):
     """normalization_test.py::test_normalization_axis_too_high (3 of a (2, 2) input) and
     ::test_normalization_axis_too_low (-4 of (2, 3, 4)): out of range at construction."""
-    with pytest.raises(ValueError, match=r"axis must be 'channel', None, or negative ints in \[-3, -1\]"):
+    with pytest.raises(
+        ValueError, match=r"axis must be 'channel', None, or negative ints in \[-3, -1\]"
+    ):
         pp.Normalization(axis=axis)
 
 
@@ -164,7 +166,9 @@ def test_broadcast_non_scalar_middle_axis():
     width of (2, 4, 5, 3) channels_last images (axis 2 there, -2 here) broadcast as
     (1, 5, 1) per image (Keras: (1, 1, 5, 1) with the batch axis)."""
     mean = np.arange(1, 6, dtype="float32")
-    layer = pp.Normalization(axis=-2, mean=mean, variance=np.ones(5, "float32"), data_format="channels_last")
+    layer = pp.Normalization(
+        axis=-2, mean=mean, variance=np.ones(5, "float32"), data_format="channels_last"
+    )
     assert tuple(layer.mean.shape) == (1, 5, 1)
     assert_values(layer.mean[0, :, 0], mean)
     x = np.random.default_rng(7).random((2, 4, 5, 3))
@@ -174,7 +178,10 @@ def test_broadcast_non_scalar_middle_axis():
 def test_broadcast_multiple_axes():
     """normalization_test.py::test_broadcast_multiple_axes: (height, width) kept, (10, 13)."""
     layer = pp.Normalization(
-        axis=(-3, -2), mean=np.zeros((10, 13)), variance=np.ones((10, 13)), data_format="channels_last"
+        axis=(-3, -2),
+        mean=np.zeros((10, 13)),
+        variance=np.ones((10, 13)),
+        data_format="channels_last",
     )
     assert tuple(layer.mean.shape) == (10, 13, 1)
 
@@ -187,7 +194,9 @@ def test_broadcast_partial_keep_axis():
     with pytest.raises(ValueError, match="must be a number or have 2 dims"):
         pp.Normalization(axis=(-3, -2), mean=np.arange(1.0, 6.0), variance=np.ones(5))
     mean = np.arange(1.0, 6.0).reshape(1, 5)
-    layer = pp.Normalization(axis=(-3, -2), mean=mean, variance=np.ones((1, 5)), data_format="channels_last")
+    layer = pp.Normalization(
+        axis=(-3, -2), mean=mean, variance=np.ones((1, 5)), data_format="channels_last"
+    )
     x = np.random.default_rng(8).random((2, 7, 5, 3))
     assert_values(layer(x), x - mean.reshape(1, 1, 5, 1), atol=1e-6)
 

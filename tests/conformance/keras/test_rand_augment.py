@@ -81,7 +81,11 @@ def test_graph_issue():
     pipeline draws different ops for different batches."""
     data = np.random.default_rng(6).random((10, 8, 8, 3))
     layer = pp.RandAugment(data_format="channels_last")
-    ds = dp.from_tensor_slices(data).batch(2).map(lambda x: layer.get_random_transformation(torch.as_tensor(x)))
+    ds = (
+        dp.from_tensor_slices(data)
+        .batch(2)
+        .map(lambda x: layer.get_random_transformation(torch.as_tensor(x)))
+    )
     keys = [params["layer_idxes"] for params in ds]
     assert len(keys) == 5
     assert len(np.unique(torch.cat(keys).numpy())) != 1

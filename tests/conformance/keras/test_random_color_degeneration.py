@@ -33,7 +33,9 @@ def test_random_color_degeneration_no_op():
 def test_random_color_degeneration_factor_zero():
     """random_color_degeneration_test.py::test_random_color_degeneration_factor_zero."""
     inputs = np.random.default_rng(1).random((2, 3, 8, 8))
-    assert_values(pp.RandomColorDegeneration(factor=(0.0, 0.0))(inputs), inputs, atol=1e-3, rtol=1e-5)
+    assert_values(
+        pp.RandomColorDegeneration(factor=(0.0, 0.0))(inputs), inputs, atol=1e-3, rtol=1e-5
+    )
 
 
 def test_random_color_degeneration_randomness():

@@ -69,7 +69,11 @@ def test_brightness_only(step, cls):
 def test_tf_data_compatibility():
     """random_color_jitter_test.py::test_tf_data_compatibility."""
     layer = pp.RandomColorJitter(
-        value_range=(0, 1), brightness_factor=0.1, contrast_factor=0.2, saturation_factor=0.9, hue_factor=0.1
+        value_range=(0, 1),
+        brightness_factor=0.1,
+        contrast_factor=0.2,
+        saturation_factor=0.9,
+        hue_factor=0.1,
     )
     data = np.random.default_rng(0).random((2, 3, 8, 8))
     out = next(iter(dp.from_tensor_slices(data).batch(2).map(layer)))

@@ -20,7 +20,12 @@ from ._util import as_numpy, assert_values, keras_dict_input, layer_basics, mask
 )
 def test_random_crop(data_format, shape, expected):
     """random_crop_test.py::test_random_crop (batched and unbatched, both layouts)."""
-    layer_basics(pp.RandomCrop, {"height": 2, "width": 2, "data_format": data_format, "seed": 0}, shape, expected)
+    layer_basics(
+        pp.RandomCrop,
+        {"height": 2, "width": 2, "data_format": data_format, "seed": 0},
+        shape,
+        expected,
+    )
 
 
 def test_random_crop_full():
@@ -39,7 +44,9 @@ def test_random_crop_partial(size, expected):
     """random_crop_test.py::test_random_crop_partial, ::test_predicting_with_longer_height
     and ::test_predicting_with_longer_width (the latter two fall back to crop to aspect
     and resize)."""
-    layer_basics(pp.RandomCrop, {"height": size[0], "width": size[1], "seed": 1}, (12, 3, 8, 16), expected)
+    layer_basics(
+        pp.RandomCrop, {"height": size[0], "width": size[1], "seed": 1}, (12, 3, 8, 16), expected
+    )
 
 
 def test_tf_data_compatibility():
@@ -62,7 +69,9 @@ def test_dict_input():
         "labels": np.array([[0], [0]]),
     }
     out = pp.RandomCrop(3, 3, data_format="channels_last", bounding_box_format="xyxy", seed=0)(data)
-    assert tuple(out["images"].shape[:-1]) == tuple(out["segmentation_masks"].shape[:-1]) == (2, 3, 3)
+    assert (
+        tuple(out["images"].shape[:-1]) == tuple(out["segmentation_masks"].shape[:-1]) == (2, 3, 3)
+    )
     np.testing.assert_array_equal(as_numpy(out["labels"]), data["labels"])
     assert tuple(out["bounding_boxes"]["boxes"].shape) == (2, 1, 4)
     assert set(as_numpy(out["bounding_boxes"]["labels"]).ravel().tolist()) <= {0, -1}

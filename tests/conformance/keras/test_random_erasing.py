@@ -36,7 +36,10 @@ def test_random_erasing_basic():
     """random_erasing_test.py::test_random_erasing_basic: the top-left pixel of a ones
     (2, 2, 1) image is filled with 0 (upstream's channels_last case)."""
     layer = pp.RandomErasing(fill_value=0, **LAST)
-    params = {"corners": torch.tensor([[0.0, 1.0, 0.0, 1.0]]), "apply_erasing": torch.tensor([True])}
+    params = {
+        "corners": torch.tensor([[0.0, 1.0, 0.0, 1.0]]),
+        "apply_erasing": torch.tensor([True]),
+    }
     out = layer.transform_images(torch.ones(1, 2, 2, 1), params)
     assert_values(out, [[[[0.0], [1.0]], [[1.0], [1.0]]]])
 

@@ -26,7 +26,10 @@ def test_random_flip(mode):
 
 HORIZONTAL = [
     ([[[2, 3, 4], [5, 6, 7]]], [[[5, 6, 7], [2, 3, 4]]]),
-    ([[[[2, 3, 4], [5, 6, 7]]], [[[2, 3, 4], [5, 6, 7]]]], [[[[5, 6, 7], [2, 3, 4]]], [[[5, 6, 7], [2, 3, 4]]]]),
+    (
+        [[[[2, 3, 4], [5, 6, 7]]], [[[2, 3, 4], [5, 6, 7]]]],
+        [[[[5, 6, 7], [2, 3, 4]]], [[[5, 6, 7], [2, 3, 4]]]],
+    ),
 ]
 VERTICAL = [
     ([[[2, 3, 4]], [[5, 6, 7]]], [[[5, 6, 7]], [[2, 3, 4]]]),
@@ -73,7 +76,10 @@ BOXES = [[2, 1, 4, 3], [6, 4, 8, 6]]
 def test_random_flip_bounding_boxes(mode, expected):
     """random_flip_test.py::test_random_flip_bounding_boxes: a (3, 10, 8) image."""
     layer = pp.RandomFlip(mode, data_format="channels_first", seed=42, bounding_box_format="xyxy")
-    params = {"flip_h": torch.tensor([mode != "vertical"]), "flip_v": torch.tensor([mode != "horizontal"])}
+    params = {
+        "flip_h": torch.tensor([mode != "vertical"]),
+        "flip_v": torch.tensor([mode != "horizontal"]),
+    }
     assert_values(moved_boxes(layer, BOXES, params, (3, 10, 8)), expected)
 
 
@@ -81,7 +87,9 @@ def test_random_flip_bounding_boxes(mode, expected):
 def test_random_flip_tf_data_bounding_boxes(mode, expected):
     """random_flip_test.py::test_random_flip_tf_data_bounding_boxes: elements of a
     pipeline through the (mocked: always flipping) layer."""
-    layer = _MockedRandomFlip(mode, data_format="channels_first", seed=42, bounding_box_format="xyxy")
+    layer = _MockedRandomFlip(
+        mode, data_format="channels_first", seed=42, bounding_box_format="xyxy"
+    )
     data = image_with_boxes((1, 3, 10, 8), BOXES, batched=False)
     data["bounding_boxes"] = {k: v[None] for k, v in data["bounding_boxes"].items()}
     out = next(iter(dp.from_tensor_slices(data).map(layer)))

@@ -25,7 +25,9 @@ def _keras_blur(image, sigma_x, sigma_y):
     kernel = np.outer(_taps(sigma_y), _taps(sigma_x))
     padded = np.pad(image, 1)
     h, w = image.shape
-    return np.array([[(padded[i : i + 3, j : j + 3] * kernel).sum() for j in range(w)] for i in range(h)])
+    return np.array(
+        [[(padded[i : i + 3, j : j + 3] * kernel).sum() for j in range(w)] for i in range(h)]
+    )
 
 
 def test_layer():
@@ -54,8 +56,13 @@ def test_random_erasing_basic():
     reflected edge keeps 1.0 (D-K-15); on a 5x5 image the interior pixels agree."""
     assert_values(_keras_blur(np.ones((2, 2)), 0.3732, 0.8654), np.full((2, 2), 0.7273), atol=1e-4)
     layer = pp.RandomGaussianBlur(data_format="channels_first")
-    params = {"blur_factor": torch.tensor([[0.3732, 0.8654]]), "should_apply_blur": torch.tensor([True])}
-    assert_values(layer.transform_images(torch.ones(1, 3, 2, 2), params), np.ones((1, 3, 2, 2)), atol=1e-6)
+    params = {
+        "blur_factor": torch.tensor([[0.3732, 0.8654]]),
+        "should_apply_blur": torch.tensor([True]),
+    }
+    assert_values(
+        layer.transform_images(torch.ones(1, 3, 2, 2), params), np.ones((1, 3, 2, 2)), atol=1e-6
+    )
     image = np.random.default_rng(0).random((5, 5)).astype("float32")
     out = layer.transform_images(torch.from_numpy(image)[None, None], params)[0, 0]
     assert_values(out[1:-1, 1:-1], _keras_blur(image, 0.3732, 0.8654)[1:-1, 1:-1], atol=1e-6)

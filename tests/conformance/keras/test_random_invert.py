@@ -31,7 +31,9 @@ def test_random_invert_no_op():
 def test_random_invert_basic():
     """random_invert_test.py::test_random_invert_basic: factor (1, 1) inverts: 1 - x."""
     data = np.random.default_rng(0).random((1, 3, 8, 8))
-    layer = pp.RandomInvert(factor=(1, 1), value_range=[0, 1], data_format="channels_first", seed=1337)
+    layer = pp.RandomInvert(
+        factor=(1, 1), value_range=[0, 1], data_format="channels_first", seed=1337
+    )
     assert_values(layer(data), 1 - data, atol=1e-6)
 
 
@@ -41,4 +43,6 @@ def test_tf_data_compatibility():
     data = np.random.default_rng(1).random((2, 3, 8, 8))
     out = as_numpy(next(iter(dp.from_tensor_slices(data).batch(2).map(layer))))
     for image, original in zip(out, data):  # each image is itself or its inverse
-        assert np.allclose(image, original, atol=1e-6) or np.allclose(image, 1 - original, atol=1e-6)
+        assert np.allclose(image, original, atol=1e-6) or np.allclose(
+            image, 1 - original, atol=1e-6
+        )

@@ -11,7 +11,9 @@ from ._util import assert_values, layer_basics
 
 def test_layer():
     """random_sharpness_test.py::test_layer."""
-    layer_basics(pp.RandomSharpness, {"factor": 0.75, "seed": 1}, (8, 3, 4, 3), (8, 3, 4, 3), scale=255)
+    layer_basics(
+        pp.RandomSharpness, {"factor": 0.75, "seed": 1}, (8, 3, 4, 3), (8, 3, 4, 3), scale=255
+    )
 
 
 def test_random_sharpness_value_range():

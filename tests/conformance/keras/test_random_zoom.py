@@ -14,7 +14,14 @@ ARANGE = np.arange(25).reshape(1, 1, 5, 5)
 
 @pytest.mark.parametrize(
     "height,width",
-    [(-0.4, -0.6), (-0.2, -0.3), ((-0.4, -0.5), (-0.2, -0.3)), (0.4, 0.6), (0.2, 0.3), ((0.4, 0.5), (0.2, 0.3))],
+    [
+        (-0.4, -0.6),
+        (-0.2, -0.3),
+        ((-0.4, -0.5), (-0.2, -0.3)),
+        (0.4, 0.6),
+        (0.2, 0.3),
+        ((0.4, 0.5), (0.2, 0.3)),
+    ],
     ids=["in_4_by_6", "in_2_by_3", "in_tuple", "out_4_by_6", "out_2_by_3", "out_tuple"],
 )
 def test_random_zoom(height, width):
@@ -24,7 +31,12 @@ def test_random_zoom(height, width):
         with pytest.raises(ValueError, match="lower <= upper"):
             pp.RandomZoom(height_factor=height, width_factor=width)
         height, width = tuple(sorted(height)), tuple(sorted(width))
-    layer_basics(pp.RandomZoom, {"height_factor": height, "width_factor": width, "seed": 0}, (2, 3, 4), (2, 3, 4))
+    layer_basics(
+        pp.RandomZoom,
+        {"height_factor": height, "width_factor": width, "seed": 0},
+        (2, 3, 4),
+        (2, 3, 4),
+    )
 
 
 def test_random_zoom_out_correctness():
@@ -42,7 +54,9 @@ def test_random_zoom_out_correctness():
 
 def test_random_zoom_in_correctness():
     """random_zoom_test.py::test_random_zoom_in_correctness."""
-    layer = pp.RandomZoom((-0.5, -0.5), (-0.5, -0.5), interpolation="bilinear", fill_mode="constant")
+    layer = pp.RandomZoom(
+        (-0.5, -0.5), (-0.5, -0.5), interpolation="bilinear", fill_mode="constant"
+    )
     expected = [
         [6.0, 6.5, 7.0, 7.5, 8.0],
         [8.5, 9.0, 9.5, 10.0, 10.5],
@@ -61,7 +75,9 @@ def test_tf_data_compatibility():
     upstream's."""
     layer = pp.RandomZoom((0.5, 0.5), (0.8, 0.8), interpolation="nearest", fill_mode="constant")
     out = as_numpy(next(iter(dp.from_tensor_slices(ARANGE).batch(1).map(layer))))[0, 0]
-    expected = np.array([[0, 0, 0, 0, 0], [0, 5, 7, 9, 0], [0, 10, 12, 14, 0], [0, 20, 22, 24, 0], [0, 0, 0, 0, 0]])
+    expected = np.array(
+        [[0, 0, 0, 0, 0], [0, 5, 7, 9, 0], [0, 10, 12, 14, 0], [0, 20, 22, 24, 0], [0, 0, 0, 0, 0]]
+    )
     rows = [0, 2, 3, 4]
     assert_values(out[rows], expected[rows])
     assert_values(out[1], [0, 0, 2, 4, 0])  # input row 0: the tie rounded to even
@@ -69,7 +85,13 @@ def test_tf_data_compatibility():
 
 def test_dynamic_shape():
     """random_zoom_test.py::test_dynamic_shape: any image size."""
-    layer = pp.RandomZoom((0.5, 0.5), (0.8, 0.8), interpolation="nearest", fill_mode="constant", data_format="channels_last")
+    layer = pp.RandomZoom(
+        (0.5, 0.5),
+        (0.8, 0.8),
+        interpolation="nearest",
+        fill_mode="constant",
+        data_format="channels_last",
+    )
     for shape in ((1, 6, 6, 3), (2, 9, 7, 3)):
         assert tuple(layer(torch.rand(shape)).shape) == shape
 
@@ -78,7 +100,10 @@ def test_connect_with_flatten():
     """random_zoom_test.py::test_connect_with_flatten: in a torch model that trains (one
     SGD step through the zoom)."""
     model = torch.nn.Sequential(
-        pp.RandomZoom((-0.5, 0.0), (-0.5, 0.0), seed=0), torch.nn.Flatten(), torch.nn.Linear(4, 1), torch.nn.ReLU()
+        pp.RandomZoom((-0.5, 0.0), (-0.5, 0.0), seed=0),
+        torch.nn.Flatten(),
+        torch.nn.Linear(4, 1),
+        torch.nn.ReLU(),
     )
     x, y = torch.rand(2, 1, 2, 2), torch.rand(2, 1)
     loss = torch.nn.functional.mse_loss(model(x), y)
@@ -96,7 +121,15 @@ def _continuous_zoom(boxes, zoom, height=10, width=8):
     """Where the pixels go: x' = W/2 + (x - W/2) / zoom in continuous coordinates."""
     b = np.asarray(boxes, dtype=float)
     cx, cy = width / 2, height / 2
-    out = np.stack([cx + (b[:, 0] - cx) / zoom, cy + (b[:, 1] - cy) / zoom, cx + (b[:, 2] - cx) / zoom, cy + (b[:, 3] - cy) / zoom], 1)
+    out = np.stack(
+        [
+            cx + (b[:, 0] - cx) / zoom,
+            cy + (b[:, 1] - cy) / zoom,
+            cx + (b[:, 2] - cx) / zoom,
+            cy + (b[:, 3] - cy) / zoom,
+        ],
+        1,
+    )
     return np.clip(out, 0, [width, height, width, height])
 
 
@@ -108,7 +141,9 @@ def test_random_flip_bounding_boxes(zoom, keras_boxes):
     (centre W / 2 in continuous coordinates: D-K-22). Zoom-in x10 leaves both boxes
     without area in both (Keras's literal boxes have zero width or height; here they are
     dropped, label -1)."""
-    layer = pp.RandomZoom(height_factor=(0.5, 0.5), data_format="channels_first", seed=42, bounding_box_format="xyxy")
+    layer = pp.RandomZoom(
+        height_factor=(0.5, 0.5), data_format="channels_first", seed=42, bounding_box_format="xyxy"
+    )
     params = {"height_zoom": torch.tensor([zoom]), "width_zoom": torch.tensor([zoom])}
     boxes = [[2, 1, 4, 3], [6, 4, 8, 6]]
     out = moved_boxes(layer, boxes, params, (3, 10, 8))
@@ -132,4 +167,8 @@ def test_random_flip_tf_data_bounding_boxes(zoom, keras_boxes):
     if zoom < 1:
         assert as_numpy(out["bounding_boxes"]["labels"]).tolist() == [-1, -1]
     else:
-        assert_values(out["bounding_boxes"]["boxes"], _continuous_zoom([[2, 1, 4, 3], [6, 4, 8, 6]], zoom), atol=1e-5)
+        assert_values(
+            out["bounding_boxes"]["boxes"],
+            _continuous_zoom([[2, 1, 4, 3], [6, 4, 8, 6]], zoom),
+            atol=1e-5,
+        )

@@ -32,7 +32,11 @@ def test_resizing_basics(interpolation, crop_pad, antialias, data_format):
         with pytest.raises(ValueError, match="interpolation must be one of"):
             pp.Resizing(**kwargs)
         return
-    shape, expected = ((2, 12, 12, 3), (2, 6, 6, 3)) if data_format == "channels_last" else ((2, 3, 12, 12), (2, 3, 6, 6))
+    shape, expected = (
+        ((2, 12, 12, 3), (2, 6, 6, 3))
+        if data_format == "channels_last"
+        else ((2, 3, 12, 12), (2, 3, 6, 6))
+    )
     layer_basics(pp.Resizing, kwargs, shape, expected)
 
 
@@ -49,14 +53,18 @@ def _as(ref, data_format):
 @pytest.mark.parametrize("data_format", ["channels_first", "channels_last"])
 def test_down_sampling_numeric(data_format):
     """resizing_test.py::test_down_sampling_numeric."""
-    out = pp.Resizing(2, 2, interpolation="nearest", data_format=data_format)(_arange(16, 4, data_format))
+    out = pp.Resizing(2, 2, interpolation="nearest", data_format=data_format)(
+        _arange(16, 4, data_format)
+    )
     assert_values(out, _as([[5, 7], [13, 15]], data_format))
 
 
 @pytest.mark.parametrize("data_format", ["channels_first", "channels_last"])
 def test_up_sampling_numeric(data_format):
     """resizing_test.py::test_up_sampling_numeric."""
-    out = pp.Resizing(4, 4, interpolation="nearest", data_format=data_format)(_arange(4, 2, data_format))
+    out = pp.Resizing(4, 4, interpolation="nearest", data_format=data_format)(
+        _arange(4, 2, data_format)
+    )
     ref = [[0, 0, 1, 1], [0, 0, 1, 1], [2, 2, 3, 3], [2, 2, 3, 3]]
     assert_values(out, _as(ref, data_format))
 
@@ -64,7 +72,9 @@ def test_up_sampling_numeric(data_format):
 @pytest.mark.parametrize("data_format", ["channels_first", "channels_last"])
 def test_crop_to_aspect_ratio(data_format):
     """resizing_test.py::test_crop_to_aspect_ratio."""
-    layer = pp.Resizing(4, 2, interpolation="nearest", data_format=data_format, crop_to_aspect_ratio=True)
+    layer = pp.Resizing(
+        4, 2, interpolation="nearest", data_format=data_format, crop_to_aspect_ratio=True
+    )
     out = layer(_arange(16, 4, data_format))
     assert_values(out, _as([[1, 2], [5, 6], [9, 10], [13, 14]], data_format))
 
@@ -115,7 +125,9 @@ IDS = ["with_pad_to_aspect_ratio", "with_crop_to_aspect_ratio", "boxes_stretch"]
 @pytest.mark.parametrize("pad,crop,expected", BOX_CASES, ids=IDS)
 def test_resize_bounding_boxes(pad, crop, expected):
     """resizing_test.py::test_resize_bounding_boxes: a (3, 10, 8) image to 20x20."""
-    layer = pp.Resizing(20, 20, pad_to_aspect_ratio=pad, crop_to_aspect_ratio=crop, bounding_box_format="xyxy")
+    layer = pp.Resizing(
+        20, 20, pad_to_aspect_ratio=pad, crop_to_aspect_ratio=crop, bounding_box_format="xyxy"
+    )
     out = layer(image_with_boxes((3, 10, 8), [[2, 1, 4, 3], [6, 4, 8, 6]]))
     assert_values(out["bounding_boxes"]["boxes"], expected, atol=1e-5)
 
@@ -123,7 +135,9 @@ def test_resize_bounding_boxes(pad, crop, expected):
 @pytest.mark.parametrize("pad,crop,expected", BOX_CASES, ids=IDS)
 def test_resize_tf_data_bounding_boxes(pad, crop, expected):
     """resizing_test.py::test_resize_tf_data_bounding_boxes: pipeline elements."""
-    layer = pp.Resizing(20, 20, pad_to_aspect_ratio=pad, crop_to_aspect_ratio=crop, bounding_box_format="xyxy")
+    layer = pp.Resizing(
+        20, 20, pad_to_aspect_ratio=pad, crop_to_aspect_ratio=crop, bounding_box_format="xyxy"
+    )
     data = image_with_boxes((1, 3, 10, 8), [[2, 1, 4, 3], [6, 4, 8, 6]])
     data["bounding_boxes"] = {k: v[None] for k, v in data["bounding_boxes"].items()}
     out = next(iter(dp.from_tensor_slices(data).map(layer)))
@@ -139,7 +153,12 @@ def test_keras_crop_to_aspect_ratio_box_formula():
     scale_y, scale_x = new_h / 10, new_w / 8
     top, left = (new_h - 20) // 2, (new_w - 20) // 2
     keras = np.stack(
-        [boxes[:, 0] * scale_x - left, boxes[:, 1] * scale_y - top, boxes[:, 2] * scale_x - left, boxes[:, 3] * scale_y - top],
+        [
+            boxes[:, 0] * scale_x - left,
+            boxes[:, 1] * scale_y - top,
+            boxes[:, 2] * scale_x - left,
+            boxes[:, 3] * scale_y - top,
+        ],
         -1,
     )
     assert_values(keras, [[5.0, 0.5, 10.0, 5.5], [15.0, 8.0, 20.0, 13.0]])

@@ -34,7 +34,11 @@ def test_vocabulary_file(tmp_path):
     path = tmp_path / "vocab.txt"
     path.write_text("a\nb\nc\n")
     layer = pp.StringLookup(
-        output_mode="int", vocabulary=str(path), oov_token="[OOV]", mask_token="[MASK]", name="index"
+        output_mode="int",
+        vocabulary=str(path),
+        oov_token="[OOV]",
+        mask_token="[MASK]",
+        name="index",
     )
     assert layer.get_vocabulary() == ["[MASK]", "[OOV]", "a", "b", "c"]
     path.unlink()
@@ -140,7 +144,9 @@ def test_output_mode_count_shape():
 
 def test_output_mode_multi_hot_binary():
     """string_lookup_test.py::test_output_mode_multi_hot_binary."""
-    assert_values(pp.StringLookup(vocabulary=["a", "b"], output_mode="multi_hot")(["a", "b"]), [0, 1, 1])
+    assert_values(
+        pp.StringLookup(vocabulary=["a", "b"], output_mode="multi_hot")(["a", "b"]), [0, 1, 1]
+    )
 
 
 def test_mask_token_basic():

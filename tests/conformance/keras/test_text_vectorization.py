@@ -19,7 +19,9 @@ QUERY = [["foo qux bar"], ["qux baz"]]
 
 def test_config():
     """text_vectorization_test.py::test_config."""
-    layer = pp.TextVectorization(output_mode="int", vocabulary=["one", "two"], output_sequence_length=5)
+    layer = pp.TextVectorization(
+        output_mode="int", vocabulary=["one", "two"], output_sequence_length=5
+    )
     config = layer.get_config()
     again = pp.TextVectorization.from_config(config)
     assert again.get_config() == config
@@ -74,7 +76,10 @@ def test_adapt_with_grain_dataset():
 def test_fixed_vocabulary():
     """text_vectorization_test.py::test_fixed_vocabulary."""
     layer = pp.TextVectorization(
-        max_tokens=5000, output_mode="int", output_sequence_length=4, vocabulary=["baz", "bar", "foo"]
+        max_tokens=5000,
+        output_mode="int",
+        output_sequence_length=4,
+        vocabulary=["baz", "bar", "foo"],
     )
     assert_values(layer(QUERY), [[4, 1, 3, 0], [1, 2, 0, 0]])
 
@@ -235,7 +240,9 @@ def test_custom_splitting():
 
 def test_strip_punctuation_standardization():
     """text_vectorization_test.py::test_strip_punctuation_standardization."""
-    layer = pp.TextVectorization(standardize="strip_punctuation", vocabulary=["Hello", "World", "Test"])
+    layer = pp.TextVectorization(
+        standardize="strip_punctuation", vocabulary=["Hello", "World", "Test"]
+    )
     assert_values(layer(["Hello, World! Test."]), [[2, 3, 4]])
 
 
@@ -248,7 +255,9 @@ def test_no_standardization():
 def test_custom_standardize_callable():
     """text_vectorization_test.py::test_custom_standardize_callable ("-" -> " ")."""
     layer = pp.TextVectorization(
-        standardize=lambda text: text.replace("-", " "), split="whitespace", vocabulary=["foo", "bar"]
+        standardize=lambda text: text.replace("-", " "),
+        split="whitespace",
+        vocabulary=["foo", "bar"],
     )
     assert_values(layer(["foo-bar"]), [[2, 3]])
 
@@ -341,7 +350,9 @@ def test_one_hot_output():
     needs split=None (D-K-13), where it gives (batch, depth)."""
     with pytest.raises(ValueError, match="'one_hot' needs split=None"):
         pp.TextVectorization(output_mode="one_hot", vocabulary=["foo", "bar", "baz"])
-    layer = pp.TextVectorization(output_mode="one_hot", split=None, vocabulary=["foo", "bar", "baz"])
+    layer = pp.TextVectorization(
+        output_mode="one_hot", split=None, vocabulary=["foo", "bar", "baz"]
+    )
     out = layer(["foo", "bar"])
     assert out.shape[-1] == 4
     assert_values(out, [[0, 1, 0, 0], [0, 0, 1, 0]])
@@ -349,7 +360,9 @@ def test_one_hot_output():
 
 def test_sparse_output():
     """text_vectorization_test.py::test_sparse_output: a torch sparse COO tensor."""
-    layer = pp.TextVectorization(output_mode="multi_hot", vocabulary=["foo", "bar", "baz"], sparse=True)
+    layer = pp.TextVectorization(
+        output_mode="multi_hot", vocabulary=["foo", "bar", "baz"], sparse=True
+    )
     out = layer(["foo bar"])
     assert out.is_sparse
     assert_values(out, [[0, 1, 1, 0]])
@@ -379,5 +392,7 @@ def test_invalid_ngrams():
 
 def test_output_sequence_length_with_non_int_mode():
     """text_vectorization_test.py::test_output_sequence_length_with_non_int_mode."""
-    with pytest.raises(ValueError, match="output_sequence_length is only used with output_mode='int'"):
+    with pytest.raises(
+        ValueError, match="output_sequence_length is only used with output_mode='int'"
+    ):
         pp.TextVectorization(output_mode="multi_hot", output_sequence_length=5)
