@@ -4,7 +4,6 @@ the base-layer keyword arguments Keras's layer tests pass (``name``, ``trainable
 """
 
 import pytest
-import torch
 
 import preprocessing as pp
 

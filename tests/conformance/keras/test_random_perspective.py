@@ -10,7 +10,6 @@ import preprocessing as pp
 from ._util import (
     as_numpy,
     assert_values,
-    image_with_boxes,
     layer_basics,
     moved_boxes,
     quad_in_image_extent,

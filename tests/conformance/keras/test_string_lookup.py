@@ -5,7 +5,6 @@ array (Keras's TensorFlow backend a string tensor, its torch backend a list).
 """
 
 import numpy as np
-import pytest
 import torch
 
 import datapipe as dp
