@@ -60,9 +60,10 @@ def test_value_range_incorrect_type(value_range):
 
 @pytest.mark.parametrize("factor", [[0.1], "invalid_type", -1.1, 1.1])
 def test_set_factor_incorrect_length(factor):
-    """random_brightness_test.py::test_set_factor_incorrect_length, ::..._incorrect_type,
-    ::test_factor_range_below_lower_bound and ::..._above_upper_bound (Keras's private
-    ``_set_factor``: the constructor's factor check here)."""
+    """random_brightness_test.py::test_set_factor_incorrect_length,
+    ::test_set_factor_incorrect_type, ::test_factor_range_below_lower_bound and
+    ::test_factor_range_above_upper_bound (Keras's private ``_set_factor``: the
+    constructor's factor check here)."""
     with pytest.raises(ValueError, match="factor must"):
         pp.RandomBrightness(factor=factor)
 

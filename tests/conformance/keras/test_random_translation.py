@@ -147,9 +147,12 @@ def test_random_translation_up_numeric_reflect(
     height, width, fill_mode, shape, expected, data_format
 ):
     """random_translation_test.py::test_random_translation_up_numeric_reflect,
-    ::..._up_numeric_constant, ::..._down_numeric_reflect,
-    ::..._asymmetric_size_numeric_reflect, ::..._down_numeric_constant,
-    ::..._left_numeric_reflect and ::..._left_numeric_constant (both layouts)."""
+    ::test_random_translation_up_numeric_constant,
+    ::test_random_translation_down_numeric_reflect,
+    ::test_random_translation_asymmetric_size_numeric_reflect,
+    ::test_random_translation_down_numeric_constant,
+    ::test_random_translation_left_numeric_reflect and
+    ::test_random_translation_left_numeric_constant (both layouts)."""
     image = np.arange(shape[0] * shape[1]).astype("float32").reshape(shape)
     want = np.asarray(expected, dtype="float32")
     if data_format == "channels_last":
