@@ -59,7 +59,8 @@ class CategoryEncoding(Layer):
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
-        self.dtype = cat.output_dtype(self, dtype, int_output=False, ints_allowed=True)
+        out_name = cat.output_dtype(self, dtype, int_output=False, ints_allowed=True)
+        self.dtype, self._out_dtype = out_name, cat.torch_dtype(out_name)
         if num_tokens is None:
             self._fail("num_tokens", "must be set (use IntegerLookup for unknown counts)", None)
         self.num_tokens = cat.check_int(self, "num_tokens", num_tokens, 1)
@@ -93,6 +94,6 @@ class CategoryEncoding(Layer):
                     f"must have the input's shape {tuple(x.shape)}",
                     tuple(weights.shape),
                 )
-            weights = weights.to(cat.torch_dtype(self.dtype))  # Keras: the layer's dtype
-        out = cat.encode(x, self.output_mode, self.num_tokens, cat.torch_dtype(self.dtype), weights)
+            weights = weights.to(self._out_dtype)  # Keras: the layer's dtype
+        out = cat.encode(x, self.output_mode, self.num_tokens, self._out_dtype, weights)
         return out.to_sparse() if self.sparse else out

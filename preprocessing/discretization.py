@@ -68,7 +68,8 @@ class Discretization(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.dtype = cat.output_dtype(self, dtype, int_output=False)
+        out_name = cat.output_dtype(self, dtype, int_output=False)
+        self.dtype, self._out_dtype = out_name, cat.torch_dtype(out_name)
         if (bin_boundaries is None) == (num_bins is None):
             both = (bin_boundaries, num_bins)
             self._fail("bin_boundaries/num_bins", "exactly one of the two must be set", both)
@@ -166,7 +167,7 @@ class Discretization(Layer):
         indices = torch.bucketize(x, bounds, right=True)
         if self.output_mode == "int":
             return indices.to(torch.int32)
-        out = cat.encode(indices, self.output_mode, bounds.numel() + 1, cat.torch_dtype(self.dtype))
+        out = cat.encode(indices, self.output_mode, bounds.numel() + 1, self._out_dtype)
         return out.to_sparse() if self.sparse else out
 
 

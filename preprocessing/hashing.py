@@ -114,7 +114,8 @@ class Hashing(Layer):
     ) -> None:
         super().__init__(**kwargs)
         self.num_bins = cat.check_int(self, "num_bins", num_bins, 1, high=2**63 - 1)
-        self.dtype = _int_or_float_dtype(self, dtype, output_mode, num_bins)
+        out_name = _int_or_float_dtype(self, dtype, output_mode, num_bins)
+        self.dtype, self._out_dtype = out_name, cat.torch_dtype(out_name)
         if mask_value is not None and (
             isinstance(mask_value, bool) or not isinstance(mask_value, (str, int, np.integer))
         ):
@@ -137,8 +138,8 @@ class Hashing(Layer):
         out = _hash.unsigned_mod(h, bins)
         if masked:
             out = torch.where(self._mask_positions(values), 0, out + 1)
-        out = cat.encode(out, self.output_mode, self.num_bins, cat.torch_dtype(self.dtype))
-        out = out.to(cat.torch_dtype(self.dtype))
+        out = cat.encode(out, self.output_mode, self.num_bins, self._out_dtype)
+        out = out.to(self._out_dtype)
         return out.to_sparse() if self.sparse else out
 
     def _mask_positions(self, values: Any) -> torch.Tensor:
@@ -202,7 +203,8 @@ class HashedCrossing(Layer):
     ) -> None:
         super().__init__(**kwargs)
         self.num_bins = cat.check_int(self, "num_bins", num_bins, 1, high=2**63 - 1)
-        self.dtype = _int_or_float_dtype(self, dtype, output_mode, num_bins)
+        out_name = _int_or_float_dtype(self, dtype, output_mode, num_bins)
+        self.dtype, self._out_dtype = out_name, cat.torch_dtype(out_name)
         self.output_mode = cat.check_choice(self, "output_mode", output_mode, ("int", "one_hot"))
         self.sparse = check_bool(self, "sparse", sparse)
         if self.sparse and self.output_mode == "int":
@@ -230,6 +232,6 @@ class HashedCrossing(Layer):
         for h in hashes:
             out = _hash.fingerprint_cat64(out, h.to(out.device))
         out = _hash.unsigned_mod(out, self.num_bins)
-        out = cat.encode(out, self.output_mode, self.num_bins, cat.torch_dtype(self.dtype))
-        out = out.to(cat.torch_dtype(self.dtype))
+        out = cat.encode(out, self.output_mode, self.num_bins, self._out_dtype)
+        out = out.to(self._out_dtype)
         return out.to_sparse() if self.sparse else out

@@ -18,7 +18,9 @@ _SPARSE = "tf.SparseTensor input (TensorFlow machinery); the same values dense a
 _RAGGED = "tf.RaggedTensor boxes densified (TensorFlow machinery); MaxNumBoundingBoxes pads here"
 
 SKIPPED: dict[str, str] = {
-    "hashed_crossing_test.py::test_sparse_input_fails": "tf.SparseTensor inputs refused (TensorFlow machinery: no sparse inputs exist here)",
+    "hashed_crossing_test.py::test_sparse_input_fails": (
+        "tf.SparseTensor inputs refused (TensorFlow machinery: no sparse inputs exist here)"
+    ),
     "hashing_test.py::test_hash_sparse_input_farmhash": _SPARSE,
     "hashing_test.py::test_hash_sparse_input_mask_value_farmhash": _SPARSE,
     "hashing_test.py::test_hash_sparse_int_input_farmhash": _SPARSE,

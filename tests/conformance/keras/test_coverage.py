@@ -4,6 +4,7 @@ docstring reference names a real upstream method; every difference cited (``D-K-
 is a row of ``docs/guides/differences.md``."""
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -25,7 +26,11 @@ def _docstrings() -> dict[str, str]:
         if path.name == Path(__file__).name:
             continue
         tree = ast.parse(path.read_text())
-        docs = [ast.get_docstring(node) or "" for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+        docs = [
+            ast.get_docstring(node) or ""
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef)
+        ]
         out[path.name] = "\n".join(docs)
     return out
 
@@ -43,13 +48,14 @@ def _by_basename() -> dict[str, str]:
     return {path.rsplit("/", 1)[-1]: path for path in METHODS}
 
 
-def translated() -> set[tuple[str, str]]:
+@functools.lru_cache(maxsize=1)
+def translated() -> frozenset[tuple[str, str]]:
     """(upstream path, method) pairs named by this folder's test docstrings."""
     names = _by_basename()
     refs = set()
     for text in _docstrings().values():
         refs |= {(names.get(f, f), m) for f, m in _references(text)}
-    return refs
+    return frozenset(refs)
 
 
 def test_every_upstream_method_is_translated_or_skipped():
@@ -72,7 +78,11 @@ def test_no_method_is_both_translated_and_skipped():
 
 def test_references_name_real_upstream_methods():
     known = {(path, m) for path, methods in METHODS.items() for m in methods}
-    unknown = sorted(f"{p}::{m}" for p, m in translated() | {tuple(k.split("::")) for k in SKIPPED} if (p, m) not in known)
+    unknown = sorted(
+        f"{p}::{m}"
+        for p, m in translated() | {tuple(k.split("::")) for k in SKIPPED}
+        if (p, m) not in known
+    )
     assert unknown == []
 
 

@@ -23,8 +23,9 @@ def test_layer(kwargs, shape):
 @pytest.mark.parametrize("high", [255, 1], ids=["0_to_255", "0_to_1"])
 def test_random_contrast_with_value_range_0_to_255(high):
     """random_contrast_test.py::test_random_contrast_with_value_range_0_to_255 and
-    ::test_random_contrast_with_value_range_0_to_1: transform_images applies the drawn factor as (x - mean) * f + mean over
-    each channel's pixels, clipped (channels-first (12, 3, 8, 16), upstream's branch)."""
+    ::test_random_contrast_with_value_range_0_to_1: transform_images applies the drawn
+    factor as (x - mean) * f + mean over each channel's pixels, clipped (channels-first
+    (12, 3, 8, 16), upstream's branch)."""
     inputs = torch.from_numpy(np.random.RandomState(9809).random((12, 3, 8, 16)).astype("float32"))
     layer = pp.RandomContrast(factor=0.5, value_range=(0, high), seed=9809)
     params = layer.get_random_transformation(inputs)
