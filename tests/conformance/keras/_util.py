@@ -146,3 +146,10 @@ def quad_in_image_extent(corners: np.ndarray, height: float, width: float) -> li
             return [0.0, 0.0, 0.0, 0.0]
     xs, ys = [p[0] for p in poly], [p[1] for p in poly]
     return [min(xs), min(ys), max(xs), max(ys)]
+
+
+def assert_unchanged(layer: Any) -> None:
+    """upstream's no-op checks: its (224, 224, 3) image of ints in [0, 255) (numpy seed
+    3481) comes back with the same values (as float32, D-K-2)."""
+    inputs = np.random.RandomState(3481).randint(0, 255, size=(224, 224, 3))
+    np.testing.assert_array_equal(as_numpy(layer(inputs)), inputs)

@@ -13,7 +13,7 @@ import torch
 import datapipe as dp
 import preprocessing as pp
 
-from ._util import as_numpy, assert_values, layer_basics
+from ._util import assert_unchanged, assert_values, layer_basics
 
 
 def test_layer():
@@ -40,8 +40,7 @@ def test_random_color_jitter_inference():
         hue_factor=0.1,
         data_format="channels_last",
     )
-    inputs = np.random.RandomState(3481).randint(0, 255, size=(224, 224, 3))
-    np.testing.assert_array_equal(as_numpy(layer.eval()(inputs)), inputs)
+    assert_unchanged(layer.eval())
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import torch
 import datapipe as dp
 import preprocessing as pp
 
-from ._util import as_numpy, layer_basics
+from ._util import assert_unchanged, layer_basics
 
 
 def test_layer():
@@ -25,18 +25,14 @@ def test_layer():
 
 def test_random_elastic_transform_inference():
     """random_elastic_transform_test.py::test_random_elastic_transform_inference."""
-    inputs = np.random.RandomState(3481).randint(0, 255, size=(224, 224, 3))
-    out = pp.RandomElasticTransform(data_format="channels_last").eval()(inputs)
-    np.testing.assert_array_equal(as_numpy(out), inputs)
+    assert_unchanged(pp.RandomElasticTransform(data_format="channels_last").eval())
 
 
 def test_random_elastic_transform_no_op():
     """random_elastic_transform_test.py::test_random_elastic_transform_no_op: factor 0,
     then scale 0."""
-    inputs = np.random.RandomState(3481).randint(0, 255, size=(224, 224, 3))
     for kwargs in ({"factor": 0}, {"scale": 0}):
-        out = pp.RandomElasticTransform(**kwargs, data_format="channels_last")(inputs)
-        np.testing.assert_allclose(as_numpy(out), inputs, atol=1e-4)
+        assert_unchanged(pp.RandomElasticTransform(**kwargs, data_format="channels_last"))
 
 
 def test_random_elastic_transform_basic():

@@ -11,7 +11,7 @@ import torch
 import datapipe as dp
 import preprocessing as pp
 
-from ._util import as_numpy, assert_values, layer_basics
+from ._util import assert_unchanged, assert_values, layer_basics
 
 
 def _taps(sigma, size=3):
@@ -38,16 +38,12 @@ def test_layer():
 
 def test_random_erasing_inference():
     """random_gaussian_blur_test.py::test_random_erasing_inference: eval()."""
-    inputs = np.random.RandomState(3481).randint(0, 255, size=(224, 224, 3))
-    out = pp.RandomGaussianBlur(data_format="channels_last").eval()(inputs)
-    np.testing.assert_array_equal(as_numpy(out), inputs)
+    assert_unchanged(pp.RandomGaussianBlur(data_format="channels_last").eval())
 
 
 def test_random_erasing_no_op():
     """random_gaussian_blur_test.py::test_random_erasing_no_op: factor 0."""
-    inputs = np.random.RandomState(3481).randint(0, 255, size=(224, 224, 3))
-    out = pp.RandomGaussianBlur(factor=0, data_format="channels_last")(inputs)
-    np.testing.assert_array_equal(as_numpy(out), inputs)
+    assert_unchanged(pp.RandomGaussianBlur(factor=0, data_format="channels_last"))
 
 
 def test_random_erasing_basic():

@@ -5,7 +5,7 @@ import numpy as np
 import datapipe as dp
 import preprocessing as pp
 
-from ._util import as_numpy, assert_values, layer_basics
+from ._util import as_numpy, assert_unchanged, assert_values, layer_basics
 
 
 def test_layer():
@@ -16,16 +16,12 @@ def test_layer():
 
 def test_random_invert_inference():
     """random_invert_test.py::test_random_invert_inference: identity in eval()."""
-    inputs = np.random.RandomState(3481).randint(0, 255, size=(224, 224, 3))
-    out = pp.RandomInvert(data_format="channels_last").eval()(inputs)
-    np.testing.assert_array_equal(as_numpy(out), inputs)
+    assert_unchanged(pp.RandomInvert(data_format="channels_last").eval())
 
 
 def test_random_invert_no_op():
     """random_invert_test.py::test_random_invert_no_op: factor 0 inverts nothing."""
-    inputs = np.random.RandomState(3481).randint(0, 255, size=(224, 224, 3))
-    out = pp.RandomInvert(factor=0, data_format="channels_last")(inputs)
-    np.testing.assert_array_equal(as_numpy(out), inputs)
+    assert_unchanged(pp.RandomInvert(factor=0, data_format="channels_last"))
 
 
 def test_random_invert_basic():
