@@ -109,6 +109,9 @@ class Layer(torch.nn.Module):
     layers also take Keras's ``bounding_box_format`` (checked against
     ``bounding_boxes.FORMATS``, kept in the config); a layer that moves no box
     (photometric layers, ``MaxNumBoundingBoxes``) ignores it, the geometric layers use it.
+    The image layers whose Keras class takes its base layer's unused ``factor``
+    (``Equalization``, CLAHE, ``MaxNumBoundingBoxes``, ``MixUp``, ``RandomCrop``,
+    ``RandomColorJitter``) take it too: checked (a number or pair in [-1, 1]), ignored.
 
     Raises:
         ValueError: ``data_format`` is not ``"channels_first"`` / ``"channels_last"``,
@@ -118,6 +121,8 @@ class Layer(torch.nn.Module):
 
     _checks_layout: bool = True  # a layer may set it per instance (Normalization)
     _image_layer: ClassVar[bool] = True  # False: a feature layer (no bounding_box_format)
+    # True: Keras's class takes its base image layer's ``factor`` without using it.
+    _keras_base_factor: ClassVar[bool] = False
     name: str | None = None  # Keras's layer name, when given
     _random: ClassVar[bool] = False  # True: identity in eval() (RandomLayer)
     _config_values: dict[str, Any]  # arguments get_config reports as set now (adapted state)
@@ -143,7 +148,9 @@ class Layer(torch.nn.Module):
     @classmethod
     def _keras_kwargs(cls) -> tuple[str, ...]:
         """The Keras base-layer arguments this class takes through ``**kwargs``."""
-        extra = KERAS_IMAGE_LAYER_KWARGS if cls._image_layer else ()
+        extra: tuple[str, ...] = KERAS_IMAGE_LAYER_KWARGS if cls._image_layer else ()
+        if cls._keras_base_factor:
+            extra += ("factor",)
         own = inspect.signature(cls.__init__).parameters
         return tuple(k for k in KERAS_LAYER_KWARGS + extra if k not in own)
 
@@ -172,6 +179,8 @@ class Layer(torch.nn.Module):
                 "must be None (a preprocessing layer adds no loss)",
                 kwargs["activity_regularizer"],
             )
+        if "factor" in kwargs:  # Keras's base image layer stores it; nothing reads it
+            _factor_pair(self, "factor", kwargs["factor"], -1.0, 1.0)
         box_format = kwargs.get("bounding_box_format")
         if box_format is not None:
             self._keras_config["bounding_box_format"] = check_format(self, box_format)

@@ -206,6 +206,8 @@ class ContrastLimitedAdaptiveHistogramEqualization(Layer):
         tensor([[[127.5000, 127.5000, 191.2500, 255.0000]]])
     """
 
+    _keras_base_factor = True  # Keras's takes its base layer's (unused) factor
+
     def __init__(
         self,
         value_range: tuple[float, float] = (0, 255),

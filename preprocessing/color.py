@@ -371,6 +371,8 @@ class RandomColorJitter(RandomLayer):
         tensor([[[0.5000, 0.7500, 1.0000]]])
     """
 
+    _keras_base_factor = True  # Keras's takes its base layer's (unused) factor
+
     _STEPS = (
         ("brightness", RandomBrightness),
         ("contrast", RandomContrast),

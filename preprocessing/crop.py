@@ -107,6 +107,8 @@ class RandomCrop(GeometricLayer, RandomLayer):
                  [10., 11.]]])
     """
 
+    _keras_base_factor = True  # Keras's takes its base layer's (unused) factor
+
     def __init__(
         self,
         height: int,

@@ -71,6 +71,8 @@ class Equalization(Layer):
         tensor([[[  0.,   0., 128., 255.]]])
     """
 
+    _keras_base_factor = True  # Keras's takes its base layer's (unused) factor
+
     _random = True  # Keras applies it in training only
 
     def __init__(

@@ -44,6 +44,8 @@ class MaxNumBoundingBoxes(Layer):
         ([[1.0, 1.0, 4.0, 5.0], [-1.0, -1.0, -1.0, -1.0], [-1.0, -1.0, -1.0, -1.0]], [7, -1, -1])
     """
 
+    _keras_base_factor = True  # Keras's takes its base layer's (unused) factor
+
     _checks_layout = False
 
     def __init__(

@@ -112,6 +112,8 @@ class MixUp(_MixingLayer):
         True
     """
 
+    _keras_base_factor = True  # Keras's takes its base layer's (unused) factor
+
     def __init__(
         self,
         alpha: float = 0.2,

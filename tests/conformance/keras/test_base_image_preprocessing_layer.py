@@ -142,3 +142,27 @@ def test_set_image_data_format_none_raises():
         pp.set_image_data_format(None)
     assert pp.image_data_format() == before
     assert pp.RandomFlip().data_format == before
+
+
+BASE_FACTOR = [
+    ("ContrastLimitedAdaptiveHistogramEqualization", {}),
+    ("Equalization", {}),
+    ("MaxNumBoundingBoxes", {"max_number": 5}),
+    ("MixUp", {}),
+    ("RandomColorJitter", {}),
+    ("RandomCrop", {"height": 4, "width": 4}),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", BASE_FACTOR, ids=[n for n, _ in BASE_FACTOR])
+def test_base_layer_factor(name, kwargs):
+    """base_image_preprocessing_layer_test.py::test_data_format_serialization's layers,
+    built as Keras's base image layer takes them (``__init__(factor, bounding_box_format,
+    data_format)``): the layers whose Keras class takes the base ``factor`` without using
+    it take it too (checked in [-1, 1], no effect); the others refuse it, as Keras's do."""
+    cls = getattr(pp, name)
+    assert cls(**kwargs, factor=0.5).get_config() == cls(**kwargs).get_config()
+    with pytest.raises(ValueError, match=r"factor must lie in \[-1.0, 1.0\]"):
+        cls(**kwargs, factor=2.0)
+    with pytest.raises(ValueError, match="unrecognized keyword argument 'factor'"):
+        pp.RandomFlip(factor=0.5)
