@@ -231,7 +231,7 @@ class ImageFolderLoader:
     def label(self, y: Any) -> np.ndarray:
         if self.label_mode == "int":
             # int64, torch's class-index dtype (``F.cross_entropy`` refuses int32 targets);
-            # Keras gives int32 (docs/guides/differences.md, D-K-1).
+            # Keras gives int32 (docs/guides/differences.md, D-K-38).
             return np.int64(y)
         if self.label_mode == "binary":
             return np.asarray([y], dtype=np.float32)
@@ -363,7 +363,7 @@ def image_dataset_from_directory(
         labels: ``"inferred"`` (class = subdirectory), ``None``, or one int per file in
             the sorted ``os.walk`` order of the file paths.
         label_mode: ``"int"`` (``int64`` scalar: torch's class-index dtype, which
-            ``F.cross_entropy`` needs; Keras gives ``int32``, see D-K-1 in
+            ``F.cross_entropy`` needs; Keras gives ``int32``, see D-K-38 in
             docs/guides/differences.md), ``"categorical"`` (``float32`` one-hot of
             length ``num_classes``), ``"binary"`` (``float32`` of shape ``(1,)``; exactly 2
             classes), or ``None`` (elements are images only; as in Keras this means

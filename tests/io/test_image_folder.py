@@ -47,7 +47,7 @@ def test_int_labels_shapes_order(tmp_path):
     assert [b[0].shape for b in batches] == [(4, 6, 5, 3), (4, 6, 5, 3), (1, 6, 5, 3)]
     images = np.concatenate([b[0] for b in batches])
     labels = np.concatenate([b[1] for b in batches])
-    # int64: torch's class-index dtype (Keras gives int32: D-K-1)
+    # int64: torch's class-index dtype (Keras gives int32: D-K-38)
     assert images.dtype == np.float32 and labels.dtype == np.int64
     assert labels.tolist() == [0, 0, 0, 1, 1, 2, 2, 2, 2]
     assert images[:, 0, 0, 0].tolist() == [0, 1, 2, 10, 11, 20, 21, 22, 23]
