@@ -20,7 +20,10 @@ and renamed into place, so a chunk on disk is always whole.
   block length 1: with the default sharding that is the original order); or
   ``reader_func(shards)``, where ``shards`` is a ``Dataset`` whose elements are one
   ``Dataset`` per shard, in shard order.
-- **Checkpoints** resume both: a reading pass at the position of each shard; a writing pass
+- **Checkpoints** resume both: a reading pass at the position of each shard (with a custom
+  ``reader_func`` the state is that pipeline's: an ``interleave`` over the shards keeps
+  its shard datasets in it, so it restores in process but ``save_state`` refuses it); a
+  writing pass
   continues its run -- a copy of it, made of hard links to the chunks the checkpoint
   counted (so a second resume from one checkpoint, or the old iterator still running,
   cannot mix chunks) -- by restoring the input to the last flush and re-reading the
