@@ -23,11 +23,10 @@ and renamed into place, so a chunk on disk is always whole.
 - **Checkpoints** resume both: a reading pass at the position of each shard (with a custom
   ``reader_func`` the state is that pipeline's: an ``interleave`` over the shards keeps
   its shard datasets in it, so it restores in process but ``save_state`` refuses it); a
-  writing pass
-  continues its run -- a copy of it, made of hard links to the chunks the checkpoint
-  counted (so a second resume from one checkpoint, or the old iterator still running,
-  cannot mix chunks) -- by restoring the input to the last flush and re-reading the
-  elements after it without delivering them (at most one flush's worth).
+  writing pass continues its run -- a copy of it, made of hard links to the chunks the
+  checkpoint counted (so a second resume from one checkpoint, or the old iterator still
+  running, cannot mix chunks) -- by restoring the input to the last flush and re-reading
+  the elements after it without delivering them (at most one flush's worth).
 
 Bounds: a run has at most ``MAX_SHARDS`` shards, and ``snapshot.metadata`` is at most
 ``MAX_METADATA_BYTES``; both are checked before anything is read. Local directories only.
