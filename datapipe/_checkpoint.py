@@ -3,7 +3,8 @@
 A state is a dict (JSON-like; numpy arrays and elements inside; ``save_state`` writes it):
 
 ``epoch``
-    the epoch tuple (seeds mix it in);
+    the epoch tuple (seeds mix it in; after a restore the dataset's next ``iter()`` is the
+    epoch after it);
 ``seed``
     the global seed (fresh entropy per ``iter()`` without ``Options.seed``: kept, or a
     resumed ``global_shuffle`` would draw another permutation);
@@ -12,7 +13,10 @@ A state is a dict (JSON-like; numpy arrays and elements inside; ``save_state`` w
 ``root``
     the op chain's own state (each op's ``get_state``, nested);
 ``pending``
-    elements the iterator had computed and not yet delivered (at most one chunk).
+    elements the iterator had computed and not yet delivered (at most one chunk);
+``produced``
+    elements the chain had produced in the epoch, ``pending`` included (an elastic resume
+    weighs what the ops still hold by it).
 
 With a worker context (see ``datapipe.distribute``) also:
 
@@ -29,7 +33,7 @@ With a worker context (see ``datapipe.distribute``) also:
 the states of all workers of a run and resumes on this iterator's layout, whatever it is.
 
 Layers. The core writes and checks what every chain has (``epoch``, ``seed``, ``root``,
-``pending``, ``worker``) and restores a state into the chain ``iter()`` built. What
+``pending``, ``produced``, ``worker``) and restores a state into the chain ``iter()`` built. What
 sharding adds (``worker``'s layout, ``policy``, ``cuts``, ``drains``) and how a state that
 does not fit that chain is restored (a chain rebuilt for the state's epoch, seed and
 shares; an elastic resume across layouts) belong to the layer above, which
@@ -64,6 +68,11 @@ class StateLayer:
         what ``__next__`` pulls, ``primary`` this worker's own chain)."""
         return {}
 
+    def produced_elsewhere(self, root: OpIterator, primary: OpIterator) -> int:
+        """Elements the public iterator delivered from chains other than ``primary``
+        (drained ones: their own states count them)."""
+        return 0
+
     def fits(self, ctx: IterContext, state: dict) -> bool:
         """The layer's part of whether ``state`` restores into the chain built."""
         return not state.get("drains") and not state.get("cuts")
@@ -83,7 +92,8 @@ class StateLayer:
         except BaseException:
             root.close()
             raise
-        it.replace_chains(epoch, ctx, root, root, list(state["pending"]))
+        pending = list(state["pending"])
+        it.replace_chains(epoch, ctx, root, root, pending, int(state.get("produced", 0)))
 
     def restore_all(self, it: Any, states: list) -> None:
         """``set_state([states...])``: all workers' states, resumed on this layout."""
@@ -107,9 +117,14 @@ def layout(ctx: IterContext) -> list[int]:
     return _layer.layout(ctx)
 
 
-def chain_state(ctx: IterContext, root: OpIterator, pending: list) -> dict:
+def chain_state(ctx: IterContext, root: OpIterator, pending: list, produced: int) -> dict:
     """One chain's state (the chain's own, then what the layer above records of it)."""
-    state = {"seed": ctx.seed, "root": root.get_state(), "pending": list(pending)}
+    state = {
+        "seed": ctx.seed,
+        "root": root.get_state(),
+        "pending": list(pending),
+        "produced": int(produced),
+    }
     state.update(_layer.chain_extras(ctx))
     return state
 
@@ -118,7 +133,8 @@ def iterator_state(it: Any) -> dict:
     """``Iterator.get_state``: see the module docstring."""
     ctx = it._ctx
     state = {"epoch": list(it._epoch), "worker": layout(ctx)}
-    state.update(chain_state(ctx, it._primary, it._buf[it._pos :]))
+    produced = it._produced - _layer.produced_elsewhere(it.root, it._primary)
+    state.update(chain_state(ctx, it._primary, it._buf[it._pos :], produced))
     state.update(_layer.iterator_extras(ctx, it.root, it._primary))
     return state
 
@@ -153,6 +169,7 @@ def restore_iterator(it: Any, state: Any) -> None:
     if _fits_current_chain(it, state):
         _restore_root(it._primary, state["root"])
         it._buf, it._pos = list(state["pending"]), 0
+        it._produced = int(state.get("produced", 0))
         return None
     _layer.rebuild(it, state)
     return None

@@ -7,7 +7,9 @@ and how a state that does not fit the chain ``iter()`` built is restored:
 * the worker layout (``[index, count]``) of a sharded chain;
 * per shard point, its share and how much of it was taken (``cuts``:
   ``shard_point.cut_state``), read after the chain's own state;
-* the auto-shard ``policy``, and the chains an elastic resume still drains (``drains``);
+* the auto-shard ``policy``, and the chains an elastic resume still drains (``drains``;
+  what they delivered is counted in their own states, not in the primary chain's
+  ``produced``);
 * a rebuild: a state of another epoch, seed or shares gets a chain built for it
   (``elastic.adopt_same_layout`` + ``elastic.install``); a list of all workers' states
   resumes on this layout (``elastic.plan_chains``).
@@ -48,6 +50,9 @@ class ShardedStateLayer(StateLayer):
         if root is not primary:
             out["drains"] = elastic.drain_states(root)
         return out
+
+    def produced_elsewhere(self, root: OpIterator, primary: OpIterator) -> int:
+        return 0 if root is primary else elastic.drained_out(root)
 
     def fits(self, ctx: IterContext, state: dict) -> bool:
         if state.get("drains") or bool(state.get("cuts")) != bool(ctx.cut_nodes):
