@@ -53,8 +53,11 @@ def _pipelines() -> dict:
 
 
 PIPELINES = _pipelines()
-NAMES = sorted(PIPELINES)
-PROCESS_NAMES = [n for n in NAMES if "processes" in n]
+# The default run covers each kind of stage wiring once (processes, a nested stage, slot
+# lanes, a device stage); every pipeline runs with ``-m slow``.
+DEFAULT = {"map_processes", "nested_processes", "interleave", "prefetch_to_device"}
+NAMES = [n if n in DEFAULT else pytest.param(n, marks=pytest.mark.slow) for n in sorted(PIPELINES)]
+PROCESS_NAMES = [n for n in sorted(PIPELINES) if "processes" in n]
 
 
 def _fds() -> set[str]:
