@@ -118,7 +118,8 @@ def apply(lane: Any, elems: list, first: int) -> tuple[list, bool]:
     while len(out) < n:
         start = len(out)
         try:
-            rest = islice(elems, start, None)
+            # the list itself the first time: islice costs ~20 ns an element (W1: 5%)
+            rest = elems if start == 0 else islice(elems, start, None)
             if lane.indexed:
                 out.extend(map(fn, range(first + start, first + n), rest))
             elif type(elems[start]) is tuple:  # tf.data's convention: a tuple is unpacked
