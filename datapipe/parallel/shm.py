@@ -207,14 +207,18 @@ def map_shared(fd: int, size: int) -> memoryview:
         return memoryview(mmap.mmap(fd, size, trackfd=False))  # type: ignore[call-arg]
     if _LIBC is None:
         return memoryview(mmap.mmap(fd, size))
+    # The length is a power of two: ctypes keeps each array type it makes (per length) for
+    # good, so lengths of all sizes would grow that cache without bound. The pages past the
+    # segment's end are never touched (that would be SIGBUS): the view stops at ``size``.
+    length = 1 << max(12, (size - 1).bit_length())
     prot, flags = mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED
-    addr = _LIBC.mmap(None, size, prot, flags, fd, 0)
+    addr = _LIBC.mmap(None, length, prot, flags, fd, 0)
     if addr is None or addr == _MAP_FAILED:
         err = ctypes.get_errno()
         raise OSError(err, f"mmap of a {size}-byte segment: {os.strerror(err)}")
-    buf = (ctypes.c_char * size).from_address(addr)
-    buf._mapping = _Mapping(addr, size)  # type: ignore[attr-defined]  # freed with buf
-    return memoryview(buf).cast("B")
+    buf = (ctypes.c_char * length).from_address(addr)
+    buf._mapping = _Mapping(addr, length)  # type: ignore[attr-defined]  # freed with buf
+    return memoryview(buf).cast("B")[:size]
 
 
 def discard(name: str | None) -> None:
