@@ -1,7 +1,7 @@
 """A/B: datapipe's rows of a workload under two checkouts, alternating, in one run.
 
     .venv/bin/python benchmarks/bench_ab.py --base /path/to/other/checkout [--workload W2]
-        [--rounds 6]
+        [--rounds 6] [--only process]
 
 Each round runs every datapipe system of the workload once under this checkout ("ours")
 and once under ``--base`` (e.g. ``git worktree add ../base main``), each in a fresh
@@ -59,7 +59,10 @@ else:
         "map(AUTOTUNE)": w1.run_datapipe(data, autotune=True),
     }}
 out = {{}}
+only = {only!r}
 for name, run in systems.items():
+    if only and only not in name:
+        continue
     t0 = time.perf_counter()
     count, checksum = run()
     out[name] = [time.perf_counter() - t0, count, checksum]
@@ -71,8 +74,8 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def _round(root: str, workload: str) -> dict:
-    code = CHILD.format(bench=HERE, root=root, workload=workload)
+def _round(root: str, workload: str, only: str) -> dict:
+    code = CHILD.format(bench=HERE, root=root, workload=workload, only=only)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=root, check=False)  # fmt: skip
     if proc.returncode != 0:
@@ -85,6 +88,7 @@ def main() -> None:
     ap.add_argument("--base", required=True, help="the other checkout's root")
     ap.add_argument("--workload", default="W2", choices=["W1", "W2", "W6"])
     ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--only", default="", help="only the systems whose name contains this")
     args = ap.parse_args()
     base = os.path.abspath(args.base)
     print(f"{args.workload}: ours {OURS} vs base {base}, {args.rounds} rounds; load {_load()}")
@@ -92,7 +96,7 @@ def main() -> None:
     for r in range(args.rounds):
         order = [("ours", OURS), ("base", base)]
         for name, root in order if r % 2 == 0 else order[::-1]:
-            runs[name].append(_round(root, args.workload))
+            runs[name].append(_round(root, args.workload, args.only))
         print(f"  round {r + 1}: load {_load()}", flush=True)
     print(f"{'system':36} {'ours /s':>10} {'base /s':>10} {'ours/base':>10}")
     for system in runs["ours"][0]:
