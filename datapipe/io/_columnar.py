@@ -29,6 +29,7 @@ from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._lazy import lazy_module
 from datapipe._positions import error_from_state, error_to_state
+from datapipe._redact import redact_url
 from datapipe._spec import TensorSpec, batched_spec
 from datapipe._validate import check_bool, check_optional_int
 from datapipe.dataset import UNKNOWN_CARDINALITY
@@ -86,7 +87,7 @@ def _resolve_url(url: str, op: str) -> list[str]:
         return [url]
     found = [u for rel, u in remote.find(url, op) if not _hidden(rel)]
     if not found:
-        raise FileNotFoundError(f"{op}: directory {url!r} holds no data files")
+        raise FileNotFoundError(f"{op}: directory {redact_url(url)!r} holds no data files")
     return found
 
 

@@ -1,0 +1,92 @@
+"""``redact_url``: a URL's secrets out of every message and log record that names it.
+
+A URL may carry credentials: user info (``https://user:password@host/...``,
+``https://TOKEN@host/...``) and query parameters that authorise the request (S3/GCS
+presigned URLs' ``X-Amz-Signature`` / ``X-Amz-Credential`` / ``X-Amz-Security-Token``,
+Azure SAS ``sig``, ``access_token``, ``api_key``, ...). Errors end up in tracebacks,
+logs and experiment trackers, so every message this library builds around a path passes
+through ``redact_url`` first, and so do the exceptions of fsspec, aiohttp or botocore that
+are chained to ours (``datapipe.io._remote.redacted_cause``).
+
+What is replaced by ``***``: the whole user info of every ``scheme://`` URL in the text,
+and the value of every query parameter whose name contains (case-insensitively) ``sig``,
+``token``, ``key``, ``secret``, ``pass``, ``pwd``, ``auth``, ``credential`` or
+``session``. The scheme, host, port, path and the other parameters stay, so a message
+still says which object failed. Text without ``://`` (every local path) is returned as is,
+at the cost of one substring test.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A URL inside a message: a scheme, "://", then up to whitespace, a quote or a bracket
+# (messages quote paths with repr()).
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>()\[\]]*")
+# The authority's user info: everything up to the last "@" before the path/query/fragment
+# (a password may hold an unescaped "@").
+_USERINFO = re.compile(r"^([^:]+://)[^/?#]*@")
+_SECRET_NAMES = ("sig", "token", "key", "secret", "pass", "pwd", "auth", "credential", "session")
+_PARAM = re.compile(
+    r"(^|[&;])([^=&;#]*(?:" + "|".join(_SECRET_NAMES) + r")[^=&;#]*=)([^&;#]*)", re.IGNORECASE
+)
+MASK = "***"
+
+
+def _redact_one(match: re.Match) -> str:
+    url = _USERINFO.sub(r"\1" + MASK + "@", match.group(0))
+    head, sep, query = url.partition("?")
+    if not sep:
+        return url
+    query, hash_, fragment = query.partition("#")
+    query = _PARAM.sub(lambda m: m.group(1) + m.group(2) + MASK, query)
+    return head + sep + query + hash_ + fragment
+
+
+def redact_url(text: str) -> str:
+    """``text`` (a URL, a path, or a message naming them) with every URL's user info and
+    secret query values replaced by ``***`` (module docstring).
+
+    Example:
+        >>> redact_url("https://user:pw@host:8080/a/b.tar?X-Amz-Signature=abc&part=1")
+        'https://***@host:8080/a/b.tar?X-Amz-Signature=***&part=1'
+        >>> redact_url("cannot open 's3://bucket/x.tfrecord?token=t0k'")
+        "cannot open 's3://bucket/x.tfrecord?token=***'"
+        >>> redact_url("/data/train-0001.tar")
+        '/data/train-0001.tar'
+    """
+    if not isinstance(text, str) or "://" not in text:
+        return text
+    return _URL.sub(_redact_one, text)
+
+
+class RedactedError(Exception):
+    """Stands in, in a chain of causes, for a foreign exception whose message named a URL
+    with secrets: its text is ``"<module.Class>: <message, redacted>"`` (its traceback is
+    not kept: the frames are the library's that raised it)."""
+
+
+def _chain_leaks(e: BaseException | None) -> bool:
+    seen = 0
+    while e is not None and seen < 16:
+        if redact_url(str(e)) != str(e):
+            return True
+        e, seen = e.__cause__ or (None if e.__suppress_context__ else e.__context__), seen + 1
+    return False
+
+
+def redacted_cause(e: BaseException) -> BaseException:
+    """``e`` to chain (``raise ours from redacted_cause(e)``): ``e`` itself when no message
+    in its chain of causes names a URL's secrets, else a chain of ``RedactedError`` copies
+    with the messages redacted (so a traceback prints no secret)."""
+    if not _chain_leaks(e):
+        return e
+    link: BaseException | None = e
+    copies: list[BaseException] = []
+    while link is not None and len(copies) < 16:
+        kind = f"{type(link).__module__}.{type(link).__qualname__}"
+        copies.append(RedactedError(f"{kind}: {redact_url(str(link))}"))
+        link = link.__cause__ or (None if link.__suppress_context__ else link.__context__)
+    for outer, inner in zip(copies, copies[1:]):
+        outer.__cause__ = inner
+    return copies[0]
