@@ -26,8 +26,9 @@ import numpy as np
 
 from datapipe._spec import TensorSpec
 from datapipe.errors import FileReadError
+from datapipe.io._bounded import read_declared
 from datapipe.io._record_files import RecordFileSource, RecordReader, cycle_of, file_list
-from datapipe.io._safe_files import max_file_bytes, open_regular
+from datapipe.io._safe_files import open_regular
 
 _LENGTH = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
@@ -73,8 +74,10 @@ class TFRecordDataset(RecordFileSource):
             num_parallel_calls=AUTOTUNE)``.
 
     Elements: ``bytes`` (the serialized record, e.g. a ``tf.train.Example``); spec
-    ``TensorSpec((), object)``. Cardinality is unknown. A record longer than
-    ``datapipe.io.max_file_bytes()`` is refused (a corrupt length cannot allocate memory).
+    ``TensorSpec((), object)``. Cardinality is unknown. A record whose length field declares
+    more than ``datapipe.io.max_file_bytes()`` is refused before it is read, and a length
+    within it is read in chunks that grow with the bytes the file holds
+    (``datapipe.io._bounded``): a corrupt or hostile length cannot allocate memory.
 
     State: each open file's byte offset (uncompressed offset for GZIP) and record count; a
     checkpoint resumes at the next record. FILE auto-sharding gives each worker its own
@@ -152,7 +155,7 @@ class _TFRecordReader(RecordReader):
 
     def read(self, n: int) -> list:
         out: list = []
-        f, crc, limit = self.f, self.crc32c, max_file_bytes()
+        f, crc = self.f, self.crc32c
         while len(out) < n:
             start = self.offset
             try:
@@ -164,9 +167,10 @@ class _TFRecordReader(RecordReader):
                 (length,) = _LENGTH.unpack_from(header)
                 if _mask(crc(header[:8])) != _CRC.unpack_from(header, 8)[0]:
                     return self._end(out, "the CRC of its length does not match", start)
-                if limit is not None and length > limit:
-                    return self._end(out, f"its length {length} is over the limit", start)
-                data = f.read(length)
+                try:  # bounded; memory grows with the bytes there, not with the length
+                    data = read_declared(f, length, "its length field", None)
+                except FileReadError as e:
+                    return self._end(out, e.reason, start)
                 footer = f.read(4)
             except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
                 return self._end(out, f"cannot read: {type(e).__name__}: {e}", start)
