@@ -12,7 +12,11 @@ A state is a dict (JSON-like; numpy arrays and elements inside; ``save_state`` w
 ``root``
     the op chain's own state (each op's ``get_state``, nested);
 ``pending``
-    elements the iterator had computed and not yet delivered (at most one chunk).
+    elements the iterator had computed and not yet delivered (at most one chunk);
+``fingerprint``
+    the pipeline's structure and its sources' sizes (``datapipe._fingerprint``), which
+    ``set_state`` compares before restoring (a state without one, saved by an older
+    version, is restored unchecked).
 
 With a worker context (see ``datapipe.distribute``) also:
 
@@ -58,8 +62,11 @@ def chain_state(ctx: IterContext, root: OpIterator, pending: list) -> dict:
 def iterator_state(it: Any) -> dict:
     """``Iterator.get_state``: see the module docstring."""
     ctx = it._ctx
+    from datapipe._fingerprint import fingerprint
+
     state = {"epoch": list(it._epoch), "worker": layout(ctx)}
     state.update(chain_state(ctx, it._primary, it._buf[it._pos :]))
+    state["fingerprint"] = fingerprint(it._dataset)
     if ctx.cut_nodes:
         state["policy"] = ctx.policy
     if it.root is not it._primary:
@@ -81,13 +88,18 @@ def restore_iterator(it: Any, state: Any) -> None:
     """``Iterator.set_state``: see the module docstring.
 
     Raises:
-        ValueError: the state does not fit (another dataset, another layout without the
-            list of all workers' states, a malformed list), or is neither the dict
-            ``state_dict()`` returned nor a list of them.
+        ValueError: the state does not fit (another dataset or sources of other sizes:
+            its fingerprint names what differs; another layout without the list of all
+            workers' states, a malformed list), or is neither the dict ``state_dict()``
+            returned nor a list of them.
     """
+    from datapipe._fingerprint import check
+
     if isinstance(state, (list, tuple)):
+        check(it._dataset, list(state))
         return _restore_all(it, list(state))
     state = _check(state)
+    check(it._dataset, [state])
     saved, mine = [int(v) for v in state.get("worker", [0, 1])], layout(it._ctx)
     if saved != mine and not (saved == [0, 1] and mine[1] == 1):
         raise ValueError(

@@ -60,12 +60,6 @@ def redact_url(text: str) -> str:
     return _URL.sub(_redact_one, text)
 
 
-class RedactedError(Exception):
-    """Stands in, in a chain of causes, for a foreign exception whose message named a URL
-    with secrets: its text is ``"<module.Class>: <message, redacted>"`` (its traceback is
-    not kept: the frames are the library's that raised it)."""
-
-
 def _chain_leaks(e: BaseException | None) -> bool:
     seen = 0
     while e is not None and seen < 16:
@@ -81,6 +75,8 @@ def redacted_cause(e: BaseException) -> BaseException:
     with the messages redacted (so a traceback prints no secret)."""
     if not _chain_leaks(e):
         return e
+    from datapipe.errors import RedactedError
+
     link: BaseException | None = e
     copies: list[BaseException] = []
     while link is not None and len(copies) < 16:

@@ -96,6 +96,13 @@ class RestoredFailure(RuntimeError):
     (the original exception object is not part of a state)."""
 
 
+class RedactedError(Exception):
+    """Stands in, in a chain of causes, for a foreign exception (fsspec's, aiohttp's,
+    botocore's) whose message named a URL with its secrets: its text is ``"<module.Class>:
+    <message, redacted>"`` (``datapipe.io.redact_url``); the frames are not kept (they are
+    the library's that raised it)."""
+
+
 class RemoteTraceback(Exception):
     """The traceback of an exception raised in a worker process (``executor="process"``;
     its text is the message), set as the ``__cause__`` of the exception re-raised in the
