@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from . import _categorical as cat
-from .base import Layer, check_bool
+from .base import MAX_ENCODING_DEPTH, Layer, check_bool
 
 
 class Discretization(Layer):
@@ -17,7 +17,8 @@ class Discretization(Layer):
 
     Args:
         bin_boundaries: sorted boundaries (a list of floats); or
-        num_bins: the number of bins ``adapt`` learns (give one of the two).
+        num_bins: the number of bins ``adapt`` learns (give one of the two), at most 2**24
+            (``preprocessing.base.MAX_ENCODING_DEPTH``: the encodings' width).
         epsilon: the error tolerance of ``adapt``'s approximate quantiles (default 0.01;
             smaller is more exact and uses more memory: about ``1 / epsilon`` points).
         output_mode: ``"int"`` (default), ``"one_hot"``, ``"multi_hot"`` or ``"count"``.
@@ -64,7 +65,9 @@ class Discretization(Layer):
         if (bin_boundaries is None) == (num_bins is None):
             both = (bin_boundaries, num_bins)
             self._fail("bin_boundaries/num_bins", "exactly one of the two must be set", both)
-        self.num_bins = cat.check_int(self, "num_bins", num_bins, 0, optional=True)
+        self.num_bins = cat.check_int(
+            self, "num_bins", num_bins, 0, optional=True, high=MAX_ENCODING_DEPTH
+        )
         if (
             isinstance(epsilon, bool)
             or not isinstance(epsilon, (int, float))
