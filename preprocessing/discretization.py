@@ -88,15 +88,27 @@ class Discretization(Layer):
             self._set_boundaries(cat.finite_floats(self, "bin_boundaries", bin_boundaries))
         self._summary = np.zeros((2, 0), dtype=np.float32)
 
-    def _set_boundaries(self, bounds: list[float]) -> None:
+    def _check_boundaries(self, bounds: list[float], name: str = "bin_boundaries") -> None:
+        """The boundaries' rules, wherever they come from (argument, adapt, checkpoint)."""
+        cat.finite_floats(self, name, bounds)
         if any(b > a for b, a in zip(bounds, bounds[1:])):
-            self._fail("bin_boundaries", "must be sorted in ascending order", bounds)
+            self._fail(name, "must be sorted in ascending order", bounds[:20])
+        if self.output_mode != "int" and len(bounds) + 1 > MAX_ENCODING_DEPTH:
+            self._fail(name, f"must make at most {MAX_ENCODING_DEPTH} bins", len(bounds) + 1)
+
+    def _set_boundaries(self, bounds: list[float]) -> None:
+        self._check_boundaries(bounds)
         device = self.bin_boundaries.device
         self.bin_boundaries = torch.tensor(bounds, dtype=torch.float32, device=device)
         self._config_values = {"bin_boundaries": [float(b) for b in self.bin_boundaries.tolist()]}
         self._known = True
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        saved = state_dict.get(prefix + "bin_boundaries")
+        if isinstance(saved, torch.Tensor):  # checked before the buffer changes
+            if saved.ndim != 1:
+                self._fail("state_dict['bin_boundaries']", "must be 1-D", tuple(saved.shape))
+            self._check_boundaries(saved.tolist(), "state_dict['bin_boundaries']")
         cat.resize_buffers_from(self, state_dict, prefix, ("bin_boundaries",))
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         if prefix + "bin_boundaries" in state_dict:

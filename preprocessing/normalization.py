@@ -38,9 +38,11 @@ class Normalization(Layer):
     ``mean``/``variance`` too, so ``layer_from_config(serialize_layer(layer))`` alone
     rebuilds an adapted layer. Statistics from ``adapt`` and from a checkpoint pass the
     constructor's checks (finite, variance >= 0, shaped like the kept axes) before the
-    layer changes: data holding a NaN or inf raises instead of storing a NaN mean. A feature of zero variance is only centred (scale 1, as
-    scikit-learn's ``StandardScaler``; Keras divides by its 1e-7 floor, which turns a value
-    5 off the mean into 5e7); ``adapt`` stores zero for a feature that is constant up to
+    layer changes: data holding a NaN or inf raises instead of storing a NaN mean.
+
+    A feature of zero variance is only centred (scale 1, as scikit-learn's
+    ``StandardScaler``; Keras divides by its 1e-7 floor, which turns a value 5 off the mean
+    into 5e7); ``adapt`` stores zero for a feature that is constant up to
     rounding (scikit-learn's bound, ``var <= n eps var + (n eps mean)^2``). Other standard
     deviations are floored at 1e-7, as Keras.
 
