@@ -61,10 +61,10 @@ def chain_state(ctx: IterContext, root: OpIterator, pending: list) -> dict:
 
 def iterator_state(it: Any) -> dict:
     """``Iterator.get_state``: see the module docstring."""
-    ctx = it._ctx
     from datapipe._fingerprint import fingerprint
 
-    state = {"epoch": list(it._epoch), "worker": layout(ctx)}
+    ctx = it._ctx
+    state: dict = {"epoch": list(it._epoch), "worker": layout(ctx)}
     state.update(chain_state(ctx, it._primary, it._buf[it._pos :]))
     state["fingerprint"] = fingerprint(it._dataset)
     if ctx.cut_nodes:

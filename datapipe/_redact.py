@@ -6,7 +6,8 @@ presigned URLs' ``X-Amz-Signature`` / ``X-Amz-Credential`` / ``X-Amz-Security-To
 Azure SAS ``sig``, ``access_token``, ``api_key``, ...). Errors end up in tracebacks,
 logs and experiment trackers, so every message this library builds around a path passes
 through ``redact_url`` first, and so do the exceptions of fsspec, aiohttp or botocore that
-are chained to ours (``datapipe.io._remote.redacted_cause``).
+are chained to ours (``redacted_cause``) and the log records of fsspec and the
+filesystems and HTTP clients under it (``redact_foreign_logs``: a filter on their loggers).
 
 What is replaced by ``***``: the whole user info of every ``scheme://`` URL in the text,
 and the value of every query parameter whose name contains (case-insensitively) ``sig``,
@@ -19,6 +20,7 @@ at the cost of one substring test.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # A URL inside a message: a scheme, "://", then up to whitespace, a quote or a bracket
 # (messages quote paths with repr()).
@@ -86,3 +88,54 @@ def redacted_cause(e: BaseException) -> BaseException:
     for outer, inner in zip(copies, copies[1:]):
         outer.__cause__ = inner
     return copies[0]
+
+
+# fsspec and the filesystems under it log the URLs they request at DEBUG (with the user info
+# and the query), and the tracebacks of failed requests, whose aiohttp messages hold the
+# query. Their records pass through this filter on the loggers they create them with
+# (a logger's own filters see only its own records: each logger is named).
+_FOREIGN_LOGGERS = (
+    "fsspec", "fsspec.http", "fsspec.cached", "fsspec.caching", "fsspec.asyn", "fsspec.local",
+    "fsspec.reference", "fsspec.sftp", "webhdfs", "s3fs", "gcsfs", "adlfs", "aiohttp.client",
+    "botocore.endpoint", "urllib3.connectionpool",
+)  # fmt: skip
+
+
+class RedactingFilter:
+    """A ``logging`` filter that rewrites a record's message and traceback text through
+    ``redact_url`` (it drops nothing)."""
+
+    def filter(self, record: Any) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a malformed record is logging's to report
+            return True
+        shown = redact_url(message)
+        if shown != message:
+            record.msg, record.args = shown, None
+        if record.exc_info and not record.exc_text:
+            import traceback
+
+            text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+            record.exc_text = redact_url(text)  # the formatter prints this text
+        elif record.exc_text:
+            record.exc_text = redact_url(record.exc_text)
+        return True
+
+
+_installed = False
+
+
+def redact_foreign_logs() -> None:
+    """Put ``RedactingFilter`` on the loggers of fsspec, its filesystems and their HTTP
+    clients (once; called when datapipe first resolves a URL)."""
+    global _installed
+    if _installed:
+        return
+    import logging
+
+    for name in _FOREIGN_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactingFilter) for f in logger.filters):
+            logger.addFilter(RedactingFilter())
+    _installed = True

@@ -44,21 +44,26 @@ _HEADER_TYPES = {
 }
 
 
-def check_declared(size: int, what: str, path: str | None, limit: int | None = -1) -> int:
+_FILE_LIMIT = "datapipe.io.max_file_bytes(); set_max_file_bytes(n) changes it"
+_HEADER_LIMIT = "the bound on archive headers, datapipe.io._bounded.MAX_HEADER_BYTES"
+
+
+def check_declared(
+    size: int, what: str, path: str | None, limit: int | None = -1, bound: str = _FILE_LIMIT
+) -> int:
     """``size`` when it is a length ``>= 0`` within ``limit`` (default ``max_file_bytes()``;
-    None: no bound).
+    None: no bound; ``bound`` names it in the message).
 
     Raises:
         FileReadError: a negative size or one over the limit; names ``path`` and ``what``
             (e.g. ``"member 'a.jpg' at byte 512"``) and the limit.
     """
-    bound = max_file_bytes() if limit == -1 else limit
+    limit_ = max_file_bytes() if limit == -1 else limit
     if size < 0:
         raise FileReadError(f"{what} declares a negative size ({size} bytes)", path)
-    if bound is not None and size > bound:
+    if limit_ is not None and size > limit_:
         raise FileReadError(
-            f"{what} declares {size} bytes, over the limit of {bound} bytes "
-            "(datapipe.io.max_file_bytes(); set_max_file_bytes(n) changes it)",
+            f"{what} declares {size} bytes, over the limit of {limit_} bytes ({bound})",
             path,
         )
     return size
@@ -92,9 +97,12 @@ class BoundedTarInfo(tarfile.TarInfo):
         kind = _HEADER_TYPES.get(self.type)
         if kind is not None:
             limit = max_file_bytes()
-            bound = MAX_HEADER_BYTES if limit is None else min(limit, MAX_HEADER_BYTES)
+            smaller = limit is not None and limit < MAX_HEADER_BYTES
             what = f"{kind} (member {self.name!r} at byte {self.offset})"
-            check_declared(self.size, what, None, bound)
+            if smaller:
+                check_declared(self.size, what, None, limit)
+            else:
+                check_declared(self.size, what, None, MAX_HEADER_BYTES, _HEADER_LIMIT)
         return super()._proc_member(tarfile_)  # type: ignore[misc]  # private, stable API
 
 

@@ -46,7 +46,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, cast
 
-from datapipe._redact import redact_url, redacted_cause
+from datapipe._redact import redact_foreign_logs, redact_url, redacted_cause
 from datapipe.errors import FileReadError
 
 logger = logging.getLogger("datapipe.io")
@@ -308,6 +308,7 @@ def filesystem(url: str, op: str = "datapipe") -> tuple[Any, str]:
         ValueError: the URL's scheme is unknown to fsspec; names the URL.
     """
     shown = redact_url(url)
+    redact_foreign_logs()
     try:
         from fsspec.core import url_to_fs
     except ImportError as e:

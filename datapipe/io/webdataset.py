@@ -282,6 +282,8 @@ class _TarReader(RecordReader):
         self.ds, self.path, self.offset, self.fields = ds, path, offset, fields
         self.keep = None if fields is None else set(fields)
         self.ahead: tuple | None = None  # the next sample's first member, already read
+        # A member header that failed after a whole sample was read: raised after it.
+        self.deferred: Exception | None = None
         self.raw = open_regular(path)  # local: regular files only; URL: size-checked, retried
         try:
             magic = self.raw.read(2)
@@ -343,7 +345,12 @@ class _TarReader(RecordReader):
             names.append(field)
             if info is not None:
                 sample[field] = self._data(info, member[3])
-            member = self._member()
+            try:
+                member = self._member()
+            except _READ_ERRORS as e:  # the next header: this sample's members are read
+                self.deferred, self.ahead = e, None
+                self.offset = self.base + self.tar.offset  # the header that failed
+                return sample, names
         self.ahead = member
         self.offset = END if member is None else member[3]
         return sample, names
@@ -354,11 +361,14 @@ class _TarReader(RecordReader):
             start = self.offset
             try:
                 try:
+                    if self.deferred is not None:  # after the sample before it
+                        failed, self.deferred = self.deferred, None
+                        raise failed
                     sample = self._sample()
                 except _SampleError as e:
                     self._skip_bad(e)
                     return out
-            except (tarfile.TarError, OSError, EOFError, zlib.error, FileReadError) as e:
+            except _READ_ERRORS as e:
                 self.broken = True
                 why = (
                     e.reason
@@ -422,6 +432,9 @@ class _TarReader(RecordReader):
             if self.f is not self.raw:
                 self.f.close()
             self.raw.close()
+
+
+_READ_ERRORS = (tarfile.TarError, OSError, EOFError, zlib.error, FileReadError)
 
 
 class _SampleError(Exception):

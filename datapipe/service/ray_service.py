@@ -147,13 +147,13 @@ def _not_a_gcs(host: str, port: int, deadline: float) -> str | None:
         try:
             call(b"", timeout=left)
         except grpc.RpcError as e:  # a grpc.Call: code() and details()
-            code = e.code()  # type: ignore[attr-defined]
+            code = e.code()
             if code == grpc.StatusCode.UNIMPLEMENTED:
                 return "a gRPC server that does not serve Ray's GCS methods"
             if code == grpc.StatusCode.DEADLINE_EXCEEDED:
                 return "its gRPC server did not answer a GCS call in time"
             if code == grpc.StatusCode.UNAVAILABLE:
-                return f"its gRPC server is unavailable: {e.details()}"  # type: ignore[attr-defined]
+                return f"its gRPC server is unavailable: {e.details()}"
     return None
 
 
