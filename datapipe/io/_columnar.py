@@ -36,7 +36,7 @@ from datapipe.dataset import UNKNOWN_CARDINALITY
 from datapipe.errors import FileReadError, NullValueError, SchemaMismatchError, annotate
 from datapipe.io import _remote as remote
 from datapipe.io._remote import is_url
-from datapipe.io._safe_files import is_regular_file
+from datapipe.io._safe_files import is_regular_file, not_regular_reason
 from datapipe.io.file_source import FileSource, unit_path
 from datapipe.io.files import match_files
 
@@ -70,7 +70,7 @@ def resolve_paths(paths: Any, op: str) -> list[str]:
         elif not os.path.exists(p):
             raise FileNotFoundError(f"{op}: no such file {p!r}")
         elif not is_regular_file(p):  # pyarrow would block on a FIFO, read a device for ever
-            raise FileReadError("not a regular file; only regular files are read", p)
+            raise FileReadError(not_regular_reason(p), p)
         else:
             out.append(p)
     if not out:
