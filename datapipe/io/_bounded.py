@@ -91,14 +91,17 @@ def read_declared(f: Any, size: int, what: str, path: str | None) -> bytes:
 class BoundedTarInfo(tarfile.TarInfo):
     """``tarfile.TarInfo`` that refuses a header declaring more than the header bound
     before ``tarfile`` reads it (``tarfile.open(..., tarinfo=BoundedTarInfo)``). Its
-    ``FileReadError`` names no file (``open_tar_stream`` and the readers add it)."""
+    ``FileReadError`` names no file (``open_tar_stream`` and the readers add it); ``base``
+    is the byte offset in the file of the stream's start (a reader resumed mid-shard)."""
+
+    base = 0
 
     def _proc_member(self, tarfile_: Any) -> Any:
         kind = _HEADER_TYPES.get(self.type)
         if kind is not None:
             limit = max_file_bytes()
             smaller = limit is not None and limit < MAX_HEADER_BYTES
-            what = f"{kind} (member {self.name!r} at byte {self.offset})"
+            what = f"{kind} (member {self.name!r} at byte {self.base + self.offset})"
             if smaller:
                 check_declared(self.size, what, None, limit)
             else:
@@ -106,16 +109,22 @@ class BoundedTarInfo(tarfile.TarInfo):
         return super()._proc_member(tarfile_)  # type: ignore[misc]  # private, stable API
 
 
-def open_tar_stream(fileobj: Any, path: str) -> tarfile.TarFile:
+def open_tar_stream(fileobj: Any, path: str, base: int = 0) -> tarfile.TarFile:
     """``fileobj`` opened as a tar stream (``mode="r|"``) whose headers are bounded
-    (``BoundedTarInfo``); the first header is read now.
+    (``BoundedTarInfo``); the first header is read now. ``base``: the file offset the
+    stream starts at (for the messages).
 
     Raises:
         FileReadError: a header over its bound (names ``path`` and the header).
         tarfile.TarError: not a tar stream.
     """
     try:
-        return tarfile.open(fileobj=fileobj, mode="r|", tarinfo=BoundedTarInfo)
+        info = (
+            BoundedTarInfo
+            if not base
+            else type("BoundedTarInfo", (BoundedTarInfo,), {"base": base})
+        )
+        return tarfile.open(fileobj=fileobj, mode="r|", tarinfo=info)
     except FileReadError as e:
         raise e.with_path(path) from None
 

@@ -294,7 +294,7 @@ class _TarReader(RecordReader):
             if offset:
                 self.f.seek(offset)
             self.base = offset
-            self.tar = open_tar_stream(self.f, path)  # headers bounded (datapipe.io._bounded)
+            self.tar = open_tar_stream(self.f, path, offset)  # bounded (datapipe.io._bounded)
         except (tarfile.TarError, EOFError, zlib.error) as e:
             self.raw.close()
             raise FileReadError(f"not a readable tar shard at byte {offset}: {e}", path) from e

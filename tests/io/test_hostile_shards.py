@@ -97,12 +97,19 @@ def test_every_header_kind_is_bounded_and_names_the_shard_and_member(tmp_path, k
     p = tmp_path / "bad.tar"
     p.write_bytes(head + header("hdr", 5 * MIB, kind) + b"\0" * 512 + END)
     it = iter(WebDataset(str(p)))
-    assert next(it)["txt"] == b"ok"
+    assert next(it)["txt"] == b"ok"  # the whole sample before the bad header is kept
+    state = it.state_dict()
     with pytest.raises(dp.PipelineError) as info:
         next(it)
     msg = str(info.value)
     assert "bad.tar" in msg and f"{what} (member 'hdr' at byte 1024)" in msg
     assert f"declares {5 * MIB} bytes, over the limit of {MAX_HEADER_BYTES}" in msg
+    assert list(it) == []  # the rest of the shard is skipped
+    again = iter(WebDataset(str(p)))
+    again.set_state(state)  # resumed after "a": the bad header again, then the end
+    with pytest.raises(dp.PipelineError, match=f"{what} .member 'hdr' at byte 1024."):
+        next(again)
+    assert list(again) == []
 
 
 def test_headers_within_the_bound_still_read(tmp_path):
