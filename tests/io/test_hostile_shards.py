@@ -17,7 +17,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from _remote_helpers import loopback_only, moto_s3
+from _remote_helpers import s3_bucket
 from harness import run_under_memory_limit
 
 import datapipe as dp
@@ -262,16 +262,8 @@ def test_keys_the_writer_accepts_come_back_exactly_and_extract_inside(tmp_path):
 # ---- the same on S3 (moto on 127.0.0.1) -----------------------------------------------------
 @pytest.fixture(scope="module")
 def s3():
-    pytest.importorskip("s3fs")
-    pytest.importorskip("moto")
-    with loopback_only() as seen, moto_s3():
-        import s3fs
-
-        fs = s3fs.S3FileSystem()
-        fs.mkdir("hostile")
+    with s3_bucket("hostile") as fs:
         yield fs
-        fs.rm("hostile", recursive=True)
-    assert seen and all(addr[0] == "127.0.0.1" for addr in seen)
 
 
 def test_hostile_shards_and_records_on_s3(s3, tmp_path):
