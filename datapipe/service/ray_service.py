@@ -111,25 +111,33 @@ class _NotRay(Exception):
 
 def _h2_handshake(sock: socket.socket, deadline: float) -> None:
     """Send HTTP/2's preface; the reply must start with a SETTINGS frame (by ``deadline``)."""
-    sock.settimeout(max(deadline - time.monotonic(), 1e-3))
-    sock.sendall(_H2_PREFACE)
+    try:
+        sock.settimeout(max(deadline - time.monotonic(), 1e-3))
+        sock.sendall(_H2_PREFACE)
+        head = _read_exactly(sock, 9, deadline)
+    except ConnectionError:  # reset or closed while we wrote or read: a closing listener
+        raise _NotRay("it closed the connection at gRPC's handshake") from None
+    if head[3] != _H2_SETTINGS or int.from_bytes(head[5:9], "big") & 0x7FFFFFFF != 0:
+        raise _NotRay(f"it answered gRPC's HTTP/2 handshake with {head!r}, not a SETTINGS frame")
+
+
+def _read_exactly(sock: socket.socket, n: int, deadline: float) -> bytes:
     head = b""
-    while len(head) < 9:
+    while len(head) < n:
         left = deadline - time.monotonic()
         part = None
         if left > 0:
             sock.settimeout(left)
             try:
-                part = sock.recv(9 - len(head))
+                part = sock.recv(n - len(head))
             except TimeoutError:
                 pass
         if part is None:
             raise _NotRay("it accepted the connection but did not answer gRPC's handshake")
         if not part:
-            raise _NotRay("it closed the connection at gRPC's handshake")
+            raise ConnectionResetError
         head += part
-    if head[3] != _H2_SETTINGS or int.from_bytes(head[5:9], "big") & 0x7FFFFFFF != 0:
-        raise _NotRay(f"it answered gRPC's HTTP/2 handshake with {head!r}, not a SETTINGS frame")
+    return head
 
 
 def _not_a_gcs(host: str, port: int, deadline: float) -> str | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import struct
 import sys
 import threading
 import time
@@ -24,9 +25,10 @@ TIMEOUT_S = 0.5
 
 
 @contextlib.contextmanager
-def tcp_listener(answer: bytes | None, close: bool = False) -> Iterator[int]:
+def tcp_listener(answer: bytes | None, close: bool = False, reset: bool = False) -> Iterator[int]:
     """A TCP server on 127.0.0.1: per connection, sends ``answer`` (None: nothing) and then
-    holds the connection open (``close``: closes it at once) until the block ends."""
+    holds the connection open (``close``: closes it at once; ``reset``: with a TCP reset)
+    until the block ends."""
     srv = socket.create_server(("127.0.0.1", 0))
     srv.settimeout(0.05)
     conns: list[socket.socket] = []
@@ -40,7 +42,9 @@ def tcp_listener(answer: bytes | None, close: bool = False) -> Iterator[int]:
                 continue
             if answer is not None:
                 conn.sendall(answer)
-            if close:
+            if reset:  # SO_LINGER 0: close() sends RST, the client's read or write fails
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            if close or reset:
                 conn.close()
             else:
                 conns.append(conn)
@@ -101,6 +105,7 @@ def _ray_not_initialised() -> None:
 LISTENERS = {
     "silent": (lambda: tcp_listener(None), "did not answer gRPC's handshake"),
     "closing": (lambda: tcp_listener(None, close=True), "closed the connection"),
+    "resetting": (lambda: tcp_listener(None, reset=True), "closed the connection"),
     "banner": (lambda: tcp_listener(b"SSH-2.0-OpenSSH_9.6\r\n"), "not a SETTINGS frame"),
     "http/1.1": (http_server, "not a SETTINGS frame"),
     "grpc": (grpc_server_without_ray, "does not serve Ray's GCS methods"),
