@@ -83,7 +83,8 @@ def test_a_size_past_its_bound_fails_at_construction_and_in_from_config(cls, kwa
 @pytest.mark.parametrize(
     "cls, kwargs, arg, value",
     [
-        (pp.MelSpectrogram, {"num_mel_bins": base.MAX_MEL_BINS}, "fft_length", 1 << 16),
+        (pp.MelSpectrogram, {}, "fft_length", base.MAX_FFT_LENGTH),
+        (pp.MelSpectrogram, {"fft_length": 2048}, "num_mel_bins", base.MAX_MEL_BINS),
         (pp.AugMix, {"num_chains": base.MAX_OPS}, "chain_depth", base.MAX_OPS),
         (pp.RandAugment, {}, "num_ops", base.MAX_OPS),
         (pp.CategoryEncoding, {}, "num_tokens", base.MAX_ENCODING_DEPTH),
