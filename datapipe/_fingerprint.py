@@ -21,7 +21,9 @@ The ``ValueError`` names what differs (the two structures, or the source and its
 sizes). Functions and arguments are not part of it (a function has no identity that
 survives a process), nor are file names (a checkpoint may move to a machine that mounts
 the data elsewhere). A state saved before fingerprints existed has none and loads as
-before, unchecked.
+before, unchecked. (``datapipe.ops._graph_fingerprint`` is another thing: a digest of the
+ops' arguments and functions' code that names ``snapshot``'s directories; a state must stay
+loadable after a function is edited or the data moves.)
 """
 
 from __future__ import annotations

@@ -23,6 +23,10 @@ class MaxNumBoundingBoxes(Layer):
         max_number: the number of boxes per image, an int in [1, 65536]
             (``preprocessing.base.MAX_BOXES``: the output is ``(batch, max_number, 4)``).
         fill_value: the value of added boxes' coordinates and labels; default -1.
+        data_format: the images' layout (kept in the config, as every image layer's; the
+            boxes do not depend on it). None: ``preprocessing.image_data_format()``.
+        **kwargs: Keras's base-layer arguments (``name``, ``bounding_box_format``: boxes
+            are padded or cut whatever their format; see ``Layer``).
 
     Input: a dict with ``images`` and ``bounding_boxes`` (``{"boxes": (N, 4) or (B, N, 4),
     "labels": (N,) or (B, N)}``); an image or batch alone is returned unchanged. Output:
@@ -41,10 +45,18 @@ class MaxNumBoundingBoxes(Layer):
         ([[1.0, 1.0, 4.0, 5.0], [-1.0, -1.0, -1.0, -1.0], [-1.0, -1.0, -1.0, -1.0]], [7, -1, -1])
     """
 
+    _keras_base_factor = True  # Keras's takes its base layer's (unused) factor
+
     _checks_layout = False
 
-    def __init__(self, max_number: int, fill_value: int = -1) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        max_number: int,
+        fill_value: int = -1,
+        data_format: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(data_format=data_format, **kwargs)
         check_int(self, "max_number", max_number, 1, high=MAX_BOXES)
         if isinstance(fill_value, bool) or not isinstance(fill_value, int):
             self._fail("fill_value", "must be an int", fill_value)
