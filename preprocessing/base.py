@@ -690,8 +690,12 @@ def check_int(
         or value < low
         or (high is not None and value > high)
     ):
-        top = "2**63 - 1" if high == MAX_INT64 else high
-        what = f"must be an int >= {low}" if high is None else f"must be an int in [{low}, {top}]"
+        if high is None:
+            what = f"must be an int >= {low}"
+        elif high == MAX_INT64:  # the int64 range of the outputs
+            what = f"must be an int in [{low}, 2**63 - 1]"
+        else:
+            what = f"must be an int >= {low} and <= {high}"
         layer._fail(name, what + (" or None" if optional else ""), value)
     return int(value)
 

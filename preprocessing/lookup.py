@@ -32,7 +32,7 @@ import torch
 
 from . import _categorical as cat
 from . import _hash
-from .base import MAX_ENCODING_DEPTH, MAX_INT64, Layer, check_bool
+from .base import MAX_ENCODING_DEPTH, Layer, check_bool
 
 
 class _IndexLookup(Layer):
@@ -47,9 +47,9 @@ class _IndexLookup(Layer):
     idf_weights: torch.Tensor
 
     def _init_lookup(self, args: dict[str, Any]) -> None:
-        self.max_tokens = cat.check_int(
-            self, "max_tokens", args["max_tokens"], 2, optional=True, high=MAX_INT64
-        )
+        # No bound of its own: it only caps the vocabulary (the encodings' width is bounded
+        # below, with pad_to_max_tokens).
+        self.max_tokens = cat.check_int(self, "max_tokens", args["max_tokens"], 2, optional=True)
         self.num_oov_indices = cat.check_int(
             self, "num_oov_indices", args["num_oov_indices"], 0, high=MAX_ENCODING_DEPTH
         )
@@ -386,7 +386,7 @@ class StringLookup(_IndexLookup):
         max_tokens: the most indices (special tokens included) ``adapt`` may create; None
             for no limit; at least 2; with ``pad_to_max_tokens`` in an encoding mode (the
             width of every output row) at most 2**24 (``preprocessing.base.
-            MAX_ENCODING_DEPTH``), else at most 2**63 - 1.
+            MAX_ENCODING_DEPTH``); otherwise it only caps the vocabulary.
         num_oov_indices: OOV indices, 0 to 2**24 (default 1); with more, an OOV string goes to
             ``FarmHash64(s) % num_oov_indices`` (SipHash-2-4 with ``salt``); with 0, an OOV
             input raises.

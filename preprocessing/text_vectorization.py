@@ -176,7 +176,9 @@ class TextVectorization(Layer):
             return ngrams
         if isinstance(ngrams, tuple) and ngrams and all(width(w) for w in ngrams):
             return ngrams
-        self._fail("ngrams", f"must be None, an int in [1, {MAX_NGRAM}] or a tuple of them", ngrams)
+        self._fail(
+            "ngrams", f"must be None, an int >= 1 or a tuple of them, each <= {MAX_NGRAM}", ngrams
+        )
 
     # ------------------------------------------------------------- delegation
     def get_vocabulary(self, include_special_tokens: bool = True) -> list[str]:
