@@ -1,0 +1,81 @@
+"""tf.data's own kernel tests, translated: ``test_<op>.py`` per op or source of datapipe.
+
+Each test's docstring names its upstream file (under ``tensorflow/python/data/``) and
+test method, ``kernel_tests/<file>_test.py::<Class>.<method>``; it keeps the upstream
+literal inputs and expected values, and its ``combinations`` become ``parametrize``
+cases. A test narrowed to a deliberate difference cites the row of
+``docs/guides/differences.md`` (``D-TF-n``).
+
+``SKIPPED`` is the one table of upstream tests not translated, each with its reason:
+they test tf.data's own machinery (graph mode, symbolic tensors and shapes, tf.function
+tracing, SparseTensor/RaggedTensor/TensorArray/Optional values, TF resources and
+variables, TF's random number streams, devices, the tf.data service), not the
+semantics datapipe shares. ``test_suite.py`` checks the table against the docstrings.
+"""
+
+from __future__ import annotations
+
+_GRAPH = "graph mode / TF1 sessions: datapipe has no graph to build"
+_SPARSE = "SparseTensor: datapipe has no sparse element type"
+_RAGGED = "tf.RaggedTensor values: datapipe's ragged rows are object arrays (see ragged_batch)"
+_TENSOR_ARRAY = "tf.TensorArray values: a TF-specific element type"
+_RESOURCE = "TF resources (variables, queues, hash tables) captured by the traced function"
+_TRACE = "tf.function tracing of the user function (datapipe calls it on values)"
+_PHILOX = "expected values are TF's Philox random stream; the property is tested instead"
+_NAME = "the op's `name=` argument names a TF graph node"
+_SYMBOLIC_CKPT = "options.experimental_symbolic_checkpoint: a TF checkpoint format"
+_TF_CKPT = "tf.train.Checkpoint of an iterator resource (TF's checkpoint file format)"
+
+SKIPPED: dict[str, str] = {
+    # batch_test.py
+    "kernel_tests/batch_test.py::BatchTest.testSparse": _SPARSE,
+    "kernel_tests/batch_test.py::BatchTest.testSparseWithDifferentDenseShapes": _SPARSE,
+    "kernel_tests/batch_test.py::BatchTest.testSparseNested": _SPARSE,
+    "kernel_tests/batch_test.py::BatchTest.testRagged": _RAGGED,
+    "kernel_tests/batch_test.py::BatchTest.testRaggedWithDifferentShapes": _RAGGED,
+    "kernel_tests/batch_test.py::BatchTest.testRaggedNested": _RAGGED,
+    "kernel_tests/batch_test.py::BatchTest.testCheckpointLargeBatches": _TF_CKPT,
+    "kernel_tests/batch_test.py::BatchTest.testName": _NAME,
+    "kernel_tests/batch_test.py::BatchCheckpointTest.testSparse": _SPARSE,
+    "kernel_tests/batch_test.py::BatchCheckpointTest.testNestedSparse": _SPARSE,
+    # map_test.py
+    "kernel_tests/map_test.py::MapTest.testCaptureIterator": _RESOURCE,
+    "kernel_tests/map_test.py::MapTest.testCaptureHashTable": _RESOURCE,
+    "kernel_tests/map_test.py::MapTest.testCaptureQueue": _RESOURCE,
+    "kernel_tests/map_test.py::MapTest.testCaptureSameResourceMultipleTimes": _RESOURCE,
+    "kernel_tests/map_test.py::MapTest.testStatefulOperationInShortCircuit": _RESOURCE,
+    "kernel_tests/map_test.py::MapTest.testSparse": _SPARSE,
+    "kernel_tests/map_test.py::MapTest.testSparseChain": _SPARSE,
+    "kernel_tests/map_test.py::MapTest.testSparseMapShapeInference": _SPARSE,
+    "kernel_tests/map_test.py::MapTest.testSparseMapShapeInferencePartial": _SPARSE,
+    "kernel_tests/map_test.py::MapTest.testTensorArray": _TENSOR_ARRAY,
+    "kernel_tests/map_test.py::MapTest.testTensorArrayChain": _TENSOR_ARRAY,
+    "kernel_tests/map_test.py::MapTest.testRagged": _RAGGED,
+    "kernel_tests/map_test.py::MapTest.testRaggedChain": _RAGGED,
+    "kernel_tests/map_test.py::MapTest.testWarnOnSeedFromOuterGraph": _GRAPH,
+    "kernel_tests/map_test.py::MapTest.testBrokenFunctionErrorOnInitialization": _TRACE,
+    "kernel_tests/map_test.py::MapTest.testNoInterOpParallelism": _GRAPH,
+    "kernel_tests/map_test.py::MapTest.testShortCircuitCapturedInput": _RESOURCE,
+    "kernel_tests/map_test.py::MapTest.testCollectionCopy": _GRAPH,
+    "kernel_tests/map_test.py::MapTest.testMapCancellation": _GRAPH,
+    "kernel_tests/map_test.py::MapTest.testCreateVariableInsideFunctionWithGetter": _RESOURCE,
+    "kernel_tests/map_test.py::MapTest.testCaptureVariable": _RESOURCE,
+    "kernel_tests/map_test.py::MapTest.testCaptureUninitializedVariableError": _RESOURCE,
+    "kernel_tests/map_test.py::MapTest.testCaptureConstantsWithConflictingDevices": _GRAPH,
+    "kernel_tests/map_test.py::MapTest.testReferenceVariablesWithMultipleDevices": _GRAPH,
+    "kernel_tests/map_test.py::MapTest.testResourceVariablesWithMultipleDevices": _GRAPH,
+    "kernel_tests/map_test.py::MapTest.testCheckpointLargeBuffer": _TF_CKPT,
+    "kernel_tests/map_test.py::MapCheckpointTest.testSaveStatefulFunction": _RESOURCE,
+    "kernel_tests/map_test.py::MapCheckpointTest.testCaptureVariableInMapFn": _RESOURCE,
+    "kernel_tests/map_test.py::MapCheckpointTest.testCaptureDefunInMapFn": _TRACE,
+    "kernel_tests/map_test.py::MapCheckpointTest.testBuildDefunInMapFn": _TRACE,
+    "kernel_tests/map_test.py::MapCheckpointTest.testSparse": _SPARSE,
+    # filter_test.py
+    "kernel_tests/filter_test.py::FilterTest.testSparse": _SPARSE,
+    "kernel_tests/filter_test.py::FilterTest.testName": _NAME,
+    "kernel_tests/filter_test.py::FilterCheckpointTest.testSparse": _SPARSE,
+    # take_test.py, skip_test.py, repeat_test.py
+    "kernel_tests/take_test.py::TakeTest.testName": _NAME,
+    "kernel_tests/skip_test.py::SkipTest.testName": _NAME,
+    "kernel_tests/repeat_test.py::RepeatTest.testName": _NAME,
+}
