@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from datapipe import _structure as nest
-from datapipe._spec import is_torch
+from datapipe._spec import is_dataset, is_torch
 from datapipe.errors import BatchShapeError
 
 
@@ -78,9 +78,22 @@ def _stack_into(values: list, v0: Any, alloc: Callable[[tuple, Any], Any], torch
     return np.stack(values, out=out)
 
 
+def object_array(values: list) -> np.ndarray:
+    """A 1-D ``object`` array holding ``values`` themselves (never their contents: numpy
+    would iterate a Dataset, a list or an array put in with one assignment)."""
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v
+    return out
+
+
 def stack_leaf(values: list, op: str, start_index: int, path: str = "element") -> Any:
-    """Stack one component's values: torch -> torch.stack, else numpy."""
+    """Stack one component's values: torch -> torch.stack, Datasets -> an object array
+    of them (tf.data batches ``DatasetSpec`` components: ``unbatch`` gives them back),
+    else numpy."""
     v0 = values[0]
+    if is_dataset(v0):
+        return object_array(values)
     alloc = _target.alloc
     try:
         if is_torch(v0):

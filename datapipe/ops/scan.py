@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from datapipe import _structure as nest
-from datapipe._functions import ElementwiseIterator
+from datapipe._functions import ElementwiseIterator, as_element
 from datapipe._iterator import OpIterator
 from datapipe.dataset import Dataset, UnaryDataset
 from datapipe.errors import annotate
@@ -67,7 +67,7 @@ class ScanIterator(ElementwiseIterator):
         self.state = initial_state
 
     def _step(self, x: Any) -> Any:
-        result = self.func(self.state, x)
+        result = as_element(self.func(self.state, x))  # [state, output]: a pair (tf.data)
         if not (isinstance(result, tuple) and len(result) == 2):
             raise TypeError(
                 "scan_func must return a pair (new_state, output_element), got "

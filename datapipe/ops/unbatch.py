@@ -8,14 +8,14 @@ from typing import Any
 from datapipe import _structure as nest
 from datapipe._batching import split
 from datapipe._iterator import OpIterator
-from datapipe._spec import unbatched_spec
+from datapipe._spec import static_dim, unbatched_spec
 from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
 
 
 def static_batch_dim(spec: Any) -> int | None:
     """The leading dimension shared by every component of ``spec`` when it is known."""
-    dims = {s.shape[0] if s.shape else None for s in nest.flatten(spec)}
+    dims = {static_dim(s.shape[0]) if s.shape else None for s in nest.flatten(spec)}
     if len(dims) == 1:
         return dims.pop()
     return None

@@ -76,12 +76,13 @@ def test_padded_batch_errors() -> None:
     with pytest.raises(ValueError, match="batch_size must be >= 1"):
         ragged().padded_batch(0)
     with pytest.raises(
-        ValueError, match=r"padded shape \(2, 2\) of component element has rank 2 but"
+        ValueError, match=r"padded shape \(2, 2\) is not compatible .* \(component element: rank 2,"
     ):
         ragged().padded_batch(2, padded_shapes=[2, 2])
     with pytest.raises(
         ValueError,
-        match=r"padded shape \(2,\) of component element is smaller than its shape \(3,\)",
+        match=r"padded shape \(2,\) is not compatible with the corresponding input component "
+        r"shape \(3,\) \(component element: smaller",
     ):
         dp.from_tensor_slices(np.zeros((4, 3))).padded_batch(2, padded_shapes=[2])
     with pytest.raises(ValueError, match="padding values must be scalars"):

@@ -24,6 +24,7 @@ _TRACE = "tf.function tracing of the user function (datapipe calls it on values)
 _PHILOX = "expected values are TF's Philox random stream; the property is tested instead"
 _NAME = "the op's `name=` argument names a TF graph node"
 _SYMBOLIC_CKPT = "options.experimental_symbolic_checkpoint: a TF checkpoint format"
+_BFLOAT16 = "bfloat16: a TF dtype that numpy has not"
 _TF_CKPT = "tf.train.Checkpoint of an iterator resource (TF's checkpoint file format)"
 
 SKIPPED: dict[str, str] = {
@@ -43,7 +44,6 @@ SKIPPED: dict[str, str] = {
     "kernel_tests/map_test.py::MapTest.testCaptureHashTable": _RESOURCE,
     "kernel_tests/map_test.py::MapTest.testCaptureQueue": _RESOURCE,
     "kernel_tests/map_test.py::MapTest.testCaptureSameResourceMultipleTimes": _RESOURCE,
-    "kernel_tests/map_test.py::MapTest.testStatefulOperationInShortCircuit": _RESOURCE,
     "kernel_tests/map_test.py::MapTest.testSparse": _SPARSE,
     "kernel_tests/map_test.py::MapTest.testSparseChain": _SPARSE,
     "kernel_tests/map_test.py::MapTest.testSparseMapShapeInference": _SPARSE,
@@ -70,6 +70,10 @@ SKIPPED: dict[str, str] = {
     "kernel_tests/map_test.py::MapCheckpointTest.testCaptureDefunInMapFn": _TRACE,
     "kernel_tests/map_test.py::MapCheckpointTest.testBuildDefunInMapFn": _TRACE,
     "kernel_tests/map_test.py::MapCheckpointTest.testSparse": _SPARSE,
+    # padded_batch_test.py
+    "kernel_tests/padded_batch_test.py::PaddedBatchTest.testPaddedBatchSparseError": _SPARSE,
+    "kernel_tests/padded_batch_test.py::PaddedBatchTest.testPaddedBatchShapeErrorPlaceholder": _GRAPH,
+    "kernel_tests/padded_batch_test.py::PaddedBatchTest.testPaddedBatchBfloat16": _BFLOAT16,
     # filter_test.py
     "kernel_tests/filter_test.py::FilterTest.testSparse": _SPARSE,
     "kernel_tests/filter_test.py::FilterTest.testName": _NAME,

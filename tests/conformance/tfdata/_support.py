@@ -208,3 +208,30 @@ def verify_checkpoint(
         same([as_value(x) for x in build()], first)
     else:  # pragma: no cover - a typo in a test
         raise AssertionError(verify_fn)
+
+
+def check_determinism(
+    dataset_fn: Callable[[int], dp.Dataset], expect_determinism: bool, expected: list
+) -> None:
+    """``checkDeterminism``: ``dataset_fn(delay_ms)`` delays its first element by
+    ``delay_ms``. Deterministic: exactly ``expected`` in order. Not deterministic: the
+    same elements, out of order under one of the growing delays (up to 1 s here)."""
+    if expect_determinism:
+        assert [as_value(x).tolist() for x in dataset_fn(100)] == expected
+        return
+    for delay_ms in (10, 100, 1000):
+        actual = [as_value(x).tolist() for x in dataset_fn(delay_ms)]
+        assert sorted(actual) == sorted(expected)
+        if actual != expected:
+            return
+    raise AssertionError("Failed to observe nondeterministic ordering")
+
+
+def verify_random_access(ds: dp.Dataset, expected: list) -> None:
+    """``verifyRandomAccess``: ``ds[i]`` is ``expected[i]`` in a shuffled order with
+    repeats, and ``ds[len(expected)]`` is out of range."""
+    order = np.random.default_rng(0).permutation(len(expected)).tolist() * 2
+    for i in order:
+        assert_same(ds[i], expected[i], f"ds[{i}]")
+    with pytest.raises(IndexError):
+        ds[len(expected)]
