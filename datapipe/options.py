@@ -134,7 +134,8 @@ class Options(_Merge):
 
     Args:
         seed: global seed; per-op seeds derive from it and the op's position in the graph.
-            ``None`` (default) draws fresh entropy once per ``iter()``.
+            ``None`` (default): each random op draws its own entropy once, when first
+            used (one order per pipeline object, as tf.data's; ``datapipe._context``).
         deterministic: whether parallel ops keep the sequential order (default True).
         threading, autotune, distribute, stats: nested option groups.
 
