@@ -34,7 +34,11 @@ def _mismatch(op: str, values: list, start_index: int, path: str) -> BatchShapeE
 
 def as_numpy(x: Any) -> np.ndarray:
     """``np.asarray(x)`` for a list or Python value, but text and bytes become ``object``
-    arrays of ``str``/``bytes``: numpy's fixed-width ``U``/``S`` would drop trailing NULs."""
+    arrays of ``str``/``bytes``: numpy's fixed-width ``U``/``S`` would drop trailing NULs;
+    and a list of Datasets an ``object`` array of them (tf.data's tensor of datasets):
+    numpy would iterate each into an array."""
+    if isinstance(x, (list, tuple)) and x and all(is_dataset(v) for v in x):
+        return object_array(list(x))
     arr = np.asarray(x)
     if arr.dtype.kind in "US" and not isinstance(x, np.ndarray):
         return np.array(x, dtype=object)

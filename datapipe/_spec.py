@@ -170,13 +170,24 @@ def is_dataset(x: Any) -> bool:
     return hasattr(x, "_make_iterator") and hasattr(x, "element_spec")
 
 
+def array_spec(arr: np.ndarray, shape: tuple) -> TensorSpec | DatasetSpec:
+    """Spec of values of ``shape`` taken from ``arr``: a ``DatasetSpec`` for an object
+    array of Datasets (``from_tensors([ds, ...])``, a batch of datasets), else a
+    ``TensorSpec`` of ``arr``'s dtype."""
+    if arr.dtype == object and arr.size and is_dataset(arr.flat[0]):
+        return DatasetSpec(arr.flat[0].element_spec, tuple(shape))
+    return TensorSpec(tuple(shape), arr.dtype)
+
+
 def leaf_spec(x: Any) -> TensorSpec | DatasetSpec:
     """Spec of one leaf value (array, tensor, scalar, str, bytes, or a Dataset)."""
     if is_dataset(x):
         return DatasetSpec(x.element_spec)
     if is_torch(x):
         return TensorSpec(tuple(x.shape), x.dtype)
-    if isinstance(x, (np.ndarray, np.generic)):
+    if isinstance(x, np.ndarray):
+        return array_spec(x, x.shape)
+    if isinstance(x, np.generic):
         return TensorSpec(x.shape, x.dtype)
     if isinstance(x, (str, bytes)):
         return TensorSpec((), np.dtype(object))

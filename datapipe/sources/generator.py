@@ -162,6 +162,7 @@ class GeneratorIterator(OpIterator):
                 value = next(it)
             except StopIteration:
                 self.done = True
+                self._close_generator()  # at its end, as tf.data: the generator is let go
                 break
             except Exception as e:  # noqa: BLE001 - generator failed at this element
                 self.done = True
