@@ -190,7 +190,15 @@ class InterleaveIterator(OpIterator):
                 self.slots[self.cycle_index] = None  # the next visit opens the next element
                 raise_pending(slot, "error")
             k = min(n, self.block - self.block_index)
-            out = self._read(slot, k, skipped >= self._num_open())
+            all_skipped = skipped >= self._num_open()
+            if all_skipped and self.parallel is not None and not self.parallel.deterministic:
+                # No open slot had an element ready: wait for a worker to hand one over to
+                # any slot, then look again. Waiting on this slot alone would put every
+                # other dataset behind a slow one (tf.data's sloppy interleave does not).
+                self.parallel.wait_for_any()
+                skipped = 0
+                continue
+            out = self._read(slot, k, all_skipped)
             if out is None:  # not ready (deterministic=False): try the next slot
                 skipped += 1
                 self._advance()
