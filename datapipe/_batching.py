@@ -98,6 +98,8 @@ def stack_leaf(values: list, op: str, start_index: int, path: str = "element") -
     v0 = values[0]
     if is_dataset(v0):
         return object_array(values)
+    if v0 is None and all(v is None for v in values):
+        return None  # a None component stays None (tf.data's NoneTensor)
     alloc = _target.alloc
     try:
         if is_torch(v0):
@@ -178,7 +180,9 @@ def stack(elements: list, op: str, start_index: int) -> Any:
 
 
 def batch_size_of(batch: Any, op: str) -> int:
-    leaves = nest.flatten(batch)
+    leaves = [x for x in nest.flatten(batch) if x is not None]  # None stays None in a row
+    if not leaves:
+        raise ValueError(f"{op}: cannot unbatch an element with no component but None")
     sizes = {int(_shape(x)[0]) if len(_shape(x)) else -1 for x in leaves}
     if -1 in sizes:
         raise ValueError(f"{op}: cannot unbatch a scalar component")
@@ -192,5 +196,5 @@ def split(batch: Any, op: str) -> list:
     n = batch_size_of(batch, op)
     if not nest.is_nested(batch):
         return list(batch)
-    cols = [list(x) for x in nest.flatten(batch)]
+    cols = [[None] * n if x is None else list(x) for x in nest.flatten(batch)]
     return [nest.pack_as(batch, [c[i] for c in cols]) for i in range(n)]

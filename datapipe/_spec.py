@@ -102,6 +102,8 @@ class TensorSpec:
     def from_json(d: dict) -> TensorSpec:
         if d.get("unknown"):
             return UnknownSpec()
+        if d.get("none"):
+            return NoneSpec()
         if d.get("torch"):
             import torch
 
@@ -132,6 +134,21 @@ class UnknownSpec(TensorSpec):
 
     def to_json(self) -> dict:
         return {**super().to_json(), "unknown": True}
+
+
+@dataclass(frozen=True)
+class NoneSpec(TensorSpec):
+    """The spec of a ``None`` component (tf.data's ``NoneTensorSpec``): ``batch``,
+    ``padded_batch`` and ``unbatch`` pass it through as ``None``."""
+
+    shape: Shape | None = ()
+    dtype: Any = np.dtype(object)
+
+    def __repr__(self) -> str:
+        return "NoneSpec()"
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "none": True}
 
 
 def is_torch_dtype(dtype: Any) -> bool:
@@ -183,6 +200,8 @@ def leaf_spec(x: Any) -> TensorSpec | DatasetSpec:
     """Spec of one leaf value (array, tensor, scalar, str, bytes, or a Dataset)."""
     if is_dataset(x):
         return DatasetSpec(x.element_spec)
+    if x is None:
+        return NoneSpec()
     if is_torch(x):
         return TensorSpec(tuple(x.shape), x.dtype)
     if isinstance(x, np.ndarray):
@@ -208,7 +227,9 @@ def seen_spec(spec: Any) -> Any:
     def one(s: Any) -> Any:
         if isinstance(s, DatasetSpec):
             return DatasetSpec(seen_spec(s.element_spec), tuple(SeenDim(d) for d in s.shape))
-        if isinstance(s, UnknownSpec) or not isinstance(s, TensorSpec) or s.shape is None:
+        if isinstance(s, (UnknownSpec, NoneSpec)) or not isinstance(s, TensorSpec):
+            return s
+        if s.shape is None:
             return s
         return TensorSpec(tuple(None if d is None else SeenDim(d) for d in s.shape), s.dtype)
 
@@ -262,7 +283,7 @@ def batched_spec(spec: Any, batch_dim: int | None) -> Any:
     """Spec with a leading batch dimension of size ``batch_dim`` (None = unknown)."""
 
     def one(s: TensorSpec) -> TensorSpec:
-        if isinstance(s, UnknownSpec):
+        if isinstance(s, (UnknownSpec, NoneSpec)):
             return s
         if isinstance(s, DatasetSpec):  # a batch of datasets (tf.data's batched DatasetSpec)
             return DatasetSpec(s.element_spec, (batch_dim, *s.shape))
@@ -273,7 +294,7 @@ def batched_spec(spec: Any, batch_dim: int | None) -> Any:
 
 def unbatched_spec(spec: Any, op: str) -> Any:
     def one(s: TensorSpec) -> TensorSpec:
-        if isinstance(s, UnknownSpec):
+        if isinstance(s, (UnknownSpec, NoneSpec)):
             return s
         if s.shape is not None and len(s.shape) == 0:
             raise ValueError(

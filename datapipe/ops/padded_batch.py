@@ -10,7 +10,7 @@ import numpy as np
 
 from datapipe import _structure as nest
 from datapipe._batching import stack_leaf
-from datapipe._spec import TensorSpec, is_torch, static_dim
+from datapipe._spec import NoneSpec, TensorSpec, is_torch, static_dim
 from datapipe._validate import check_bool, check_int
 from datapipe.dataset import (
     Dataset,
@@ -153,6 +153,8 @@ class _Component:
         return out
 
     def pad(self, values: list, start: int, op: str) -> Any:
+        if all(v is None for v in values):
+            return None  # a None component stays None (tf.data's NoneTensor)
         self._check_dense(values, start, op)
         shapes = [tuple(v.shape) if hasattr(v, "shape") else np.shape(v) for v in values]
         target = self.target(shapes, start, op)
@@ -289,6 +291,9 @@ class PaddedBatchDataset(Dataset):
         dim = self._batch_size if self._drop_remainder else None
         out = []
         for s, shape in zip(leaves, shapes):
+            if isinstance(s, NoneSpec):
+                out.append(s)
+                continue
             if shape is None:  # padded to the batch maximum: known only where s is
                 inner = None if s.shape is None else tuple(static_dim(d) for d in s.shape)
             else:

@@ -93,6 +93,13 @@ SKIPPED: dict[str, str] = {
     "kernel_tests/from_generator_test.py::FromGeneratorTest.testSharedName": "shared_name: a TF resource shared between sessions",
     "kernel_tests/from_generator_test.py::FromGeneratorTest.testFromGeneratorRaggedTensor": _RAGGED,
     "kernel_tests/from_generator_test.py::FromGeneratorTest.testFromGeneratorSparseTensor": _SPARSE,
+    # flat_map_test.py, unbatch_test.py
+    "kernel_tests/flat_map_test.py::FlatMapCheckpointTest.testDisallowVariableCapture": _RESOURCE,
+    "kernel_tests/flat_map_test.py::FlatMapCheckpointTest.testDisallowCapturingStatefulOps": _RESOURCE,
+    "kernel_tests/unbatch_test.py::UnbatchTest.testUnbatchDatasetWithSparseTensor": _SPARSE,
+    "kernel_tests/unbatch_test.py::UnbatchTest.testUnbatchDatasetWithDenseSparseAndRaggedTensor": _SPARSE,
+    "kernel_tests/unbatch_test.py::UnbatchTest.testUnbatchDatasetWithRaggedTensor": _RAGGED,
+    "kernel_tests/unbatch_test.py::UnbatchTest.testName": _NAME,
     # filter_test.py
     "kernel_tests/filter_test.py::FilterTest.testSparse": _SPARSE,
     "kernel_tests/filter_test.py::FilterTest.testName": _NAME,
