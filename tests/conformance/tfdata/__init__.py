@@ -100,6 +100,11 @@ SKIPPED: dict[str, str] = {
     "kernel_tests/unbatch_test.py::UnbatchTest.testUnbatchDatasetWithDenseSparseAndRaggedTensor": _SPARSE,
     "kernel_tests/unbatch_test.py::UnbatchTest.testUnbatchDatasetWithRaggedTensor": _RAGGED,
     "kernel_tests/unbatch_test.py::UnbatchTest.testName": _NAME,
+    # window_test.py
+    "kernel_tests/window_test.py::WindowTest.testWindowSparse": _SPARSE,
+    "kernel_tests/window_test.py::WindowTest.testWindowSparseWithDifferentDenseShapes": _SPARSE,
+    "kernel_tests/window_test.py::WindowTest.testNestedWindowSparse": _SPARSE,
+    "kernel_tests/window_test.py::WindowTest.testName": _NAME,
     # filter_test.py
     "kernel_tests/filter_test.py::FilterTest.testSparse": _SPARSE,
     "kernel_tests/filter_test.py::FilterTest.testName": _NAME,
