@@ -678,7 +678,7 @@ class Dataset:
             )
         return out
 
-    def prefetch(self, buffer_size: int = AUTOTUNE) -> Dataset:
+    def prefetch(self, buffer_size: int | None = AUTOTUNE) -> Dataset:
         from datapipe.ops.prefetch import PrefetchDataset
 
         return PrefetchDataset(self, buffer_size)
