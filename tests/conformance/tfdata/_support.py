@@ -148,7 +148,11 @@ def _keys(elements: list) -> list:
 
 
 def verify_checkpoint(
-    build: Callable[[], dp.Dataset], num_outputs: int, verify_fn: str, unordered: bool = False
+    build: Callable[[], dp.Dataset],
+    num_outputs: int,
+    verify_fn: str,
+    unordered: bool = False,
+    verify_exhausted: bool = True,
 ) -> None:
     """``verify_fn(self, ds_fn, num_outputs)`` of ``checkpoint_test_base``: save an
     iterator's state (through pickle, so it holds no live object), restore it into an
@@ -163,8 +167,12 @@ def verify_checkpoint(
       whole pass again.
 
     ``unordered`` (``assert_items_equal``): compared as multisets (a reshuffling pipeline
-    draws another order for each new dataset object's epoch).
+    draws another order for each new dataset object's epoch). ``verify_exhausted=False``
+    (an infinite dataset): only the first ``num_outputs`` elements are compared.
     """
+    if not verify_exhausted:
+        unbounded = build
+        build = lambda: unbounded().take(num_outputs)  # noqa: E731
     first = [as_value(x) for x in build()]
     assert len(first) == num_outputs, f"{len(first)} outputs, expected {num_outputs}"
 
