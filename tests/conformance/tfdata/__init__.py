@@ -127,6 +127,8 @@ SKIPPED: dict[str, str] = {
     "kernel_tests/random_test.py::RandomTest.testRerandomizeEachIterationIgnored": "TF1 only: the argument is ignored with a warning there",
     "kernel_tests/random_test.py::RandomTest.testRerandomizeInsideFunction": _TRACE,
     "kernel_tests/random_test.py::RandomTest.testName": _NAME,
+    # get_single_element_test.py
+    "kernel_tests/get_single_element_test.py::GetSingleElementTest.testName": _NAME,
     # filter_test.py
     "kernel_tests/filter_test.py::FilterTest.testSparse": _SPARSE,
     "kernel_tests/filter_test.py::FilterTest.testName": _NAME,
