@@ -40,19 +40,24 @@ ITERATOR_HOOKS: list[Callable[[Any, Any, IterContext], Any]] = []
 
 
 def walk(root: Dataset) -> list[Dataset]:
-    """All nodes of the graph under ``root``, inputs before consumers (post-order, once each)."""
-    seen: set[int] = set()
+    """All nodes of the graph under ``root``, inputs before consumers (post-order, once each).
+
+    Iterative, not recursive: a graph may be deeper than Python's recursion limit (tf.data's
+    options_test concatenates 1000 datasets in a chain)."""
+    seen: set[int] = {id(root)}
     order: list[Dataset] = []
-
-    def visit(node: Dataset) -> None:
-        if id(node) in seen:
-            return
-        seen.add(id(node))
-        for child in node._inputs:
-            visit(child)
-        order.append(node)
-
-    visit(root)
+    stack: list[tuple[Dataset, int]] = [(root, 0)]  # (node, index of its next input)
+    while stack:
+        node, i = stack[-1]
+        if i < len(node._inputs):
+            stack[-1] = (node, i + 1)
+            child = node._inputs[i]
+            if id(child) not in seen:
+                seen.add(id(child))
+                stack.append((child, 0))
+        else:
+            stack.pop()
+            order.append(node)
     return order
 
 

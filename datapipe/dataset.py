@@ -253,8 +253,9 @@ class Dataset:
 
     @property
     def options(self) -> Options:
-        """The merged options of this dataset's graph."""
-        return merged_options(self)
+        """The merged options of this dataset's graph (read-only: setting one raises
+        ``ValueError``, as tf.data's; use ``with_options`` to change them)."""
+        return merged_options(self).read_only()
 
     # ---- random access -----------------------------------------------------------------
     def _random_access_breaker(self) -> str | None:

@@ -26,6 +26,7 @@ _NAME = "the op's `name=` argument names a TF graph node"
 _SYMBOLIC_CKPT = "options.experimental_symbolic_checkpoint: a TF checkpoint format"
 _BFLOAT16 = "bfloat16: a TF dtype that numpy has not"
 _ROUND_TRIP = "graphRoundTrip: a dataset serialized to a TF GraphDef and back"
+_PROTO = "the tf.data Options protobuf (dataset_options_pb2)"
 _TF_CKPT = "tf.train.Checkpoint of an iterator resource (TF's checkpoint file format)"
 
 SKIPPED: dict[str, str] = {
@@ -134,6 +135,14 @@ SKIPPED: dict[str, str] = {
     "kernel_tests/as_numpy_iterator_test.py::AsNumpyIteratorTest.testNonEager": _GRAPH,
     "kernel_tests/as_numpy_iterator_test.py::AsNumpyIteratorTest.testSparseElement": _SPARSE,
     "kernel_tests/as_numpy_iterator_test.py::AsNumpyIteratorTest.testRaggedElement": _RAGGED,
+    # options_test.py
+    "kernel_tests/options_test.py::OptionsTest.testOptionsProtoRoundTrip": _PROTO,
+    "kernel_tests/options_test.py::OptionsTest.testOptionsProtoDefaultValuesRoundTrip": _PROTO,
+    "kernel_tests/options_test.py::OptionsTest.testProtoOptionsDefaultValuesRoundTrip": _PROTO,
+    "kernel_tests/options_test.py::OptionsTest.testPersistenceOptionsSetOutsideFunction": _TRACE,
+    "kernel_tests/options_test.py::OptionsTest.testPersistenceOptionsSetInsideFunction": _TRACE,
+    "kernel_tests/options_test.py::OptionsTest.testOptionsPersistenceGraphRoundTrip": _ROUND_TRIP,
+    "kernel_tests/options_test.py::OptionsTest.testOptionsGraphRoundTripOptimization": _ROUND_TRIP,
     # filter_test.py
     "kernel_tests/filter_test.py::FilterTest.testSparse": _SPARSE,
     "kernel_tests/filter_test.py::FilterTest.testName": _NAME,
