@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import io
 import os
+import zlib
 from collections.abc import Sequence
 from typing import Any, BinaryIO
 
@@ -20,6 +22,52 @@ from datapipe.io._safe_files import open_regular
 from datapipe.io.file_source import FileSource
 
 _READ_HINT = 1 << 16  # bytes of lines read per refill of one file's buffer
+
+
+class _ZlibStream(io.RawIOBase):
+    """The uncompressed bytes of a ZLIB stream (``compression_type="ZLIB"``: what
+    ``zlib.compress`` writes), read forward; ``seek`` forward by decompressing, as the
+    checkpoint offsets are uncompressed offsets (as for GZIP)."""
+
+    def __init__(self, raw: BinaryIO):
+        self.raw, self.z, self.pos, self.pending = raw, zlib.decompressobj(), 0, b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while not self.pending and not self.z.eof:
+            chunk = self.raw.read(_READ_HINT)
+            self.pending = self.z.decompress(chunk) if chunk else self.z.flush()
+            if not chunk:
+                if not self.z.eof:
+                    raise EOFError("the ZLIB stream ended before its end marker")
+                break
+        n = min(len(b), len(self.pending))
+        b[:n], self.pending = self.pending[:n], self.pending[n:]
+        self.pos += n
+        return n
+
+
+def _open_text(raw: BinaryIO, compression: str, offset: int) -> Any:
+    """``raw`` decompressed as ``compression`` ("", "GZIP", "ZLIB"), at uncompressed
+    ``offset``."""
+    if compression == "GZIP":
+        f: Any = gzip.GzipFile(fileobj=raw, mode="rb")
+    elif compression == "ZLIB":
+        f = io.BufferedReader(_ZlibStream(raw), _READ_HINT)
+    else:
+        f = raw
+    if offset and compression == "ZLIB":
+        left = offset
+        while left > 0:  # forward only: decompress and drop
+            got = f.read(min(left, _READ_HINT))
+            if not got:
+                break
+            left -= len(got)
+    elif offset:
+        f.seek(offset)
+    return f
 
 
 def _file_list(filenames: Any, op: str) -> tuple[str, ...]:
@@ -41,7 +89,8 @@ class TextLineDataset(FileSource):
 
     Args:
         filenames: a path or a list of paths.
-        compression_type: ``None`` or ``""`` (plain text) or ``"GZIP"``.
+        compression_type: ``None`` or ``""`` (plain text), ``"GZIP"`` or ``"ZLIB"`` (a
+            zlib stream, ``zlib.compress``'s format), as tf.data.
         buffer_size: ignored (kept for tf.data's signature); files are read in 64 KiB
             blocks of lines.
         num_parallel_reads: read this many files at once, interleaving their lines one by
@@ -80,12 +129,12 @@ class TextLineDataset(FileSource):
         super().__init__()
         self._files = _file_list(filenames, self._name)
         comp = (compression_type or "").upper()
-        if comp not in ("", "GZIP"):
+        if comp not in ("", "GZIP", "ZLIB"):
             raise ValueError(
-                f"{self._name}: compression_type must be None, '' or 'GZIP', "
+                f"{self._name}: compression_type must be None, '', 'GZIP' or 'ZLIB', "
                 f"got {compression_type!r}"
             )
-        self._gzip = comp == "GZIP"
+        self._compression = comp
         k = 1 if num_parallel_reads is None else num_parallel_reads
         k = check_int(self._name, "num_parallel_reads", k, 1, (-1,), ">= 1 or AUTOTUNE")
         self._cycle = 2 if k == -1 else k  # AUTOTUNE: two files at once
@@ -106,12 +155,12 @@ class _OpenFile:
         self.ds, self.file_index, self.path = ds, file_index, ds._files[file_index]
         self.lines_read = 0
         raw = open_regular(self.path)  # a FIFO or a device would block or never end
-        self.f: BinaryIO | gzip.GzipFile = (
-            gzip.GzipFile(fileobj=raw, mode="rb") if ds._gzip else raw
-        )
         self.raw = raw
-        if offset:
-            self.f.seek(offset)
+        try:
+            self.f: Any = _open_text(raw, ds._compression, offset)
+        except (OSError, EOFError, zlib.error) as e:
+            raw.close()
+            raise FileReadError(f"cannot read from offset {offset}: {e}", self.path) from e
         self.offset = offset
         self.buf: list[bytes] = []
         self.pos = 0
@@ -125,7 +174,7 @@ class _OpenFile:
         if self.pos >= len(self.buf):
             try:
                 self.buf, self.pos = self.f.readlines(_READ_HINT), 0
-            except (OSError, EOFError, gzip.BadGzipFile) as e:
+            except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as e:
                 self.broken = True
                 raise FileReadError(
                     f"cannot read line {self.lines_read + 1}: {e}", self.path
