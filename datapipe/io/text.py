@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import gzip
-import io
 import os
 import zlib
 from collections.abc import Sequence
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 
@@ -18,56 +17,11 @@ from datapipe._spec import TensorSpec
 from datapipe._validate import check_int
 from datapipe.dataset import Dataset
 from datapipe.errors import FileReadError, annotate
+from datapipe.io._compression import open_compressed
 from datapipe.io._safe_files import open_regular
 from datapipe.io.file_source import FileSource
 
 _READ_HINT = 1 << 16  # bytes of lines read per refill of one file's buffer
-
-
-class _ZlibStream(io.RawIOBase):
-    """The uncompressed bytes of a ZLIB stream (``compression_type="ZLIB"``: what
-    ``zlib.compress`` writes), read forward; ``seek`` forward by decompressing, as the
-    checkpoint offsets are uncompressed offsets (as for GZIP)."""
-
-    def __init__(self, raw: BinaryIO):
-        self.raw, self.z, self.pos, self.pending = raw, zlib.decompressobj(), 0, b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        while not self.pending and not self.z.eof:
-            chunk = self.raw.read(_READ_HINT)
-            self.pending = self.z.decompress(chunk) if chunk else self.z.flush()
-            if not chunk:
-                if not self.z.eof:
-                    raise EOFError("the ZLIB stream ended before its end marker")
-                break
-        n = min(len(b), len(self.pending))
-        b[:n], self.pending = self.pending[:n], self.pending[n:]
-        self.pos += n
-        return n
-
-
-def _open_text(raw: BinaryIO, compression: str, offset: int) -> Any:
-    """``raw`` decompressed as ``compression`` ("", "GZIP", "ZLIB"), at uncompressed
-    ``offset``."""
-    if compression == "GZIP":
-        f: Any = gzip.GzipFile(fileobj=raw, mode="rb")
-    elif compression == "ZLIB":
-        f = io.BufferedReader(_ZlibStream(raw), _READ_HINT)
-    else:
-        f = raw
-    if offset and compression == "ZLIB":
-        left = offset
-        while left > 0:  # forward only: decompress and drop
-            got = f.read(min(left, _READ_HINT))
-            if not got:
-                break
-            left -= len(got)
-    elif offset:
-        f.seek(offset)
-    return f
 
 
 def _file_list(filenames: Any, op: str) -> tuple[str, ...]:
@@ -157,7 +111,7 @@ class _OpenFile:
         raw = open_regular(self.path)  # a FIFO or a device would block or never end
         self.raw = raw
         try:
-            self.f: Any = _open_text(raw, ds._compression, offset)
+            self.f: Any = open_compressed(raw, ds._compression, offset)
         except (OSError, EOFError, zlib.error) as e:
             raw.close()
             raise FileReadError(f"cannot read from offset {offset}: {e}", self.path) from e

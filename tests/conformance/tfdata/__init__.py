@@ -143,6 +143,8 @@ SKIPPED: dict[str, str] = {
     "kernel_tests/options_test.py::OptionsTest.testPersistenceOptionsSetInsideFunction": _TRACE,
     "kernel_tests/options_test.py::OptionsTest.testOptionsPersistenceGraphRoundTrip": _ROUND_TRIP,
     "kernel_tests/options_test.py::OptionsTest.testOptionsGraphRoundTripOptimization": _ROUND_TRIP,
+    # tf_record_dataset_test.py
+    "kernel_tests/tf_record_dataset_test.py::TFRecordDatasetTest.testName": _NAME,
     # filter_test.py
     "kernel_tests/filter_test.py::FilterTest.testSparse": _SPARSE,
     "kernel_tests/filter_test.py::FilterTest.testName": _NAME,
