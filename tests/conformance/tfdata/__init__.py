@@ -154,6 +154,8 @@ SKIPPED: dict[str, str] = {
     "kernel_tests/io_test.py::SaveCheckpointTest.testSaveCheckpointingAPI": _SNAPSHOT,
     "kernel_tests/io_test.py::SaveCheckpointTest.testSaveCheckpointingAPICustomCheckpointInterval": _SNAPSHOT,
     "kernel_tests/io_test.py::SaveCheckpointTest.testSaveCheckpointingAPIIncorrectArgs": _SNAPSHOT,
+    # prefetch_to_device_test.py
+    "experimental/kernel_tests/prefetch_to_device_test.py::PrefetchToDeviceTest.testPrefetchSparseTensorsToDevice": _SPARSE,
     # filter_test.py
     "kernel_tests/filter_test.py::FilterTest.testSparse": _SPARSE,
     "kernel_tests/filter_test.py::FilterTest.testName": _NAME,
