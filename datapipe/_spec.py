@@ -88,8 +88,10 @@ class TensorSpec:
         return shapes_compatible(self.shape, other.shape)
 
     def to_json(self) -> dict:
-        out = {
-            "shape": None if self.shape is None else [None if d is None else int(d) for d in self.shape],
+        out: dict[str, Any] = {
+            "shape": None
+            if self.shape is None
+            else [None if d is None else int(d) for d in self.shape],
             "dtype": dtype_name(self.dtype),
             "torch": is_torch_dtype(self.dtype),
         }
@@ -282,7 +284,7 @@ def common_spec(a: Any, b: Any) -> Any:
 def batched_spec(spec: Any, batch_dim: int | None) -> Any:
     """Spec with a leading batch dimension of size ``batch_dim`` (None = unknown)."""
 
-    def one(s: TensorSpec) -> TensorSpec:
+    def one(s: Any) -> Any:
         if isinstance(s, (UnknownSpec, NoneSpec)):
             return s
         if isinstance(s, DatasetSpec):  # a batch of datasets (tf.data's batched DatasetSpec)
@@ -293,7 +295,7 @@ def batched_spec(spec: Any, batch_dim: int | None) -> Any:
 
 
 def unbatched_spec(spec: Any, op: str) -> Any:
-    def one(s: TensorSpec) -> TensorSpec:
+    def one(s: Any) -> Any:
         if isinstance(s, (UnknownSpec, NoneSpec)):
             return s
         if s.shape is not None and len(s.shape) == 0:

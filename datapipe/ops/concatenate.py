@@ -115,7 +115,9 @@ class _ConcatAccess:
                 k += 1
             return out
         return get_grouped(
-            indices, self._locate, lambda k, run: self.inners[k].get_many(run, epoch)
+            indices,
+            self._locate,
+            lambda k, run: self.inners[int(k)].get_many(run, epoch),  # type: ignore[call-overload]
         )
 
 

@@ -50,7 +50,9 @@ def _up_to(
         if not isinstance(value, dict) or set(value) != set(spec):
             raise ValueError(f"{op}: {what} must have the keys {sorted(spec)}")
         return [
-            v for k in sorted(spec) for v in _up_to(spec[k], value[k], what, leaf_ok, op, none_fills)
+            v
+            for k in sorted(spec)
+            for v in _up_to(spec[k], value[k], what, leaf_ok, op, none_fills)
         ]
     if isinstance(spec, tuple):
         if not isinstance(value, (tuple, list)) or len(value) != len(spec):
@@ -58,9 +60,7 @@ def _up_to(
                 f"{op}: {what} must match the element structure "
                 f"(a sequence of {len(spec)} entries), got {value!r}"
             )
-        return [
-            w for s, v in zip(spec, value) for w in _up_to(s, v, what, leaf_ok, op, none_fills)
-        ]
+        return [w for s, v in zip(spec, value) for w in _up_to(s, v, what, leaf_ok, op, none_fills)]
     if not leaf_ok(value):
         raise ValueError(f"{op}: invalid entry {value!r} in {what}")
     return [value]
@@ -75,7 +75,9 @@ def _shape_dims(shape: Any, path: str, op: str) -> list:
         shape = shape.cpu().numpy()
     if isinstance(shape, (int, np.integer)):
         shape = [shape]  # one size: a rank-1 shape, as tf.TensorShape(5)
-    dims = [-1 if d is None else d for d in (shape.tolist() if isinstance(shape, np.ndarray) else shape)]
+    dims = [
+        -1 if d is None else d for d in (shape.tolist() if isinstance(shape, np.ndarray) else shape)
+    ]
     arr = np.asarray(dims, dtype=object)
     if arr.ndim != 1:
         shape_of = np.shape(np.asarray(dims, dtype=object)) if arr.ndim else ()
@@ -289,7 +291,7 @@ class PaddedBatchDataset(Dataset):
 
     def _make_spec(self, spec: Any, leaves: list, shapes: list) -> Any:
         dim = self._batch_size if self._drop_remainder else None
-        out = []
+        out: list[TensorSpec] = []
         for s, shape in zip(leaves, shapes):
             if isinstance(s, NoneSpec):
                 out.append(s)

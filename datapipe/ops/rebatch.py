@@ -122,7 +122,8 @@ class RebatchDataset(UnaryDataset):
         spec = self._inputs[0].element_spec
         size = self._sizes[0] if len(set(self._sizes)) == 1 else None
         rows = static_batch_dim(spec)
-        fixed = size is not None and (self._drop_remainder or (bool(rows) and rows % size == 0))
+        divides = rows is not None and rows > 0 and rows % size == 0 if size else False
+        fixed = size is not None and (self._drop_remainder or divides)
         dim = size if fixed else None
 
         def one(s: Any) -> Any:

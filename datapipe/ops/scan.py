@@ -13,8 +13,8 @@ from datapipe._iterator import OpIterator
 from datapipe._spec import is_torch, is_torch_dtype
 from datapipe.dataset import Dataset, UnaryDataset
 from datapipe.errors import annotate
-from datapipe.sources.tensors import as_leaf
 from datapipe.ops.map import first_element_spec
+from datapipe.sources.tensors import as_leaf
 
 
 class ScanDataset(UnaryDataset):

@@ -87,10 +87,10 @@ class UniqueDataset(UnaryDataset):
     """Each distinct element once, at its first occurrence, in input order.
 
     Elements must be of an integer type or strings (``str``/``bytes``), as in tf.data
-    (int32, int64, string): scalars, or arrays of any shape compared whole. Every distinct element seen is held in memory, and in
-    the iterator state (``"seen"``: a list of disjoint sorted runs of the seen keys, kept
-    as runs so that taking a state costs O(log n) amortised per key, not O(n)) so that a
-    checkpoint resumes exactly.
+    (int32, int64, string): scalars, or arrays of any shape compared whole. Every
+    distinct element seen is held in memory, and in the iterator state (``"seen"``: a
+    list of disjoint sorted runs of the seen keys, kept as runs so that taking a state
+    costs O(log n) amortised per key, not O(n)) so that a checkpoint resumes exactly.
 
     Raises:
         TypeError: at construction when the input's ``element_spec`` is nested or of

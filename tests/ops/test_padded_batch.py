@@ -125,8 +125,10 @@ def test_padded_shape_smaller_than_a_size_seen_in_the_first_element() -> None:
 
 
 def test_padding_values_none_for_a_sub_structure_and_malformed_shapes() -> None:
-    ds = dp.range(1, 3).map(lambda x: (np.full(int(x), x), {"s": np.array(["a"] * int(x), dtype=object)}))
-    (nums, strs), = values(ds.padded_batch(2, padding_values=(-1, None)))
+    ds = dp.range(1, 3).map(
+        lambda x: (np.full(int(x), x), {"s": np.array(["a"] * int(x), dtype=object)})
+    )
+    ((nums, strs),) = values(ds.padded_batch(2, padding_values=(-1, None)))
     assert nums == [[1, -1], [2, 2]] and strs == {"s": [["a", ""], ["a", "a"]]}
     with pytest.raises(TypeError, match="must be a 1-D sequence of integers"):
         dp.range(2).map(lambda x: np.arange(3)).padded_batch(2, padded_shapes=[1.5])

@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - the table's keys are upstream test ids, one per line
 """tf.data's own kernel tests, translated: ``test_<op>.py`` per op or source of datapipe.
 
 Each test's docstring names its upstream file (under ``tensorflow/python/data/``) and

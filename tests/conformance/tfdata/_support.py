@@ -243,3 +243,33 @@ def verify_random_access(ds: dp.Dataset, expected: list) -> None:
         assert_same(ds[i], expected[i], f"ds[{i}]")
     with pytest.raises(IndexError):
         ds[len(expected)]
+
+
+def shuffled_after(ds: dp.Dataset, repetitions: int, seed: Any, reshuffle: bool) -> dp.Dataset:
+    """The pipeline of upstream's ``<Op>GlobalShuffleTest`` cases: ``ds`` prefetched,
+    repeated ``repetitions`` times (when more than once), then globally shuffled."""
+    ds = ds.prefetch(buffer_size=dp.AUTOTUNE)
+    if repetitions > 1:
+        ds = ds.repeat(repetitions)
+    return ds.global_shuffle(seed=seed, reshuffle_each_iteration=reshuffle)
+
+
+def assert_globally_shuffled(ds: dp.Dataset, expected: list) -> None:
+    """``assertCountEqual(output, expected)``, ``assertNotEqual(output, expected)`` and
+    ``assertLen(output, cardinality)``: the same elements, in another order."""
+    output = [as_value(x).tolist() for x in ds]
+    assert sorted(output) == sorted(expected)
+    assert output != expected
+    assert len(output) == ds.cardinality()
+
+
+def sleep_first(delay_ms: float) -> Callable[[Any], Any]:
+    """The identity, sleeping ``delay_ms`` on element 0 (``checkDeterminism``'s delay)."""
+    import time
+
+    def f(x: Any) -> Any:
+        if x == 0:
+            time.sleep(delay_ms / 1000)
+        return x
+
+    return f

@@ -36,6 +36,7 @@ def test_dataset_element():
 
 
 def test_nested_non_tensor_element():
-    """kernel_tests/as_numpy_iterator_test.py::AsNumpyIteratorTest.testNestedNonTensorElement (D-TF-19)."""
+    """kernel_tests/as_numpy_iterator_test.py::AsNumpyIteratorTest.testNestedNonTensorElement
+    (D-TF-19)."""
     values, inner = next(dp.from_tensors((np.array([1, 2, 3]), dp.range(3))).as_numpy_iterator())
     assert values.tolist() == [1, 2, 3] and [int(x) for x in inner] == [0, 1, 2]

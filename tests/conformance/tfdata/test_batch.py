@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -14,6 +12,7 @@ from ._support import (
     VERIFY_FNS,
     assert_produces,
     check_determinism,
+    sleep_first,
     verify_checkpoint,
 )
 
@@ -87,15 +86,6 @@ def test_none_component():
     assert_produces(ds, [np.arange(10, dtype=np.int64)])
 
 
-def _sleep_first(delay_ms):
-    def f(x):
-        if x == 0:
-            time.sleep(delay_ms / 1000)
-        return x
-
-    return f
-
-
 @pytest.mark.parametrize("global_determinism", [True, False])
 @pytest.mark.parametrize("local_determinism", [None, True, False])
 def test_determinism_configuration(local_determinism, global_determinism):
@@ -105,7 +95,7 @@ def test_determinism_configuration(local_determinism, global_determinism):
 
     def dataset_fn(delay_ms):
         ds = dp.from_tensor_slices(elements).map(
-            _sleep_first(delay_ms), num_parallel_calls=2, deterministic=local_determinism
+            sleep_first(delay_ms), num_parallel_calls=2, deterministic=local_determinism
         )
         ds = ds.batch(6, num_parallel_calls=2, deterministic=local_determinism).unbatch()
         return ds.with_options(dp.Options(deterministic=global_determinism))

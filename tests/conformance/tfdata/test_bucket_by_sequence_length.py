@@ -75,7 +75,11 @@ def test_bucket():
 def test_pad_to_boundary():
     """kernel_tests/bucket_by_sequence_length_test.py::BucketBySequenceLengthTest.testPadToBoundary."""
     boundaries, batch_sizes, lengths = [10, 20, 30], [10, 8, 4, 2], [8, 13, 25]
-    records = [[1] * length for batch_size, length in zip(batch_sizes[:-1], lengths) for _ in range(batch_size)]
+    records = [
+        [1] * length
+        for batch_size, length in zip(batch_sizes[:-1], lengths)
+        for _ in range(batch_size)
+    ]
     random.Random(2).shuffle(records)
     records += [[1] * (boundaries[-1] + 5)] * batch_sizes[-1]
     ds = dp.from_generator(
@@ -136,7 +140,9 @@ def test_cardinality():
         )  # fmt: skip
 
     records = [np.array([1] * n + [0] * (10 - n), np.int64) for n in range(1, 11)]
-    generated = dp.from_generator(lambda: ((r,) for r in records), (dp.TensorSpec([None], np.int64),))
+    generated = dp.from_generator(
+        lambda: ((r,) for r in records), (dp.TensorSpec([None], np.int64),)
+    )
     assert bucketed(generated.repeat()).cardinality() == dp.UNKNOWN_CARDINALITY  # D-TF-16
     sliced = dp.from_tensor_slices((np.stack(records),)).map(lambda r: (r[: int(r.sum())],))
     assert bucketed(sliced.repeat()).cardinality() == dp.INFINITE_CARDINALITY

@@ -33,7 +33,9 @@ def test_file_cache_dataset_passthrough(cache_prefix):
         repeat_dataset = dp.from_tensor_slices(COMPONENTS).repeat(count)
         return repeat_dataset.cache(filename) if filename else repeat_dataset
 
-    assert tuple(s.shape for s in dataset_fn().element_spec) == tuple(c.shape[1:] for c in COMPONENTS)
+    assert tuple(s.shape for s in dataset_fn().element_spec) == tuple(
+        c.shape[1:] for c in COMPONENTS
+    )
     it = iter(dataset_fn())
     elements = _elements(it, 20)
     with pytest.raises(StopIteration):

@@ -38,14 +38,21 @@ CASES = {
     "FromTensors2": (lambda: dp.from_tensors((0, 1)), 1),
     "FromTensorSlices1": (lambda: dp.from_tensor_slices([0, 0, 0]), 3),
     "FromTensorSlices2": (lambda: dp.from_tensor_slices(([0, 0, 0], [1, 1, 1])), 3),
-    "Interleave1": (lambda: dp.range(5).interleave(lambda _: dp.from_tensors(0), cycle_length=1), UNK),
+    "Interleave1": (
+        lambda: dp.range(5).interleave(lambda _: dp.from_tensors(0), cycle_length=1),
+        UNK,
+    ),
     "Interleave2": (
-        lambda: dp.range(5).interleave(lambda _: dp.from_tensors(0), cycle_length=1, num_parallel_calls=1),
+        lambda: dp.range(5).interleave(
+            lambda _: dp.from_tensors(0), cycle_length=1, num_parallel_calls=1
+        ),
         UNK,
     ),
     "Interleave3": (
-        lambda: dp.range(5).repeat().interleave(
-            lambda _: dp.from_tensors(0), cycle_length=1, num_parallel_calls=1
+        lambda: (
+            dp.range(5)
+            .repeat()
+            .interleave(lambda _: dp.from_tensors(0), cycle_length=1, num_parallel_calls=1)
         ),
         INF,
     ),

@@ -39,7 +39,9 @@ def test_stopping_on_empty_dataset():
 
 def test_skipping_empty_datasets():
     """kernel_tests/choose_from_datasets_test.py::ChooseFromDatasetsTest.testChooseFromDatasetsSkippingEmptyDatasets."""
-    assert_produces(_stopping(False), [b"foo", b"foo", b"bar", b"bar", b"bar", b"baz", b"baz", b"baz"])
+    assert_produces(
+        _stopping(False), [b"foo", b"foo", b"bar", b"bar", b"bar", b"baz", b"baz", b"baz"]
+    )
 
 
 def test_choice_dataset_is_empty():

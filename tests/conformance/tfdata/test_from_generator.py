@@ -151,8 +151,9 @@ def test_from_generator_structure_error():
     assert next(it) == (1, 2)
     assert next(it) == (3, 4)
     for index in (2, 3):
-        with pytest.raises(PipelineError, match="structure does not match output_signature"):
+        with pytest.raises(PipelineError, match="structure does not match output_signature") as e:
             next(it)
+        assert e.value.index == index
     assert next(it) == (9, 10)
     with pytest.raises(StopIteration):
         next(it)

@@ -71,7 +71,9 @@ def test_from_tensor_slices_with_dict():
     ds = dp.from_tensor_slices(components)
     assert ds.element_spec["foo"] == dp.TensorSpec((), np.int64)  # D-TF-11
     assert ds.element_spec["bar"] == dp.TensorSpec((1,), np.float64)  # D-TF-11
-    assert_produces(ds, [{"foo": components["foo"][i], "bar": components["bar"][i]} for i in range(3)])
+    assert_produces(
+        ds, [{"foo": components["foo"][i], "bar": components["bar"][i]} for i in range(3)]
+    )
 
 
 def test_from_tensor_slices_with_uint_dtypes():
@@ -91,7 +93,9 @@ def test_random_access_invalid_index():
 
 
 @pytest.mark.parametrize(
-    "tensor", [[1, 2, 3], [[1, 2], [3, 4]]], ids=["testOneDimensionalArray", "testTwoDimensionalArray"]
+    "tensor",
+    [[1, 2, 3], [[1, 2], [3, 4]]],
+    ids=["testOneDimensionalArray", "testTwoDimensionalArray"],
 )
 def test_random_access_arrays(tensor):
     """kernel_tests/from_tensor_slices_test.py::FromTensorSlicesRandomAccessTest.testOneDimensionalArray,

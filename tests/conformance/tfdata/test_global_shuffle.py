@@ -1,4 +1,5 @@
-"""tf.data's ``global_shuffle`` kernel tests (``experimental/kernel_tests/global_shuffle_test.py``)."""
+"""tf.data's ``global_shuffle`` kernel tests
+(``experimental/kernel_tests/global_shuffle_test.py``)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,10 @@ def test_range(dataset_range, seed, use_tensor_seed, prefetch):
 def test_negative_range(dataset_range, seed):
     """experimental/kernel_tests/global_shuffle_test.py::GlobalShuffleTest.testNegativeRange."""
     values = list(range(dataset_range, -dataset_range, -1))
-    output = [int(x) for x in dp.range(dataset_range, -dataset_range, -1).global_shuffle(seed=seed).repeat(3)]
+    output = [
+        int(x)
+        for x in dp.range(dataset_range, -dataset_range, -1).global_shuffle(seed=seed).repeat(3)
+    ]
     assert sorted(output) == sorted(values * 3)
     epochs = _per_iteration(output, 2 * dataset_range)
     assert all(sorted(e) == sorted(values) for e in epochs)
@@ -134,7 +138,9 @@ def test_numpy_iterator_checkpoint_range_and_repeat(
 ):
     """experimental/kernel_tests/global_shuffle_test.py::GlobalShuffleNumpyIteratorCheckpointTest.testRangeAndRepeat."""
     num_repeat = 3
-    it = _build(dataset_range, reshuffle_each_iteration, prefetch, 10, num_repeat).as_numpy_iterator()
+    it = _build(
+        dataset_range, reshuffle_each_iteration, prefetch, 10, num_repeat
+    ).as_numpy_iterator()
     checkpoint = _save(it)
     first_pass = [int(next(it)) for _ in range(dataset_range * num_repeat)]
     it.set_state(pickle.loads(checkpoint))

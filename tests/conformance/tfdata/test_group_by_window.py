@@ -37,7 +37,9 @@ def test_single_bucket():
         expected_unk_int64[i, :i] = i
     np.testing.assert_array_equal(values[0], np.arange(32, dtype=np.int64))
     np.testing.assert_array_equal(values[1], expected_unk_int64)
-    np.testing.assert_array_equal(values[2].astype(str), np.vstack(3 * [np.arange(32).astype(str)]).T)
+    np.testing.assert_array_equal(
+        values[2].astype(str), np.vstack(3 * [np.arange(32).astype(str)]).T
+    )
 
 
 def test_even_odd_buckets():
@@ -51,6 +53,7 @@ def test_even_odd_buckets():
     assert len(even) == len(odd) == 3
     assert (even_bucket, odd_bucket) == (0, 1)
     for first, (bucket, values) in ((0, (even_bucket, even)), (1, (odd_bucket, odd))):
+        assert bucket == first
         expected_unk_int64 = np.zeros((32, 31 * 2 + first)).astype(np.int64)
         for i in range(32):
             expected_unk_int64[i, : 2 * i + first] = 2 * i + first
@@ -188,14 +191,17 @@ def test_group_by_window_with_autotune():
 
 def test_group_by_window_cardinality():
     """kernel_tests/group_by_window_test.py::GroupByWindowTest.testGroupByWindowCardinality."""
-    ds = dp.range(1).repeat().group_by_window(
-        lambda x: x % 2, lambda key, window: dp.from_tensors(key), 4
+    ds = (
+        dp.range(1)
+        .repeat()
+        .group_by_window(lambda x: x % 2, lambda key, window: dp.from_tensors(key), 4)
     )
     assert ds.cardinality() == dp.INFINITE_CARDINALITY
 
 
 @pytest.mark.parametrize(
-    "verify_fn", ["verify_unused_iterator", "verify_multiple_breaks", "verify_reset_restored_iterator"]
+    "verify_fn",
+    ["verify_unused_iterator", "verify_multiple_breaks", "verify_reset_restored_iterator"],
 )
 def test_checkpoint(verify_fn):
     """kernel_tests/group_by_window_test.py::GroupByWindowCheckpointTest.test (its three

@@ -60,8 +60,11 @@ def _tfrecord(payload: bytes) -> bytes:
     from datapipe.io.tfrecord import masked_crc32c
 
     length = struct.pack("<Q", len(payload))
-    return length + struct.pack("<I", masked_crc32c(length)) + payload + struct.pack(
-        "<I", masked_crc32c(payload)
+    return (
+        length
+        + struct.pack("<I", masked_crc32c(length))
+        + payload
+        + struct.pack("<I", masked_crc32c(payload))
     )
 
 

@@ -61,8 +61,10 @@ def test_python_implementation(input_values, cycle_length, block_length, expecte
     interleave gives the same order."""
     lists = repeat_lists(input_values, 2)
     assert interleave_order(lists, cycle_length, block_length) == expected
-    ds = dp.from_tensor_slices(np.int64(input_values)).repeat(2).interleave(
-        lambda x: dp.from_tensors(x).repeat(x), cycle_length, block_length
+    ds = (
+        dp.from_tensor_slices(np.int64(input_values))
+        .repeat(2)
+        .interleave(lambda x: dp.from_tensors(x).repeat(x), cycle_length, block_length)
     )
     assert [int(x) for x in ds] == expected
 
@@ -84,8 +86,12 @@ INTERLEAVE_CASES = [
 )
 def test_interleave_dataset(input_values, cycle_length, block_length, num_parallel_calls):
     """kernel_tests/interleave_test.py::InterleaveTest.testInterleaveDataset."""
-    ds = dp.from_tensor_slices(np.int64(input_values)).repeat(2).interleave(
-        lambda x: dp.from_tensors(x).repeat(x), cycle_length, block_length, num_parallel_calls
+    ds = (
+        dp.from_tensor_slices(np.int64(input_values))
+        .repeat(2)
+        .interleave(
+            lambda x: dp.from_tensors(x).repeat(x), cycle_length, block_length, num_parallel_calls
+        )
     )
     expected = interleave_order(repeat_lists(input_values, 2), cycle_length, block_length)
     assert_produces(ds, [np.int64(v) for v in expected])
@@ -112,8 +118,10 @@ def test_interleave_dataset_error(cycle_length, block_length, num_parallel_calls
     """kernel_tests/interleave_test.py::InterleaveTest.testInterleaveDatasetError: each
     NaN input element fails at its place; the others come through in order."""
     input_values = np.float32([1.0, np.nan, 2.0, np.nan, 3.0])
-    ds = dp.from_tensor_slices(input_values).map(check_numerics).interleave(
-        dp.from_tensors, cycle_length, block_length, num_parallel_calls
+    ds = (
+        dp.from_tensor_slices(input_values)
+        .map(check_numerics)
+        .interleave(dp.from_tensors, cycle_length, block_length, num_parallel_calls)
     )
     it = iter(ds)
     for value in input_values:
@@ -126,8 +134,9 @@ def test_interleave_dataset_error(cycle_length, block_length, num_parallel_calls
         next(it)
 
 
-def _coordinated_sloppy_dataset(input_values, cycle_length, block_length, num_parallel_calls,
-                                deterministic=False):
+def _coordinated_sloppy_dataset(
+    input_values, cycle_length, block_length, num_parallel_calls, deterministic=False
+):
     """Upstream ``_make_coordinated_sloppy_dataset``: elements wait for an event, so the
     test decides what can be produced. Upstream releases one element at a time, which
     needs a thread per open element; here workers compute chunks of one dataset and a
@@ -143,8 +152,11 @@ def _coordinated_sloppy_dataset(input_values, cycle_length, block_length, num_pa
     def interleave_fn(k, x):
         return dp.from_tensors(x).repeat(x).map(lambda v: map_fn(k, v))
 
-    ds = dp.from_tensor_slices(np.int64(input_values)).repeat(2).enumerate().interleave(
-        interleave_fn, cycle_length, block_length, num_parallel_calls
+    ds = (
+        dp.from_tensor_slices(np.int64(input_values))
+        .repeat(2)
+        .enumerate()
+        .interleave(interleave_fn, cycle_length, block_length, num_parallel_calls)
     )
     opts = dp.Options(deterministic=deterministic)
     return iter(ds.with_options(opts)), events, tiled
@@ -174,13 +186,20 @@ def test_sloppy_interleave_in_order(
     )
     for e in events.values():
         e.set()
-    expected = [v * v for v in interleave_order(repeat_lists(input_values, 2), cycle_length, block_length)]
+    expected = [
+        v * v for v in interleave_order(repeat_lists(input_values, 2), cycle_length, block_length)
+    ]
     with it:
         out = [int(x) for x in it]
     assert out == expected if deterministic else sorted(out) == sorted(expected)
 
 
-OUT_OF_ORDER = [([4, 5, 6], 2, 1, 2), ([4, 5, 6], 2, 3, 2), ([4, 5, 6], 3, 2, 3), ([4, 0, 6], 2, 3, 2)]
+OUT_OF_ORDER = [
+    ([4, 5, 6], 2, 1, 2),
+    ([4, 5, 6], 2, 3, 2),
+    ([4, 5, 6], 3, 2, 3),
+    ([4, 0, 6], 2, 3, 2),
+]
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,11 @@ def test_element_spec_optional(tmp_path):
     """kernel_tests/io_test.py::IOTest.testElementSpecOptional: the spec is stored with the
     data (here it is never given to load)."""
     ds = dp.zip(
-        (dp.range(42), dp.from_tensor_slices({"a": [1, 2], "b": [3, 4]}), dp.from_tensor_slices(([1, 2], [3, 4])))
+        (
+            dp.range(42),
+            dp.from_tensor_slices({"a": [1, 2], "b": [3, 4]}),
+            dp.from_tensor_slices(([1, 2], [3, 4])),
+        )
     )
     path = str(tmp_path / "io_test")
     ds.save(path)

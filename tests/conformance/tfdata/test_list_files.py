@@ -52,7 +52,9 @@ def test_simple_directory_not_shuffled(tmp_dir):
 def test_fixed_seed_results_in_repeatable_order(tmp_dir):
     """kernel_tests/list_files_test.py::ListFilesTest.testFixedSeedResultsInRepeatableOrder."""
     _touch(tmp_dir, ["a", "b", "c"])
-    runs = [list(dp.list_files(os.path.join(tmp_dir, "*"), shuffle=True, seed=37)) for _ in range(3)]
+    runs = [
+        list(dp.list_files(os.path.join(tmp_dir, "*"), shuffle=True, seed=37)) for _ in range(3)
+    ]
     assert sorted(runs[0]) == _paths(tmp_dir, ["a", "b", "c"])
     assert runs[0] == runs[1] == runs[2]
 
@@ -69,7 +71,9 @@ def test_patterns(tmp_dir, filenames, pattern, expected):
     """kernel_tests/list_files_test.py::ListFilesTest.testFileSuffixes, testFileMiddles
     (one case each)."""
     _touch(tmp_dir, filenames)
-    assert_produces(dp.list_files(os.path.join(tmp_dir, pattern)), _paths(tmp_dir, expected), unordered=True)
+    assert_produces(
+        dp.list_files(os.path.join(tmp_dir, pattern)), _paths(tmp_dir, expected), unordered=True
+    )
 
 
 def test_no_shuffle(tmp_dir):
@@ -80,7 +84,9 @@ def test_no_shuffle(tmp_dir):
     assert out[:3] == out[3:]
 
 
-@pytest.mark.parametrize("as_array", [False, True], ids=["testMultiplePatternsAsList", "testMultiplePatternsAsTensor"])
+@pytest.mark.parametrize(
+    "as_array", [False, True], ids=["testMultiplePatternsAsList", "testMultiplePatternsAsTensor"]
+)
 def test_multiple_patterns(tmp_dir, as_array):
     """kernel_tests/list_files_test.py::ListFilesTest.testMultiplePatternsAsList,
     testMultiplePatternsAsTensor (one case each; a tensor of patterns is a tuple here)."""
@@ -127,9 +133,13 @@ def test_global_shuffle_checkpoint(tmp_dir, verify_fn, repetitions, reshuffle_ea
     _touch(tmp_dir, FILES)
 
     def build():
-        ds = dp.list_files(os.path.join(tmp_dir, "*"), shuffle=False).prefetch(buffer_size=dp.AUTOTUNE)
+        ds = dp.list_files(os.path.join(tmp_dir, "*"), shuffle=False).prefetch(
+            buffer_size=dp.AUTOTUNE
+        )
         if repetitions > 1:
             ds = ds.repeat(repetitions)
         return ds.global_shuffle(seed=42, reshuffle_each_iteration=reshuffle_each_iteration)
 
-    verify_checkpoint(build, len(FILES) * repetitions, verify_fn, unordered=reshuffle_each_iteration)
+    verify_checkpoint(
+        build, len(FILES) * repetitions, verify_fn, unordered=reshuffle_each_iteration
+    )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections
 import threading
-import time
 
 import attr
 import numpy as np
@@ -18,6 +17,7 @@ from ._support import (
     assert_produces,
     assert_same,
     check_determinism,
+    sleep_first,
     verify_checkpoint,
 )
 
@@ -138,7 +138,9 @@ def test_parallel_map_unspecified_output_size():
     assert [float(next(it)) for _ in range(3)] == [1.0, 2.0, 3.0]
 
 
-@pytest.mark.parametrize("parallel", [True, False], ids=["testParallelMapError", "testPrefetchError"])
+@pytest.mark.parametrize(
+    "parallel", [True, False], ids=["testParallelMapError", "testPrefetchError"]
+)
 def test_map_error(parallel):
     """kernel_tests/map_test.py::MapTest.testParallelMapError, testPrefetchError: the 4th
     element fails, the 5th follows it, then the end."""
@@ -217,7 +219,7 @@ def test_map_dict():
 def test_map_namedtuple():
     """kernel_tests/map_test.py::MapTest.testMapNamedtuple."""
     labels = dp.range(10)
-    images = labels.map(lambda l: -l)
+    images = labels.map(lambda label: -label)
     dataset_tuple = dp.zip((labels, images))
     example = collections.namedtuple("Example", ["label", "image"])
     dataset_namedtuple = dataset_tuple.map(example)
@@ -232,7 +234,7 @@ def test_map_namedtuple():
 def test_map_attrs():
     """kernel_tests/map_test.py::MapTest.testMapAttrs."""
     labels = dp.range(10)
-    ds = dp.zip((labels, labels.map(lambda l: -l)))
+    ds = dp.zip((labels, labels.map(lambda label: -label)))
 
     @attr.s(eq=True)
     class Example:
@@ -423,15 +425,6 @@ def test_preserve_cardinality(num_parallel_calls):
         next(iter(ds))
 
 
-def _sleep_first(delay_ms):
-    def f(x):
-        if x == 0:
-            time.sleep(delay_ms / 1000)
-        return x
-
-    return f
-
-
 @pytest.mark.parametrize("global_determinism", [True, False])
 @pytest.mark.parametrize("local_determinism", [None, True, False])
 def test_determinism_configuration(local_determinism, global_determinism):
@@ -441,7 +434,7 @@ def test_determinism_configuration(local_determinism, global_determinism):
 
     def dataset_fn(delay_ms):
         ds = dp.from_tensor_slices(elements).map(
-            _sleep_first(delay_ms), num_parallel_calls=2, deterministic=local_determinism
+            sleep_first(delay_ms), num_parallel_calls=2, deterministic=local_determinism
         )
         return ds.with_options(dp.Options(deterministic=global_determinism))
 

@@ -72,14 +72,10 @@ def test_default_padded_shapes():
 def test_nested_default_padded_shapes():
     """kernel_tests/padded_batch_test.py::PaddedBatchTest.testNestedDefaultPaddedShapes."""
     ds = dp.from_tensor_slices([1, 2, 3, 4]).map(lambda x: (x, fill(x))).padded_batch(2)
-    assert_produces(
-        ds, [([1, 2], [[1, 0], [2, 2]]), ([3, 4], [[3, 3, 3, 0], [4, 4, 4, 4]])]
-    )
+    assert_produces(ds, [([1, 2], [[1, 0], [2, 2]]), ([3, 4], [[3, 3, 3, 0], [4, 4, 4, 4]])])
 
 
-@pytest.mark.parametrize(
-    "padding_values", [(-1, "<end>", {"structure": ""}), (-1, "<end>", None)]
-)
+@pytest.mark.parametrize("padding_values", [(-1, "<end>", {"structure": ""}), (-1, "<end>", None)])
 def test_padded_batch_dataset_non_default_padding(padding_values):
     """kernel_tests/padded_batch_test.py::PaddedBatchTest.testPaddedBatchDatasetNonDefaultPadding
     (``None`` for the dict: its default padding, the empty string)."""
@@ -89,8 +85,12 @@ def test_padded_batch_dataset_non_default_padding(padding_values):
         return filled, as_string(filled), {"structure": as_string(filled)}
 
     random_seq_lens = RNG.integers(20, size=(32,)).astype(np.int32)
-    ds = dp.from_tensor_slices(random_seq_lens).map(fill_tuple).padded_batch(
-        4, padded_shapes=([-1], [-1], {"structure": [-1]}), padding_values=padding_values
+    ds = (
+        dp.from_tensor_slices(random_seq_lens)
+        .map(fill_tuple)
+        .padded_batch(
+            4, padded_shapes=([-1], [-1], {"structure": [-1]}), padding_values=padding_values
+        )
     )
     results = list(ds)
     assert len(results) == 8

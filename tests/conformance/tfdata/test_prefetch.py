@@ -14,7 +14,9 @@ from ._support import VERIFY_FNS, assert_produces, verify_checkpoint
 def test_buffer_size(buffer_size):
     """kernel_tests/prefetch_test.py::PrefetchTest.testBufferSize (-1 is AUTOTUNE; None
     means AUTOTUNE too)."""
-    assert_produces(dp.range(10).prefetch(buffer_size=buffer_size), [np.int64(i) for i in range(10)])
+    assert_produces(
+        dp.range(10).prefetch(buffer_size=buffer_size), [np.int64(i) for i in range(10)]
+    )
 
 
 @pytest.mark.parametrize("buffer_size", [-2, -42])

@@ -9,7 +9,9 @@ import torch
 
 import datapipe as dp
 
-CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device (as upstream: No GPU available)")
+CUDA = pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device (as upstream: No GPU available)"
+)
 
 
 def _check_range(device_dataset, device, restart_after=None):
@@ -23,7 +25,9 @@ def _check_range(device_dataset, device, restart_after=None):
     assert all(x.dtype == torch.int64 and x.shape == () and x.device.type == device for x in out)
 
 
-@pytest.mark.parametrize("device", ["cpu", "cpu:0"], ids=["testPrefetchToDevice", "testPrefetchToSameDevice"])
+@pytest.mark.parametrize(
+    "device", ["cpu", "cpu:0"], ids=["testPrefetchToDevice", "testPrefetchToSameDevice"]
+)
 def test_prefetch_to_device(device):
     """experimental/kernel_tests/prefetch_to_device_test.py::PrefetchToDeviceTest.testPrefetchToDevice,
     testPrefetchToSameDevice (one case each)."""

@@ -44,7 +44,11 @@ def test_shape_inference(n, batch, drop_in, sizes, drop, expected):
     testShapeInferenceInputBatchDimIndivisible,
     testShapeInferenceInputBatchDimIndivisibleWithDropRemainder (one case each, both
     drop_remainder values for the divisible one)."""
-    ds = dp.range(n).batch(batch, drop_remainder=drop_in).rebatch(batch_size=sizes, drop_remainder=drop)
+    ds = (
+        dp.range(n)
+        .batch(batch, drop_remainder=drop_in)
+        .rebatch(batch_size=sizes, drop_remainder=drop)
+    )
     assert _flat_shapes(ds) == expected
 
 
@@ -118,7 +122,11 @@ def test_empty_tensors(drop_remainder):
 @pytest.mark.parametrize("drop_remainder", [True, False])
 def test_scalar_batch_size_input(drop_remainder):
     """kernel_tests/rebatch_test.py::RebatchTest.testScalarBatchSizeInput."""
-    ds = dp.range(8).batch(4, drop_remainder=True).rebatch(batch_size=2, drop_remainder=drop_remainder)
+    ds = (
+        dp.range(8)
+        .batch(4, drop_remainder=True)
+        .rebatch(batch_size=2, drop_remainder=drop_remainder)
+    )
     assert _flat_shapes(ds) == [[2]]
     assert_produces(ds, [np.array(v) for v in [[0, 1], [2, 3], [4, 5], [6, 7]]])
 
@@ -137,7 +145,9 @@ def test_nested_dictionary_output():
     ds = dp.range(8).map(lambda x: {"a": x, "b": {"c": x + 1}}).batch(4, drop_remainder=True)
     ds = ds.rebatch([2, 2])
     assert _flat_shapes(ds) == [[2], [2]]
-    expected = [{"a": np.array([i, i + 1]), "b": {"c": np.array([i + 1, i + 2])}} for i in range(0, 8, 2)]
+    expected = [
+        {"a": np.array([i, i + 1]), "b": {"c": np.array([i + 1, i + 2])}} for i in range(0, 8, 2)
+    ]
     assert_produces(ds, expected)
 
 
@@ -165,5 +175,7 @@ def test_none_dataset():
 def test_checkpoint(verify_fn):
     """kernel_tests/rebatch_test.py::RebatchDatasetCheckpointTest.test."""
     verify_checkpoint(
-        lambda: dp.range(64).batch(2 * 8, drop_remainder=True).rebatch(batch_size=[8, 8]), 8, verify_fn
+        lambda: dp.range(64).batch(2 * 8, drop_remainder=True).rebatch(batch_size=[8, 8]),
+        8,
+        verify_fn,
     )

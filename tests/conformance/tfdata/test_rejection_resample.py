@@ -54,7 +54,9 @@ def test_random_classes():
     ds = dp.from_tensor_slices(data_np).random_map(
         lambda _, rng: np.int32(rng.uniform() * 4), seed=11
     )
-    ds = ds.rejection_resample(class_func=lambda x: x, target_dist=target_dist, initial_dist=init_dist)
+    ds = ds.rejection_resample(
+        class_func=lambda x: x, target_dist=target_dist, initial_dist=init_dist
+    )
     classes = [int(c) for c, _ in ds]
     bincount = np.bincount(np.array(classes), minlength=4).astype(np.float32) / len(classes)
     np.testing.assert_allclose(bincount, target_dist, atol=1e-2)

@@ -95,14 +95,18 @@ def test_sample_from_empty_dataset(weights_type):
 def test_skipping_datasets_with_zero_weight():
     """kernel_tests/sample_from_datasets_test.py::SampleFromDatasetsTest.testSampleFromDatasetsSkippingDatasetsWithZeroWeight."""
     datasets = [dp.from_tensors(-1).repeat(), dp.from_tensors(1)]
-    ds = dp.sample_from_datasets(datasets, weights=np.asarray([0.0, 1.0]), stop_on_empty_dataset=False)
+    ds = dp.sample_from_datasets(
+        datasets, weights=np.asarray([0.0, 1.0]), stop_on_empty_dataset=False
+    )
     assert_produces(ds, [1])
 
 
 def test_all_weights_are_zero():
     """kernel_tests/sample_from_datasets_test.py::SampleFromDatasetsTest.testSampleFromDatasetsAllWeightsAreZero."""
     datasets = [dp.from_tensors(-1).repeat(), dp.from_tensors(1).repeat()]
-    ds = dp.sample_from_datasets(datasets, weights=np.asarray([0.0, 0.0]), stop_on_empty_dataset=False)
+    ds = dp.sample_from_datasets(
+        datasets, weights=np.asarray([0.0, 0.0]), stop_on_empty_dataset=False
+    )
     assert_produces(ds, [])
 
 

@@ -57,7 +57,10 @@ def test_changing_state_shape():
     length and in rank. The spec is the first output's, its sizes only seen (D-TF-13)."""
 
     def scan_fn(state, input_value):
-        return (np.concatenate([state[0], state[0]]), np.expand_dims(state[1], 0)), (state, input_value)
+        return (np.concatenate([state[0], state[0]]), np.expand_dims(state[1], 0)), (
+            state,
+            input_value,
+        )
 
     ds = dp.from_tensors(0).repeat(5).scan(([0], 1), scan_fn)
     (vector_spec, _), value_spec = ds.element_spec

@@ -59,10 +59,14 @@ def test_invalid(num_shards, index, match):
 
 
 @pytest.mark.parametrize("verify_fn", VERIFY_FNS)
-@pytest.mark.parametrize("elems,num_shards,index", [(e, n, i) for e in (10, 100) for n in (2, 5) for i in (0, 1)])
+@pytest.mark.parametrize(
+    "elems,num_shards,index", [(e, n, i) for e in (10, 100) for n in (2, 5) for i in (0, 1)]
+)
 def test_checkpoint(verify_fn, elems, num_shards, index):
     """kernel_tests/shard_test.py::ShardCheckpointTest.test."""
-    verify_checkpoint(lambda: dp.range(elems).shard(num_shards, index), elems // num_shards, verify_fn)
+    verify_checkpoint(
+        lambda: dp.range(elems).shard(num_shards, index), elems // num_shards, verify_fn
+    )
 
 
 @pytest.mark.parametrize("index", [2, 3, 4])
@@ -117,7 +121,14 @@ def test_random_access_multiple_combinations(elements, num_shards, index):
         ds[n]
 
 
-GS_CASES = [(n, i, s, r) for n in (1, 3, 5) for i in (0, 1, 2, 4) if i < n for s in (None, 42) for r in (True, False)]
+GS_CASES = [
+    (n, i, s, r)
+    for n in (1, 3, 5)
+    for i in (0, 1, 2, 4)
+    if i < n
+    for s in (None, 42)
+    for r in (True, False)
+]
 
 
 @pytest.mark.parametrize("num_shards,shard_index,seed,reshuffle_each_iteration", GS_CASES)
@@ -145,5 +156,8 @@ def test_global_shuffle_checkpoint(verify_fn, num_shards, shard_index, reshuffle
         return ds.global_shuffle(seed=42, reshuffle_each_iteration=reshuffle_each_iteration)
 
     verify_checkpoint(
-        build, len(range(shard_index, 10, num_shards)), verify_fn, unordered=reshuffle_each_iteration
+        build,
+        len(range(shard_index, 10, num_shards)),
+        verify_fn,
+        unordered=reshuffle_each_iteration,
     )

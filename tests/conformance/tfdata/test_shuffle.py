@@ -159,9 +159,11 @@ def test_checkpoint_multiple_iterators(reshuffle_each_iteration, buffer_size):
     """kernel_tests/shuffle_test.py::ShuffleCheckpointTest.testMultipleIterators: two
     iterators of one unseeded dataset, saved at the start; restored, each gives again
     what it gave."""
-    ds = dp.range(5).shuffle(
-        buffer_size, seed=None, reshuffle_each_iteration=reshuffle_each_iteration
-    ).repeat(2)
+    ds = (
+        dp.range(5)
+        .shuffle(buffer_size, seed=None, reshuffle_each_iteration=reshuffle_each_iteration)
+        .repeat(2)
+    )
     iterators = [iter(ds), iter(ds)]
     saved = [pickle.loads(pickle.dumps(it.get_state())) for it in iterators]
     expected = [[int(x) for x in it] for it in iterators]

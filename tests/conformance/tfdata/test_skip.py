@@ -7,7 +7,13 @@ import pytest
 
 import datapipe as dp
 
-from ._support import VERIFY_FNS, assert_produces, verify_checkpoint
+from ._support import (
+    VERIFY_FNS,
+    assert_globally_shuffled,
+    assert_produces,
+    shuffled_after,
+    verify_checkpoint,
+)
 
 
 @pytest.mark.parametrize("count", [-1, 0, 4, 10, 25])
@@ -21,9 +27,7 @@ def test_basic(count):
 
 
 @pytest.mark.parametrize("verify_fn", VERIFY_FNS)
-@pytest.mark.parametrize(
-    "count,num_outputs", [(50, 50), (200, 0), (100, 0), (-1, 0), (0, 100)]
-)
+@pytest.mark.parametrize("count,num_outputs", [(50, 50), (200, 0), (100, 0), (-1, 0), (0, 100)])
 def test_checkpoint(verify_fn, count, num_outputs):
     """kernel_tests/skip_test.py::SkipDatasetCheckpointTest.test."""
     verify_checkpoint(lambda: dp.range(100).skip(count), num_outputs, verify_fn)
@@ -93,15 +97,8 @@ def test_random_access_multiple_combinations(elements, skip):
 @pytest.mark.parametrize("count", [0, 2])
 def test_global_shuffle(count, repetitions, seed, reshuffle_each_iteration):
     """kernel_tests/skip_test.py::SkipGlobalShuffleTest.testSkip."""
-    ds = dp.range(10).skip(count).prefetch(buffer_size=dp.AUTOTUNE)
-    if repetitions > 1:
-        ds = ds.repeat(repetitions)
-    ds = ds.global_shuffle(seed=seed, reshuffle_each_iteration=reshuffle_each_iteration)
-    expected = list(range(count, 10)) * repetitions
-    output = [int(x) for x in ds]
-    assert sorted(output) == sorted(expected)
-    assert output != expected
-    assert len(output) == ds.cardinality()
+    ds = shuffled_after(dp.range(10).skip(count), repetitions, seed, reshuffle_each_iteration)
+    assert_globally_shuffled(ds, list(range(count, 10)) * repetitions)
 
 
 @pytest.mark.parametrize("verify_fn", VERIFY_FNS)
@@ -112,12 +109,11 @@ def test_global_shuffle_checkpoint(verify_fn, count, repetitions, reshuffle_each
     """kernel_tests/skip_test.py::SkipGlobalShuffleCheckpointTest.testSkip."""
 
     def build():
-        ds = dp.range(10).skip(count).prefetch(buffer_size=dp.AUTOTUNE)
-        if repetitions > 1:
-            ds = ds.repeat(repetitions)
-        return ds.global_shuffle(seed=42, reshuffle_each_iteration=reshuffle_each_iteration)
+        return shuffled_after(dp.range(10).skip(count), repetitions, 42, reshuffle_each_iteration)
 
-    verify_checkpoint(build, (10 - count) * repetitions, verify_fn, unordered=reshuffle_each_iteration)
+    verify_checkpoint(
+        build, (10 - count) * repetitions, verify_fn, unordered=reshuffle_each_iteration
+    )
 
 
 @pytest.mark.parametrize("skip", [-2, -1])

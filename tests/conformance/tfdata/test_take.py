@@ -7,7 +7,13 @@ import pytest
 
 import datapipe as dp
 
-from ._support import VERIFY_FNS, assert_produces, verify_checkpoint
+from ._support import (
+    VERIFY_FNS,
+    assert_globally_shuffled,
+    assert_produces,
+    shuffled_after,
+    verify_checkpoint,
+)
 
 
 @pytest.mark.parametrize("count", [-1, 0, 4, 10, 25])
@@ -21,9 +27,7 @@ def test_basic(count):
 
 
 @pytest.mark.parametrize("verify_fn", VERIFY_FNS)
-@pytest.mark.parametrize(
-    "count,num_outputs", [(50, 50), (200, 100), (100, 100), (-1, 100), (0, 0)]
-)
+@pytest.mark.parametrize("count,num_outputs", [(50, 50), (200, 100), (100, 100), (-1, 100), (0, 0)])
 def test_checkpoint(verify_fn, count, num_outputs):
     """kernel_tests/take_test.py::TakeDatasetCheckpointTest.test."""
     verify_checkpoint(lambda: dp.range(100).take(count), num_outputs, verify_fn)
@@ -65,15 +69,8 @@ def test_random_access_basic(count):
 @pytest.mark.parametrize("count", [20, 200])
 def test_global_shuffle(count, repetitions, seed, reshuffle_each_iteration):
     """kernel_tests/take_test.py::TakeGlobalShuffleTest.test."""
-    ds = dp.range(100).take(count).prefetch(buffer_size=dp.AUTOTUNE)
-    if repetitions > 1:
-        ds = ds.repeat(repetitions)
-    ds = ds.global_shuffle(seed=seed, reshuffle_each_iteration=reshuffle_each_iteration)
-    expected = list(range(0, min(count, 100))) * repetitions
-    output = [int(x) for x in ds]
-    assert sorted(output) == sorted(expected)
-    assert output != expected
-    assert len(output) == ds.cardinality()
+    ds = shuffled_after(dp.range(100).take(count), repetitions, seed, reshuffle_each_iteration)
+    assert_globally_shuffled(ds, list(range(0, min(count, 100))) * repetitions)
 
 
 @pytest.mark.parametrize("verify_fn", VERIFY_FNS)
@@ -84,10 +81,7 @@ def test_global_shuffle_checkpoint(verify_fn, count, repetitions, reshuffle_each
     """kernel_tests/take_test.py::TakeGlobalShuffleCheckpointTest.test."""
 
     def build():
-        ds = dp.range(10).take(count).prefetch(buffer_size=dp.AUTOTUNE)
-        if repetitions > 1:
-            ds = ds.repeat(repetitions)
-        return ds.global_shuffle(seed=42, reshuffle_each_iteration=reshuffle_each_iteration)
+        return shuffled_after(dp.range(10).take(count), repetitions, 42, reshuffle_each_iteration)
 
     verify_checkpoint(
         build, min(count, 10) * repetitions, verify_fn, unordered=reshuffle_each_iteration

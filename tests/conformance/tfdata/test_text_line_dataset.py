@@ -81,7 +81,9 @@ def test_text_line_dataset_parallel_read(tmp_path):
 def test_text_line_dataset_buffering(tmp_path):
     """kernel_tests/text_line_dataset_test.py::TextLineDatasetTest.testTextLineDatasetBuffering."""
     files = _create_files(tmp_path, 2, 5, crlf=True)
-    assert_produces(dp.TextLineDataset(files, buffer_size=10), [_line(j, i) for j in range(2) for i in range(5)])
+    assert_produces(
+        dp.TextLineDataset(files, buffer_size=10), [_line(j, i) for j in range(2) for i in range(5)]
+    )
 
 
 def test_iterator_resource_cleanup(tmp_path):

@@ -4,7 +4,6 @@ files as ``kernel_tests/tf_record_test_base.py`` writes them: two files of seven
 from __future__ import annotations
 
 import gzip
-import os
 import pathlib
 import struct
 import zlib
@@ -89,7 +88,9 @@ def test_read_ten_epochs_of_batches(filenames):
     assert [list(b) for b in ds] == expected
 
 
-@pytest.mark.parametrize("compression_type", ["ZLIB", "GZIP"], ids=["testReadZlibFiles", "testReadGzipFiles"])
+@pytest.mark.parametrize(
+    "compression_type", ["ZLIB", "GZIP"], ids=["testReadZlibFiles", "testReadGzipFiles"]
+)
 def test_read_compressed_files(filenames, tmp_path, compression_type):
     """kernel_tests/tf_record_dataset_test.py::TFRecordDatasetTest.testReadZlibFiles,
     testReadGzipFiles (one case each)."""
@@ -133,7 +134,9 @@ def _make(filenames, tmp_path, num_epochs, batch_size=1, compression_type=None):
 def test_checkpoint_batch_size(filenames, tmp_path, verify_fn, batch_size):
     """kernel_tests/tf_record_dataset_test.py::TFRecordDatasetCheckpointTest.testBatchSize."""
     num_outputs = 5 * NUM_FILES * NUM_RECORDS // batch_size
-    verify_checkpoint(lambda: _make(filenames, tmp_path, 5, batch_size=batch_size), num_outputs, verify_fn)
+    verify_checkpoint(
+        lambda: _make(filenames, tmp_path, 5, batch_size=batch_size), num_outputs, verify_fn
+    )
 
 
 @pytest.mark.parametrize("verify_fn", VERIFY_FNS)

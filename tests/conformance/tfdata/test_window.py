@@ -83,7 +83,8 @@ def test_window_shape_error():
     ds = dp.from_generator(generator, dp.TensorSpec([None], np.float32)).window(size=3, shift=1)
     ds = ds.flat_map(lambda x: x.batch(batch_size=3))
     with pytest.raises(
-        BatchShapeError, match=r"cannot stack element 2 of shape \(4,\) with element 0 of shape \(3,\)"
+        BatchShapeError,
+        match=r"cannot stack element 2 of shape \(4,\) with element 0 of shape \(3,\)",
     ):
         next(iter(ds))
 
