@@ -17,7 +17,7 @@ Not here: datapipe's ops and sources that tf.data has not (``random_map``,
 ``first_fit_pack``, ``to_torch``, Parquet / Arrow IPC / WebDataset sources,
 ``image_dataset_from_directory``, ``decode_*``; Keras's are in ``tests/conformance/keras``),
 and tf.data's that datapipe has not (``make_csv_dataset``, ``FixedLengthRecordDataset``,
-``snapshot``'s shard files, the tf.data service). Their own tests are in ``tests/``.
+the tf.data service). Their own tests are in ``tests/``.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ _BFLOAT16 = "bfloat16: a TF dtype that numpy has not"
 _ROUND_TRIP = "graphRoundTrip: a dataset serialized to a TF GraphDef and back"
 _PROTO = "the tf.data Options protobuf (dataset_options_pb2)"
 _SNAPSHOT = "TF's snapshot shard files (shard_func, reader_func, checkpoint_args): D-TF-22"
+_LEGACY = "legacy_snapshot's own arguments (mode, snapshot_name, shard_size_bytes, shuffle_on_read, expiry, reader/writer threads)"
+_LEGACY_RESTORE = "legacy_snapshot's restore restarts a reading epoch; the current op's exact resume is SnapshotCheckpointTest"
 _TF_CKPT = "tf.train.Checkpoint of an iterator resource (TF's checkpoint file format)"
 
 SKIPPED: dict[str, str] = {
@@ -171,6 +173,23 @@ SKIPPED: dict[str, str] = {
     "kernel_tests/take_test.py::TakeTest.testName": _NAME,
     "kernel_tests/skip_test.py::SkipTest.testName": _NAME,
     "kernel_tests/repeat_test.py::RepeatTest.testName": _NAME,
+    # snapshot_test.py
+    "experimental/kernel_tests/snapshot_test.py::LegacySnapshotTest.testSpecifySnapshotNameWriteAndRead": _LEGACY,
+    "experimental/kernel_tests/snapshot_test.py::LegacySnapshotTest.testForcePassthroughMode": _LEGACY,
+    "experimental/kernel_tests/snapshot_test.py::LegacySnapshotTest.testForceWriteMode": _LEGACY,
+    "experimental/kernel_tests/snapshot_test.py::LegacySnapshotTest.testForceReadMode": _LEGACY,
+    "experimental/kernel_tests/snapshot_test.py::LegacySnapshotTest.testForceReadNonexistentSnapshot": _LEGACY,
+    "experimental/kernel_tests/snapshot_test.py::LegacySnapshotTest.testForceReadNonexistentNamedSnapshot": _LEGACY,
+    "experimental/kernel_tests/snapshot_test.py::LegacySnapshotTest.testReadShuffledSnapshotAfterWrite": _LEGACY,
+    "experimental/kernel_tests/snapshot_test.py::LegacySnapshotTest.testReadShuffledSnapshotWithSeedAfterWrite": _LEGACY,
+    "experimental/kernel_tests/snapshot_test.py::LegacySnapshotTest.testReadSnapshotParallelAfterWrite": _LEGACY,
+    "experimental/kernel_tests/snapshot_test.py::LegacySnapshotTest.testReadSnapshotBackAfterMultiThreadedWrite": _LEGACY,
+    "experimental/kernel_tests/snapshot_test.py::LegacySnapshotTest.testExpiredSnapshotRewrite": _LEGACY,
+    "experimental/kernel_tests/snapshot_test.py::LegacySnapshotTest.testSnapshotArgsCreateNewSnapshot": _LEGACY,
+    "experimental/kernel_tests/snapshot_test.py::LegacySnapshotTest.testSpecifyShardSize": _LEGACY,
+    "experimental/kernel_tests/snapshot_test.py::LegacySnapshotCheckpointTest.testCheckpointBeforeOneEpochThenRunFewStepsSmallShardMultiThread": _LEGACY,
+    "experimental/kernel_tests/snapshot_test.py::LegacySnapshotCheckpointTest.testCheckpointAfterOneEpoch": _LEGACY_RESTORE,
+    "experimental/kernel_tests/snapshot_test.py::LegacySnapshotCheckpointTest.testCheckpointAfterOneEpochThenRunFewSteps": _LEGACY_RESTORE,
     # csv_dataset_test.py
     "experimental/kernel_tests/csv_dataset_test.py::CsvDatasetTest.testWithSelectandExcludeCol": "select_cols and exclude_cols at once: datapipe has one selection argument, columns= (D-TF-24)",
 }

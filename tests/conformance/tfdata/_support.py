@@ -13,6 +13,7 @@ tf.data's errors map onto datapipe's: ``OutOfRangeError`` is ``StopIteration``; 
 from __future__ import annotations
 
 import pickle
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -273,3 +274,12 @@ def sleep_first(delay_ms: float) -> Callable[[Any], Any]:
         return x
 
     return f
+
+
+def tfrecord_frame(data: bytes) -> bytes:
+    """One TFRecord as ``tf.io.TFRecordWriter`` writes it: the length, the masked CRC32C
+    of the length, the data, the masked CRC32C of the data (needs ``google_crc32c``)."""
+    from datapipe.io.tfrecord import masked_crc32c
+
+    n = struct.pack("<Q", len(data))
+    return n + struct.pack("<I", masked_crc32c(n)) + data + struct.pack("<I", masked_crc32c(data))

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
 
 import numpy as np
 import pytest
 
 import datapipe as dp
 
-from ._support import VERIFY_FNS, assert_produces, verify_checkpoint
+from ._support import VERIFY_FNS, assert_produces, tfrecord_frame, verify_checkpoint
 
 COMPONENTS = np.array([1.0, 2.0, 3.0, np.nan, 5.0]).astype(np.float32)
 
@@ -56,18 +55,6 @@ def test_read_file_ignore_error(tmp_path):
     assert_produces(ds, [f.encode() for f in filenames[1:]])
 
 
-def _tfrecord(payload: bytes) -> bytes:
-    from datapipe.io.tfrecord import masked_crc32c
-
-    length = struct.pack("<Q", len(payload))
-    return (
-        length
-        + struct.pack("<I", masked_crc32c(length))
-        + payload
-        + struct.pack("<I", masked_crc32c(payload))
-    )
-
-
 def test_tfrecord_dataset_ignore_error(tmp_path):
     """kernel_tests/ignore_errors_test.py::IgnoreErrorsTest.testTFRecordDatasetIgnoreError:
     ten good records, then corrupted data, per file; the corrupt tail is skipped."""
@@ -75,7 +62,7 @@ def test_tfrecord_dataset_ignore_error(tmp_path):
     filenames = []
     for i in range(5):
         fn = tmp_path / f"tf_record.{i}.txt"
-        fn.write_bytes(b"".join(_tfrecord(b"record") for _ in range(10)) + b"corrupted data")
+        fn.write_bytes(b"".join(tfrecord_frame(b"record") for _ in range(10)) + b"corrupted data")
         filenames.append(str(fn))
     ds = dp.TFRecordDataset(filenames).ignore_errors()
     assert_produces(ds, [b"record"] * 50)

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import gzip
 import pathlib
-import struct
 import zlib
 
 import pytest
 
 import datapipe as dp
 
-from ._support import VERIFY_FNS, assert_produces, verify_checkpoint
+from ._support import VERIFY_FNS, assert_produces, tfrecord_frame, verify_checkpoint
 
 pytest.importorskip("google_crc32c")  # the TFRecord reader checks every record's CRC
 
@@ -23,21 +22,12 @@ def _record(f, r):
     return f"Record {r} of file {f}".encode()
 
 
-def _frame(data: bytes) -> bytes:
-    """One TFRecord: length, masked CRC32C of the length, data, masked CRC32C of the data
-    (what ``tf.io.TFRecordWriter`` writes)."""
-    from datapipe.io.tfrecord import masked_crc32c
-
-    n = struct.pack("<Q", len(data))
-    return n + struct.pack("<I", masked_crc32c(n)) + data + struct.pack("<I", masked_crc32c(data))
-
-
 @pytest.fixture
 def filenames(tmp_path):
     out = []
     for i in range(NUM_FILES):
         fn = tmp_path / f"tf_record.{i}.txt"
-        fn.write_bytes(b"".join(_frame(_record(i, j)) for j in range(NUM_RECORDS)))
+        fn.write_bytes(b"".join(tfrecord_frame(_record(i, j)) for j in range(NUM_RECORDS)))
         out.append(str(fn))
     return out
 
