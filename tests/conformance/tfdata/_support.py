@@ -140,7 +140,7 @@ def assert_error(
     return info.value
 
 
-def _state_copy(it: Any) -> Any:
+def state_copy(it: Any) -> Any:
     return pickle.loads(pickle.dumps(it.get_state()))
 
 
@@ -189,7 +189,7 @@ def verify_checkpoint(
         return it
 
     if verify_fn == "verify_unused_iterator":
-        same([as_value(x) for x in restored(_state_copy(iter(build())))], first)
+        same([as_value(x) for x in restored(state_copy(iter(build())))], first)
     elif verify_fn in ("verify_fully_used_iterator", "verify_exhausted_iterator"):
         it = iter(build())
         got = [as_value(x) for x in it]  # consumed to the end (StopIteration seen)
@@ -197,7 +197,7 @@ def verify_checkpoint(
             it = iter(build())
             got = [as_value(next(it)) for _ in range(num_outputs)]
         same(got, first)
-        assert list(restored(_state_copy(it))) == []
+        assert list(restored(state_copy(it))) == []
     elif verify_fn == "verify_multiple_breaks":
         breaks = sorted({0, num_outputs // 3, (2 * num_outputs) // 3, num_outputs})
         ds = build()
@@ -205,7 +205,7 @@ def verify_checkpoint(
         for b in breaks[1:]:
             got += [as_value(next(it)) for _ in range(b - done)]
             done = b
-            it = restored(_state_copy(it))
+            it = restored(state_copy(it))
         got += [as_value(x) for x in it]
         same(got, first)
     elif verify_fn == "verify_reset_restored_iterator":
@@ -213,7 +213,7 @@ def verify_checkpoint(
         it = iter(ds)
         for _ in range(num_outputs // 2):
             next(it)
-        restored(_state_copy(it)).close()
+        restored(state_copy(it)).close()
         same([as_value(x) for x in build()], first)
     else:  # pragma: no cover - a typo in a test
         raise AssertionError(verify_fn)
@@ -283,3 +283,19 @@ def tfrecord_frame(data: bytes) -> bytes:
 
     n = struct.pack("<Q", len(data))
     return n + struct.pack("<I", masked_crc32c(n)) + data + struct.pack("<I", masked_crc32c(data))
+
+
+def tf_record(f: int, r: int) -> bytes:
+    """Record ``r`` of file ``f`` as ``tf_record_test_base`` writes it."""
+    return f"Record {r} of file {f}".encode()
+
+
+def create_tf_record_files(tmp_path: Any, num_files: int, num_records: int) -> list[str]:
+    """``tf_record_test_base._createFiles``: ``tf_record.<i>.txt`` of ``num_records``
+    records each (needs ``google_crc32c``)."""
+    out = []
+    for i in range(num_files):
+        fn = tmp_path / f"tf_record.{i}.txt"
+        fn.write_bytes(b"".join(tfrecord_frame(tf_record(i, j)) for j in range(num_records)))
+        out.append(str(fn))
+    return out

@@ -18,25 +18,16 @@ import pytest
 
 import datapipe as dp
 
-from ._support import _state_copy, as_value, assert_produces, tfrecord_frame
+from ._support import as_value, assert_produces, create_tf_record_files, state_copy, tf_record
 
 CPUS = os.cpu_count() or 1
 COMPRESSIONS = [None, "GZIP", "SNAPPY"]  # snapshot.COMPRESSION_NONE, _GZIP, _SNAPPY
 
 
-def _record(f, r):
-    return b"Record %d of file %d" % (r, f)
-
-
 def _create_tf_records(tmp_path, num_files=10, num_records=100):
-    """Upstream ``createTFRecords`` (``tf_record_test_base._createFiles``)."""
+    """Upstream ``createTFRecords``."""
     pytest.importorskip("google_crc32c")  # the TFRecord reader checks every record's CRC
-    filenames = []
-    for i in range(num_files):
-        fn = tmp_path / f"tf_record.{i}.txt"
-        fn.write_bytes(b"".join(tfrecord_frame(_record(i, j)) for j in range(num_records)))
-        filenames.append(str(fn))
-    return filenames
+    return create_tf_record_files(tmp_path, num_files, num_records)
 
 
 def _remove(filenames):
@@ -45,7 +36,7 @@ def _remove(filenames):
 
 
 def _expected_records(num_files=10, num_records=100):
-    return [_record(f, r) for f in range(num_files) for r in range(num_records)]
+    return [tf_record(f, r) for f in range(num_files) for r in range(num_records)]
 
 
 @pytest.fixture
@@ -355,11 +346,11 @@ class _Checkpoints:
         outputs = []
         for i in range(num_outputs):
             if i in break_points:
-                self.saved = _state_copy(it)
+                self.saved = state_copy(it)
                 it = self._restored()
             outputs.append(int(as_value(next(it))))
         if save_checkpoint_at_end:
-            self.saved = _state_copy(it)
+            self.saved = state_copy(it)
         if verify_exhausted:
             with pytest.raises(StopIteration):
                 next(it)

@@ -11,25 +11,22 @@ import pytest
 
 import datapipe as dp
 
-from ._support import VERIFY_FNS, assert_produces, tfrecord_frame, verify_checkpoint
+from ._support import (
+    VERIFY_FNS,
+    assert_produces,
+    create_tf_record_files,
+    tf_record,
+    verify_checkpoint,
+)
 
 pytest.importorskip("google_crc32c")  # the TFRecord reader checks every record's CRC
 
 NUM_FILES, NUM_RECORDS = 2, 7
 
 
-def _record(f, r):
-    return f"Record {r} of file {f}".encode()
-
-
 @pytest.fixture
 def filenames(tmp_path):
-    out = []
-    for i in range(NUM_FILES):
-        fn = tmp_path / f"tf_record.{i}.txt"
-        fn.write_bytes(b"".join(tfrecord_frame(_record(i, j)) for j in range(NUM_RECORDS)))
-        out.append(str(fn))
-    return out
+    return create_tf_record_files(tmp_path, NUM_FILES, NUM_RECORDS)
 
 
 def _compressed(filenames, tmp_path, compression_type):
@@ -49,7 +46,7 @@ def _compressed(filenames, tmp_path, compression_type):
     return out
 
 
-ALL = [_record(j, i) for j in range(NUM_FILES) for i in range(NUM_RECORDS)]
+ALL = [tf_record(j, i) for j in range(NUM_FILES) for i in range(NUM_RECORDS)]
 
 
 def test_constructor_errors_tensor_input():
@@ -61,8 +58,8 @@ def test_constructor_errors_tensor_input():
 
 def test_read_one_epoch(filenames):
     """kernel_tests/tf_record_dataset_test.py::TFRecordDatasetTest.testReadOneEpoch."""
-    assert_produces(dp.TFRecordDataset(filenames[0]), [_record(0, i) for i in range(NUM_RECORDS)])
-    assert_produces(dp.TFRecordDataset(filenames[1]), [_record(1, i) for i in range(NUM_RECORDS)])
+    assert_produces(dp.TFRecordDataset(filenames[0]), [tf_record(0, i) for i in range(NUM_RECORDS)])
+    assert_produces(dp.TFRecordDataset(filenames[1]), [tf_record(1, i) for i in range(NUM_RECORDS)])
     assert_produces(dp.TFRecordDataset(filenames), ALL)
 
 
@@ -74,7 +71,7 @@ def test_read_ten_epochs(filenames):
 def test_read_ten_epochs_of_batches(filenames):
     """kernel_tests/tf_record_dataset_test.py::TFRecordDatasetTest.testReadTenEpochsOfBatches."""
     ds = dp.TFRecordDataset(filenames).repeat(10).batch(NUM_RECORDS)
-    expected = [[_record(j, i) for i in range(NUM_RECORDS)] for j in range(NUM_FILES)] * 10
+    expected = [[tf_record(j, i) for i in range(NUM_RECORDS)] for j in range(NUM_FILES)] * 10
     assert [list(b) for b in ds] == expected
 
 
@@ -111,7 +108,7 @@ def test_read_ten_epochs_from_files_in_parallel(filenames):
 def test_pathlib(filenames):
     """kernel_tests/tf_record_dataset_test.py::TFRecordDatasetTest.testPathlib."""
     ds = dp.TFRecordDataset([pathlib.Path(filenames[0])])
-    assert_produces(ds, [_record(0, i) for i in range(NUM_RECORDS)], unordered=True)
+    assert_produces(ds, [tf_record(0, i) for i in range(NUM_RECORDS)], unordered=True)
 
 
 def _make(filenames, tmp_path, num_epochs, batch_size=1, compression_type=None):
