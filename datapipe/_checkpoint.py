@@ -6,8 +6,9 @@ A state is a dict (JSON-like; numpy arrays and elements inside; ``save_state`` w
     the epoch tuple (seeds mix it in; after a restore the dataset's next ``iter()`` is the
     epoch after it);
 ``seed``
-    the global seed (fresh entropy per ``iter()`` without ``Options.seed``: kept, or a
-    resumed ``global_shuffle`` would draw another permutation);
+    the global seed (without ``Options.seed``, the entropy of the graph's first random op,
+    ``datapipe._context``: kept, so a pipeline rebuilt in a new process resumes the same
+    permutation);
 ``worker``
     ``[index, count]`` of the worker that saved it (``[0, 1]`` without a worker context);
 ``root``

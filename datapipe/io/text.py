@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from collections.abc import Sequence
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from datapipe._spec import TensorSpec
 from datapipe._validate import check_int
 from datapipe.dataset import Dataset
 from datapipe.errors import FileReadError, annotate
+from datapipe.io._compression import open_compressed
 from datapipe.io._safe_files import open_regular
 from datapipe.io.file_source import FileSource
 
@@ -41,7 +43,8 @@ class TextLineDataset(FileSource):
 
     Args:
         filenames: a path or a list of paths.
-        compression_type: ``None`` or ``""`` (plain text) or ``"GZIP"``.
+        compression_type: ``None`` or ``""`` (plain text), ``"GZIP"`` or ``"ZLIB"`` (a
+            zlib stream, ``zlib.compress``'s format), as tf.data.
         buffer_size: ignored (kept for tf.data's signature); files are read in 64 KiB
             blocks of lines.
         num_parallel_reads: read this many files at once, interleaving their lines one by
@@ -80,12 +83,12 @@ class TextLineDataset(FileSource):
         super().__init__()
         self._files = _file_list(filenames, self._name)
         comp = (compression_type or "").upper()
-        if comp not in ("", "GZIP"):
+        if comp not in ("", "GZIP", "ZLIB"):
             raise ValueError(
-                f"{self._name}: compression_type must be None, '' or 'GZIP', "
+                f"{self._name}: compression_type must be None, '', 'GZIP' or 'ZLIB', "
                 f"got {compression_type!r}"
             )
-        self._gzip = comp == "GZIP"
+        self._compression = comp
         k = 1 if num_parallel_reads is None else num_parallel_reads
         k = check_int(self._name, "num_parallel_reads", k, 1, (-1,), ">= 1 or AUTOTUNE")
         self._cycle = 2 if k == -1 else k  # AUTOTUNE: two files at once
@@ -106,12 +109,12 @@ class _OpenFile:
         self.ds, self.file_index, self.path = ds, file_index, ds._files[file_index]
         self.lines_read = 0
         raw = open_regular(self.path)  # a FIFO or a device would block or never end
-        self.f: BinaryIO | gzip.GzipFile = (
-            gzip.GzipFile(fileobj=raw, mode="rb") if ds._gzip else raw
-        )
         self.raw = raw
-        if offset:
-            self.f.seek(offset)
+        try:
+            self.f: Any = open_compressed(raw, ds._compression, offset)
+        except (OSError, EOFError, zlib.error) as e:
+            raw.close()
+            raise FileReadError(f"cannot read from offset {offset}: {e}", self.path) from e
         self.offset = offset
         self.buf: list[bytes] = []
         self.pos = 0
@@ -125,7 +128,7 @@ class _OpenFile:
         if self.pos >= len(self.buf):
             try:
                 self.buf, self.pos = self.f.readlines(_READ_HINT), 0
-            except (OSError, EOFError, gzip.BadGzipFile) as e:
+            except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as e:
                 self.broken = True
                 raise FileReadError(
                     f"cannot read line {self.lines_read + 1}: {e}", self.path

@@ -15,7 +15,6 @@ project.
 
 from __future__ import annotations
 
-import gzip
 import os
 import struct
 import zlib
@@ -27,6 +26,7 @@ import numpy as np
 from datapipe._spec import TensorSpec
 from datapipe.errors import FileReadError
 from datapipe.io._bounded import read_declared
+from datapipe.io._compression import open_compressed
 from datapipe.io._record_files import RecordFileSource, RecordReader, cycle_of, file_list
 from datapipe.io._safe_files import open_regular
 
@@ -63,7 +63,8 @@ class TFRecordDataset(RecordFileSource):
     Args:
         filenames: a path or URL (``s3://...``, ``https://...``: fsspec, see
             ``datapipe.io._remote``), or a list of them.
-        compression_type: ``None`` or ``""`` (uncompressed) or ``"GZIP"``.
+        compression_type: ``None`` or ``""`` (uncompressed), ``"GZIP"`` or ``"ZLIB"``
+            (``datapipe.io._compression``), as tf.data.
         buffer_size: ignored (kept for tf.data's signature); local files are read through
             Python's buffered I/O, remote ones in 1 MiB range requests.
         num_parallel_reads: read this many files at once, one record from each in turn
@@ -79,7 +80,7 @@ class TFRecordDataset(RecordFileSource):
     within it is read in chunks that grow with the bytes the file holds
     (``datapipe.io._bounded``): a corrupt or hostile length cannot allocate memory.
 
-    State: each open file's byte offset (uncompressed offset for GZIP) and record count; a
+    State: each open file's byte offset (uncompressed offset when compressed) and record count; a
     checkpoint resumes at the next record. FILE auto-sharding gives each worker its own
     files; checkpoints taken under FILE resume on another number of workers.
 
@@ -117,12 +118,12 @@ class TFRecordDataset(RecordFileSource):
         super().__init__()
         self._files = file_list(filenames, self._name)
         comp = (compression_type or "").upper()
-        if comp not in ("", "GZIP"):
+        if comp not in ("", "GZIP", "ZLIB"):
             raise ValueError(
-                f"{self._name}: compression_type must be None, '' or 'GZIP', got "
-                f"{compression_type!r} (ZLIB-compressed TFRecords are not supported)"
+                f"{self._name}: compression_type must be None, '', 'GZIP' or 'ZLIB', got "
+                f"{compression_type!r}"
             )
-        self._gzip = comp == "GZIP"
+        self._compression = comp
         self._cycle = cycle_of(self._name, num_parallel_reads)
         _crc32c()  # fail at construction, not at the first record
 
@@ -131,17 +132,15 @@ class TFRecordDataset(RecordFileSource):
         return TensorSpec((), np.dtype(object))
 
     def open_reader(self, file_index: int, offset: int) -> RecordReader:
-        return _TFRecordReader(self._files[file_index], offset, self._gzip)
+        return _TFRecordReader(self._files[file_index], offset, self._compression)
 
 
 class _TFRecordReader(RecordReader):
-    def __init__(self, path: str, offset: int, gz: bool):
+    def __init__(self, path: str, offset: int, compression: str):
         self.path, self.offset, self.crc32c = path, offset, _crc32c()
         self.raw = open_regular(path)  # local: regular files only; URL: size-checked, retried
         try:
-            self.f = gzip.GzipFile(fileobj=self.raw, mode="rb") if gz else self.raw
-            if offset:
-                self.f.seek(offset)
+            self.f = open_compressed(self.raw, compression, offset)
         except BaseException:
             self.raw.close()
             raise

@@ -83,7 +83,7 @@ def test_text_errors_name_file(tmp_path):
     with pytest.raises(dp.PipelineError) as info:
         list(TextLineDataset(missing))
     assert info.value.path == missing
-    with pytest.raises(ValueError, match="compression_type must be None, '' or 'GZIP'"):
+    with pytest.raises(ValueError, match="compression_type must be None, '', 'GZIP' or 'ZLIB'"):
         TextLineDataset(bad, compression_type="ZIP")
     notgz = _write_lines(str(tmp_path / "plain.txt"), ["a"])
     with pytest.raises(dp.DatapipeError, match="cannot read line 1") as info:

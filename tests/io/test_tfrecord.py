@@ -257,8 +257,8 @@ def test_interleave_over_listed_files_in_parallel(tmp_path, threads):
 
 
 def test_arguments_and_missing_files(tmp_path):
-    with pytest.raises(ValueError, match="compression_type must be None, '' or 'GZIP'"):
-        TFRecordDataset("x", compression_type="ZLIB")
+    with pytest.raises(ValueError, match="compression_type must be None, '', 'GZIP' or 'ZLIB'"):
+        TFRecordDataset("x", compression_type="BZIP2")
     with pytest.raises(ValueError, match="filenames is empty"):
         TFRecordDataset([])
     got, err = ours([str(tmp_path / "missing.tfrecord")])
