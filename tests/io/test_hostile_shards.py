@@ -184,6 +184,24 @@ def test_a_tfrecord_length_within_the_limit_but_not_in_the_file_allocates_nothin
     assert f"corrupted record 1 at byte offset 19: truncated (length {900 * MIB})" in out
 
 
+def test_a_zlib_record_file_inflates_only_as_far_as_it_is_read(tmp_path):
+    import zlib
+
+    p = tmp_path / "z.tfrecord"
+    p.write_bytes(zlib.compress(tfrecord_frame(b"\0" * (64 * MIB)), 9))  # ~64 KiB on disk
+    out = hostile_run(
+        f"""
+        dp.io.set_max_file_bytes(8 << 20)
+        try:
+            list(dp.TFRecordDataset({str(p)!r}, compression_type="ZLIB"))
+        except Exception as e:
+            print(type(e).__name__, e)
+        """
+    )
+    # old: the first 64 KiB of compressed bytes inflated to 64 MiB at once, then copied
+    assert "corrupted record 0 at byte offset 0: its length field declares 67108864 bytes" in out
+
+
 # ---- the field rules -----------------------------------------------------------------------
 def test_fields_none_refuses_a_sample_with_a_field_the_first_lacked(tmp_path):
     samples = [{"__key__": "a", "cls": 1}, {"__key__": "b", "cls": 2, "jpg": b"\xff"},
