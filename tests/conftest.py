@@ -14,6 +14,7 @@ import os
 import threading
 import time
 
+import differential
 import pytest
 from harness import own_shm_segments, settle_processes
 from hypothesis import settings
@@ -95,3 +96,18 @@ def clean_env(monkeypatch):
 def small_bomb_limit(monkeypatch):
     """Pillow's decompression-bomb limit lowered so that a 64x64 image is over twice it."""
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)
+
+
+# ---- differential tests: the anchors' results from golden files, or live ---------------------
+@pytest.fixture(params=differential.REFERENCE_PARAMS)
+def ref(request) -> differential.Reference:
+    """``ref(fn, *args)``: the reference library's result, read from the test module's golden
+    file (``[golden]``, the default run) or computed by the installed library (``[live]``,
+    ``pytest -m differential``); see tests/differential.py."""
+    return differential.Reference(request, live=request.param == "live")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if differential.WRITE:
+        for path in differential.write_goldens():
+            print(f"\nwrote {path.relative_to(differential.GOLDENS.parent.parent)}")
