@@ -43,7 +43,7 @@ def backend(request, monkeypatch):
     if request.param == "torch":
         monkeypatch.setattr(image_resize, "cv2", None)
         return None
-    cv2 = pytest.importorskip("cv2", reason="opencv-python-headless (images/dev extra)")
+    cv2 = pytest.importorskip("cv2", reason="opencv-python-headless (the images extra)")
     calls = []
     real = cv2.resize
     monkeypatch.setattr(cv2, "resize", lambda *a, **kw: calls.append(1) or real(*a, **kw))
