@@ -41,7 +41,12 @@ GOLDENS = Path(__file__).resolve().parent / "goldens"
 WRITE = os.environ.get("DATAPIPE_GOLDENS") == "write"
 # The reference libraries, by import name: the distribution pip installs and the extra
 # that has it (the ``bench`` extra: the benchmarks' peers).
-LIBRARIES = {"tensorflow": "tensorflow-cpu", "keras": "keras", "grain": "grain"}
+LIBRARIES = {
+    "tensorflow": "tensorflow-cpu",
+    "keras": "keras",
+    "grain": "grain",
+    "sklearn": "scikit-learn",
+}
 # Relative tolerance of the input fingerprints' sums: inputs computed in float32 by our
 # own code may differ by a few ulps between CPUs (vector widths); any real change of an
 # input moves a sum by far more.

@@ -1,6 +1,6 @@
 """Rewrite the golden files in this folder from the reference libraries themselves.
 
-Run it where the ``bench`` extra is installed (tensorflow-cpu, keras, grain):
+Run it where the ``bench`` extra is installed (tensorflow-cpu, keras, grain, scikit-learn):
 
     python tests/goldens/generate.py            # every differential test, files rewritten
     python tests/goldens/generate.py -k resize  # some: their entries replaced, others kept
@@ -12,7 +12,7 @@ id; at the end each test file's entries go to ``tests/goldens/<test file>.json``
 versions of the libraries that computed them. The ``[live]`` tests compare as usual, so a
 failing one is reported (and the script exits non-zero) while its entries are still
 written. The committed goldens were written with tensorflow-cpu 2.21.0 and keras 3.15.1
-(grain 0.2.18): each file names its own.
+(grain 0.2.18, scikit-learn 1.9.1): each file names its own.
 """
 
 from __future__ import annotations
