@@ -3,7 +3,8 @@
 A state is a dict (JSON-like; numpy arrays and elements inside; ``save_state`` writes it):
 
 ``epoch``
-    the epoch tuple (seeds mix it in);
+    the epoch tuple (seeds mix it in; after a restore the dataset's next ``iter()`` is the
+    epoch after it);
 ``seed``
     the global seed (fresh entropy per ``iter()`` without ``Options.seed``: kept, or a
     resumed ``global_shuffle`` would draw another permutation);
@@ -12,7 +13,10 @@ A state is a dict (JSON-like; numpy arrays and elements inside; ``save_state`` w
 ``root``
     the op chain's own state (each op's ``get_state``, nested);
 ``pending``
-    elements the iterator had computed and not yet delivered (at most one chunk).
+    elements the iterator had computed and not yet delivered (at most one chunk);
+``produced``
+    elements the chain had produced in the epoch, ``pending`` included (an elastic resume
+    weighs what the ops still hold by it).
 
 With a worker context (see ``datapipe.distribute``) also:
 
@@ -44,9 +48,14 @@ def layout(ctx: IterContext) -> list[int]:
     return [0, 1] if w is None or not ctx.cut_nodes else [int(w.index), int(w.count)]
 
 
-def chain_state(ctx: IterContext, root: OpIterator, pending: list) -> dict:
+def chain_state(ctx: IterContext, root: OpIterator, pending: list, produced: int) -> dict:
     """One chain's state (the chain's own, then its shard points' accounting)."""
-    state = {"seed": ctx.seed, "root": root.get_state(), "pending": list(pending)}
+    state = {
+        "seed": ctx.seed,
+        "root": root.get_state(),
+        "pending": list(pending),
+        "produced": int(produced),
+    }
     if ctx.cut_nodes:
         from datapipe.distribute.shard_point import cut_state
 
@@ -59,7 +68,12 @@ def iterator_state(it: Any) -> dict:
     """``Iterator.get_state``: see the module docstring."""
     ctx = it._ctx
     state = {"epoch": list(it._epoch), "worker": layout(ctx)}
-    state.update(chain_state(ctx, it._primary, it._buf[it._pos :]))
+    produced = it._produced
+    if it.root is not it._primary:
+        from datapipe.distribute.elastic import drained_out
+
+        produced -= drained_out(it.root)  # the drained chains count their own
+    state.update(chain_state(ctx, it._primary, it._buf[it._pos :], produced))
     if ctx.cut_nodes:
         state["policy"] = ctx.policy
     if it.root is not it._primary:
@@ -99,6 +113,7 @@ def restore_iterator(it: Any, state: Any) -> None:
     if _fits_current_chain(it, state):
         _restore_root(it._primary, state["root"])
         it._buf, it._pos = list(state["pending"]), 0
+        it._produced = int(state.get("produced", 0))
         return None
     from datapipe.distribute import elastic
 

@@ -30,9 +30,15 @@ def set_image_data_format(data_format: str) -> None:
     """Set the layout of layers and image loaders created from now on.
 
     Raises:
-        ValueError: ``data_format`` is not ``"channels_first"`` / ``"channels_last"``.
+        ValueError: ``data_format`` is not ``"channels_first"`` / ``"channels_last"``
+            (None included, as Keras's ``set_image_data_format`` refuses it: there is no
+            default to fall back to here).
     """
     global _current
+    if data_format is None:
+        raise ValueError(
+            f"set_image_data_format: data_format must be one of {DATA_FORMATS}; got None"
+        )
     _current = resolve_data_format(data_format, "set_image_data_format")
 
 

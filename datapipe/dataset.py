@@ -314,6 +314,12 @@ class Dataset:
         # of the same Dataset object while staying reproducible from the seed.
         return self._build_iterator((next(self._iterations),))
 
+    def _continue_after_epoch(self, epoch: int) -> None:
+        """Make the next ``iter()`` epoch ``epoch + 1``: a restored iterator state carries
+        its epoch (``Iterator.load_state_dict``), and the pass after it reshuffles as the
+        run that saved it would have."""
+        self._iterations = itertools.count(int(epoch) + 1)
+
     def as_numpy_iterator(self) -> Iterator:
         """Alias of ``iter(self)`` for tf.data users: elements are already numpy here
         unless the source holds torch tensors."""
@@ -384,11 +390,17 @@ class Dataset:
 
     @staticmethod
     def from_generator(
-        generator: Callable[[], Any], output_signature: Any, args: tuple = ()
+        generator: Callable[..., Any],
+        output_types: Any = None,
+        output_shapes: Any = None,
+        args: tuple | None = None,
+        output_signature: Any = None,
+        name: str | None = None,
     ) -> Dataset:
-        from datapipe.sources.generator import GeneratorDataset
+        from datapipe.sources.generator import GeneratorDataset, resolve_signature
 
-        return GeneratorDataset(generator, output_signature, args)
+        signature = resolve_signature(output_types, output_shapes, output_signature)
+        return GeneratorDataset(generator, signature, () if args is None else args)
 
     @staticmethod
     def counter(start: int = 0, step: int = 1, dtype: Any = "int64") -> Dataset:
@@ -698,6 +710,18 @@ class Dataset:
         from datapipe.ops.to_torch import ToTorchDataset
 
         return ToTorchDataset(self)
+
+    def snapshot(
+        self,
+        path: str | os.PathLike,
+        compression: str | None = "AUTO",
+        reader_func: Callable[[Dataset], Dataset] | None = None,
+        shard_func: Callable[..., Any] | None = None,
+        name: str | None = None,
+    ) -> Dataset:
+        from datapipe.ops.snapshot import SnapshotDataset
+
+        return SnapshotDataset(self, path, compression, reader_func, shard_func)
 
     def with_options(self, options: Options) -> Dataset:
         from datapipe.ops.with_options import OptionsDataset

@@ -50,11 +50,16 @@ class _Merge:
         names = [f.name for f in dataclasses.fields(self)]
         cls = type(self).__name__
         if name not in names:
-            close = difflib.get_close_matches(name, names, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"its options are {names}"
-            raise AttributeError(f"{cls} has no option {name!r}; {hint}")
+            raise _no_option(cls, name, names)
         check = _CHECKS.get((cls, name))
         object.__setattr__(self, name, value if check is None else check(cls, name, value))
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names that are not fields: reading a misspelt or a tf.data-only
+        # option (``Options().experimental_distribute``) names the right one.
+        if name.startswith("_"):  # copy/pickle probe dunders; not an option
+            raise AttributeError(name)
+        raise _no_option(type(self).__name__, name, [f.name for f in dataclasses.fields(self)])
 
     def merge(self, other: Any) -> Any:
         kwargs = {}
@@ -65,6 +70,61 @@ class _Merge:
             else:
                 kwargs[f.name] = theirs if theirs is not None else mine
         return type(self)(**kwargs)
+
+
+# tf.data.Options' experimental_* attributes (TF 1.15 to 2.21): datapipe's name for each, or
+# why there is none. Read or set, each names its replacement instead of a bare
+# AttributeError (a port from tf.data meets these first).
+_TF_EXPERIMENTAL: dict[str, tuple[str | None, str]] = {
+    "experimental_deterministic": ("deterministic", "tf.data's deprecated alias"),
+    "experimental_distribute": ("distribute", "a DistributeOptions"),
+    "experimental_threading": ("threading", "a ThreadingOptions"),
+    "experimental_stats": ("stats", "a StatsOptions"),
+    "experimental_optimization": (
+        None,
+        "datapipe has no optimization options: its graph rewrites (auto-sharding, shard and "
+        "skip moved below element-wise ops) always run",
+    ),
+    "experimental_slack": (
+        None,
+        "no prefetch slack: AUTOTUNE sizes the prefetch buffers (Options.autotune)",
+    ),
+    "experimental_external_state_policy": (
+        None,
+        "a checkpoint holds iterator positions only (state_dict()), never a function's state",
+    ),
+    "experimental_stateful_whitelist": (
+        None,
+        "a checkpoint holds iterator positions only (state_dict()), never a function's state",
+    ),
+    "experimental_symbolic_checkpoint": (
+        None,
+        "checkpoints are always positions (state_dict(): a few integers for arrays)",
+    ),
+    "experimental_warm_start": (
+        None,
+        "no warm start: parallel stages and prefetch start at iter()",
+    ),
+    "experimental_service": (
+        None,
+        "the service is an op: ds.apply(dp.service.distribute(processing_mode, service))",
+    ),
+}
+
+
+def _no_option(cls: str, name: str, names: list[str]) -> AttributeError:
+    """The error for an option ``cls`` lacks: tf.data's name for one of ours, the closest
+    field, or the list of fields."""
+    if cls == "Options" and name in _TF_EXPERIMENTAL:
+        ours, note = _TF_EXPERIMENTAL[name]
+        if ours is not None:
+            hint = f"tf.data's {name} is {ours!r} here ({note}): did you mean {ours!r}?"
+        else:
+            hint = f"tf.data's {name} has no equivalent: {note}"
+        return AttributeError(f"{cls} has no option {name!r}; {hint}")
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"its options are {names}"
+    return AttributeError(f"{cls} has no option {name!r}; {hint}")
 
 
 @dataclass

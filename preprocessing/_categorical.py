@@ -2,13 +2,16 @@
 
 ``encode(indices, output_mode, depth)`` is Keras 3's ``encode_categorical_inputs``
 (``keras/src/utils/numerical_utils.py``) in torch: ``one_hot`` encodes every element (a
-trailing axis of size 1 is replaced by the encoding), ``multi_hot`` / ``count`` encode the
-last axis as one sample, a scalar is one sample of one element. Indices outside
-``[0, depth)`` add nothing (the lookup layers send their mask token there).
+trailing axis of size 1 is replaced by the encoding); ``multi_hot`` / ``count`` reduce
+Keras's one axis: axis 1 of an input of rank 2 or more (a sample per row of a
+``(batch, n)`` input; ``(a, b, c)`` gives ``(a, c, depth)``), axis 0 of a rank-1 input (one
+sample); a scalar is one sample of one element. Indices outside ``[0, depth)`` add nothing
+(the lookup layers send their mask token there).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal, overload
@@ -67,9 +70,10 @@ def encode(
     """Keras's categorical encoding of int64 ``indices`` (see the module docstring).
 
     Shapes: ``one_hot``: ``(..., 1) -> (..., depth)``, otherwise ``(...) -> (..., depth)``;
-    ``multi_hot`` / ``count``: ``(..., n) -> (..., depth)``; a scalar gives ``(depth,)``
-    (``(1, depth)`` for ``one_hot``, as Keras). ``count_weights`` (``count`` only, shaped
-    like ``indices``) adds each element's weight instead of 1.
+    ``multi_hot`` / ``count``: ``(n,) -> (depth,)``, ``(b, n) -> (b, depth)``, ``(a, n,
+    c, ...) -> (a, c, ..., depth)`` (axis 1 is reduced, Keras's rule); a scalar gives
+    ``(depth,)`` (``(1, depth)`` for ``one_hot``, as Keras). ``count_weights`` (``count``
+    only, shaped like ``indices``) adds each element's weight instead of 1.
     """
     if output_mode == "int":
         return indices
@@ -82,11 +86,45 @@ def encode(
     hot = hot * valid.unsqueeze(-1)
     if output_mode == "one_hot":
         return hot.to(dtype)
+    # Keras's reduction axis (numerical_utils.encode_categorical_inputs, nn.multi_hot): 1
+    # when the indices have rank 2 or more, else 0.
+    axis = 1 if indices.ndim > 1 else 0
     if output_mode == "multi_hot":  # any(), not amax(): an empty axis gives zeros
-        return hot.any(dim=-2).to(dtype)
+        return hot.any(dim=axis).to(dtype)
     if count_weights is not None:
-        return (hot.to(count_weights.dtype) * count_weights.unsqueeze(-1)).sum(dim=-2)
-    return hot.sum(dim=-2).to(dtype)
+        return (hot.to(count_weights.dtype) * count_weights.unsqueeze(-1)).sum(dim=axis)
+    return hot.sum(dim=axis).to(dtype)
+
+
+FLOAT_OUTPUTS = {
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+}
+INT_OUTPUTS = {"int32": torch.int32, "int64": torch.int64}
+
+
+def output_dtype(layer: Any, dtype: Any, int_output: bool, ints_allowed: bool = False) -> str:
+    """A feature layer's ``dtype`` argument (Keras's: the dtype of what it returns).
+
+    ``int_output``: the layer returns indices (``output_mode="int"``): ``"int32"`` or
+    ``"int64"`` (default ``"int64"``). Otherwise a float name (default ``"float32"``), or
+    with ``ints_allowed`` also an int name (CategoryEncoding's one-hot as ``int32``).
+    """
+    if dtype is None:
+        return "int64" if int_output else "float32"
+    allowed = tuple(INT_OUTPUTS) if int_output else tuple(FLOAT_OUTPUTS)
+    if ints_allowed and not int_output:
+        allowed += tuple(INT_OUTPUTS)
+    if not isinstance(dtype, str) or dtype not in allowed:
+        what = "with output_mode='int' " if int_output else ""
+        layer._fail("dtype", f"{what}must be one of {allowed} or None", dtype)
+    return dtype
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    return {**FLOAT_OUTPUTS, **INT_OUTPUTS}[name]
 
 
 def encoded_dtype(output_mode: str) -> torch.dtype:
@@ -176,9 +214,9 @@ def run_adapt(layer: Any, data: Any, batch_size, steps, progress, update) -> int
     with progress_bar(
         total=total, desc=f"{name}.adapt", unit="batch", enabled=progress, delay=2.0
     ) as bar:
-        for batch in batches:
-            if steps is not None and count >= steps:
-                break
+        # islice: the batch after the last step is never read (a pipeline may be costly
+        # or endless), as Keras's adapt(steps=) stops.
+        for batch in itertools.islice(batches, steps):
             update(batch)
             count += 1
             bar.update(1)

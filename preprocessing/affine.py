@@ -40,6 +40,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from ._photometric import apply_where
 from .base import RandomLayer, _is_number
 from .geometric import GeometricLayer
 
@@ -225,14 +226,19 @@ def continuous_matrix(matrix: torch.Tensor) -> torch.Tensor:
     """Output->input pixel-index matrices -> input->output continuous-coordinate ones.
 
     Pixel i's centre is index i and continuous coordinate i + 0.5, so the forward map of
-    continuous points is ``T(+0.5) @ inverse(M) @ T(-0.5)``.
+    continuous points is ``T(+0.5) @ inverse(M) @ T(-0.5)``. A matrix with no inverse (a
+    shear with ``s_x * s_y = 1`` samples every output pixel from one line of the input,
+    so an input point lands on a whole line, not a point) gives NaN: its boxes are
+    dropped (label -1) and its keypoints are NaN.
     """
     m = matrix.to(torch.float32)
     shift = torch.eye(3, device=m.device, dtype=m.dtype)
     shift[0, 2] = shift[1, 2] = 0.5
     back = torch.eye(3, device=m.device, dtype=m.dtype)
     back[0, 2] = back[1, 2] = -0.5
-    return shift @ torch.linalg.inv(m) @ back
+    inverse, info = torch.linalg.inv_ex(m)  # no error (nor host sync) on singular ones
+    inverse = torch.where((info != 0).view(-1, *([1] * (m.ndim - 1))), torch.nan, inverse)
+    return shift @ inverse @ back
 
 
 class AffineLayer(GeometricLayer, RandomLayer):
@@ -261,9 +267,14 @@ class AffineLayer(GeometricLayer, RandomLayer):
         data_format: str | None = None,
         bounding_box_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(
-            bounding_box_format=bounding_box_format, seed=seed, data_format=data_format, dtype=dtype
+            bounding_box_format=bounding_box_format,
+            seed=seed,
+            data_format=data_format,
+            dtype=dtype,
+            **kwargs,
         )
         if fill_mode not in FILL_MODES:
             self._fail("fill_mode", f"must be one of {FILL_MODES}", fill_mode)
@@ -291,13 +302,18 @@ class AffineLayer(GeometricLayer, RandomLayer):
     def warp(self, x: torch.Tensor, params: Any, interpolation: str) -> torch.Tensor:
         h, w = x.shape[-2:]
         projective = params.get("projective", self._projective)
-        return affine_transform(
+        matrix = self._matrix_of(params, h, w)
+        # An image whose matrix is the identity (not picked, a zero angle or shift) is
+        # copied, not resampled: sampling a pixel at its own position through
+        # grid_sample's normalised coordinates is off by float32 rounding.
+        eye = torch.eye(3, device=matrix.device, dtype=matrix.dtype)
+        moves = ~(matrix == eye).flatten(1).all(dim=1)
+        return apply_where(
             x,
-            self._matrix_of(params, h, w),
-            interpolation,
-            self.fill_mode,
-            self.fill_value,
-            projective,
+            moves,
+            lambda s, i: affine_transform(
+                s, matrix[i], interpolation, self.fill_mode, self.fill_value, projective
+            ),
         )
 
     def point_matrix(self, params: Any, height: int, width: int) -> torch.Tensor:

@@ -92,8 +92,9 @@ class AugMix(RandomLayer):
         seed: int | None = None,
         data_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
         self.value_range, self.num_chains, self.chain_depth = value_range, num_chains, chain_depth
         self.factor, self.alpha, self.all_ops = factor, alpha, all_ops
         self.interpolation = interpolation

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from ._photometric import value_range_pair
@@ -40,8 +42,9 @@ class AutoContrast(Layer):
         value_range: tuple[float, float] = (0, 255),
         data_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(data_format=data_format, dtype=dtype)
+        super().__init__(data_format=data_format, dtype=dtype, **kwargs)
         self.value_range = value_range
         self._range = value_range_pair(self, value_range)
 

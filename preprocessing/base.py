@@ -25,11 +25,27 @@ from datapipe._image_format import DATA_FORMATS, resolve_data_format
 
 from . import _targets
 from ._random import box_muller, hashed_uniform
-from .dtype_policy import DTypePolicy, resolve_dtype
+from .bounding_boxes import check_format
+from .dtype_policy import POLICY_NAMES, DTypePolicy, resolve_dtype
 
 # Filled by Layer.__init_subclass__: class name -> class. Loading a config looks the
 # class up here, so a config can only ever build one of this package's layers.
 _REGISTRY: dict[str, type[Layer]] = {}
+
+# The keyword arguments every Keras 3 layer takes (keras/src/layers/layer.py, Layer.__init__)
+# and, for the image layers, BaseImagePreprocessingLayer's bounding_box_format: accepted by
+# every layer here so Keras code and configs run unchanged (see Layer's docstring for what
+# each means). A layer whose own signature names one of them (bounding_box_format on the
+# geometric layers) uses it as its argument.
+KERAS_LAYER_KWARGS = (
+    "name",
+    "trainable",
+    "autocast",
+    "activity_regularizer",
+    "input_shape",
+    "input_dim",
+)
+KERAS_IMAGE_LAYER_KWARGS = ("bounding_box_format",)
 
 
 def _jsonable(value: Any) -> Any:
@@ -84,12 +100,30 @@ class Layer(torch.nn.Module):
     (``_eval_params`` returns None) unless it overrides ``_eval_params`` (RandomCrop
     centre-crops). ``torch.channels_last`` memory format of a batch is kept.
 
+    **Keras's base-layer arguments** (``**kwargs`` of every layer, as Keras's ``Layer``
+    takes them): ``name`` (a str, kept as ``layer.name`` and in the config; None by
+    default), ``trainable`` and ``autocast`` (bools, checked and ignored: the layers have
+    no trainable weights, and the dtype policy decides every cast), ``input_shape`` /
+    ``input_dim`` (ignored, as Keras ignores them outside a ``Sequential``), and
+    ``activity_regularizer`` (only None: a preprocessing layer adds no loss). Image
+    layers also take Keras's ``bounding_box_format`` (checked against
+    ``bounding_boxes.FORMATS``, kept in the config); a layer that moves no box
+    (photometric layers, ``MaxNumBoundingBoxes``) ignores it, the geometric layers use it.
+    The image layers whose Keras class takes its base layer's unused ``factor``
+    (``Equalization``, CLAHE, ``MaxNumBoundingBoxes``, ``MixUp``, ``RandomCrop``,
+    ``RandomColorJitter``) take it too: checked (a number or pair in [-1, 1]), ignored.
+
     Raises:
-        ValueError: ``data_format`` is not ``"channels_first"`` / ``"channels_last"``, or
-            ``dtype`` is not a policy name.
+        ValueError: ``data_format`` is not ``"channels_first"`` / ``"channels_last"``,
+            ``dtype`` is not a policy name, or a keyword argument is neither the layer's
+            nor one of Keras's base-layer arguments (named, with the closest known one).
     """
 
     _checks_layout: bool = True  # a layer may set it per instance (Normalization)
+    _image_layer: ClassVar[bool] = True  # False: a feature layer (no bounding_box_format)
+    # True: Keras's class takes its base image layer's ``factor`` without using it.
+    _keras_base_factor: ClassVar[bool] = False
+    name: str | None = None  # Keras's layer name, when given
     _random: ClassVar[bool] = False  # True: identity in eval() (RandomLayer)
     _config_values: dict[str, Any]  # arguments get_config reports as set now (adapted state)
 
@@ -100,12 +134,56 @@ class Layer(torch.nn.Module):
         if not cls.__name__.startswith("_") and not cls.__dict__.get("_abstract", False):
             _REGISTRY[cls.__name__] = cls
 
-    def __init__(self, data_format: str | None = None, dtype: str | None = None) -> None:
+    def __init__(
+        self, data_format: str | None = None, dtype: str | None = None, **kwargs: Any
+    ) -> None:
         super().__init__()
         if data_format is not None and data_format not in DATA_FORMATS:
             self._fail("data_format", f"must be one of {DATA_FORMATS}", data_format)
         self.data_format = resolve_data_format(data_format, type(self).__name__)
         self.dtype = resolve_dtype(dtype, type(self).__name__)
+        self._keras_config: dict[str, Any] = {}
+        self._take_keras_kwargs(kwargs)
+
+    @classmethod
+    def _keras_kwargs(cls) -> tuple[str, ...]:
+        """The Keras base-layer arguments this class takes through ``**kwargs``."""
+        extra: tuple[str, ...] = KERAS_IMAGE_LAYER_KWARGS if cls._image_layer else ()
+        if cls._keras_base_factor:
+            extra += ("factor",)
+        own = inspect.signature(cls.__init__).parameters
+        return tuple(k for k in KERAS_LAYER_KWARGS + extra if k not in own)
+
+    def _take_keras_kwargs(self, kwargs: dict[str, Any]) -> None:
+        known = self._keras_kwargs()
+        for key in kwargs:
+            if key not in known:
+                own = [p for p in inspect.signature(type(self).__init__).parameters][1:]
+                close = difflib.get_close_matches(str(key), [*own, *known], n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ValueError(
+                    f"{type(self).__name__}: unrecognized keyword argument {key!r}{hint} "
+                    f"(Keras's base-layer arguments taken here: {list(known)})"
+                )
+        name = kwargs.get("name")
+        if name is not None:
+            if not isinstance(name, str):
+                self._fail("name", "must be a str or None", name)
+            self.name = self._keras_config["name"] = name
+        for flag in ("trainable", "autocast"):
+            if flag in kwargs:
+                check_bool(self, flag, kwargs[flag])
+        if kwargs.get("activity_regularizer") is not None:
+            self._fail(
+                "activity_regularizer",
+                "must be None (a preprocessing layer adds no loss)",
+                kwargs["activity_regularizer"],
+            )
+        if "factor" in kwargs:  # Keras's base image layer stores it; nothing reads it
+            _factor_pair(self, "factor", kwargs["factor"], -1.0, 1.0)
+        box_format = kwargs.get("bounding_box_format")
+        if box_format is not None:
+            self._keras_config["bounding_box_format"] = check_format(self, box_format)
 
     # ----------------------------------------------------------------- errors
     def _fail(self, arg: str, what: str, got: Any) -> NoReturn:
@@ -124,6 +202,7 @@ class Layer(torch.nn.Module):
             overrides = self.__dict__.get("_config_values", {})
             value = overrides[name] if name in overrides else getattr(self, name)
             config[name] = _jsonable(value)
+        config.update(self.__dict__.get("_keras_config", {}))  # name, bounding_box_format
         json.dumps(config)  # fail here, not when the user saves it
         return config
 
@@ -140,14 +219,15 @@ class Layer(torch.nn.Module):
         if not isinstance(config, dict):
             raise ValueError(f"{name}.from_config: expected a dict, got {type(config).__name__}")
         params = inspect.signature(cls.__init__).parameters
-        known = [p for p in params if p != "self"]
+        own = [p for p, v in params.items() if p != "self" and v.kind != v.VAR_KEYWORD]
+        known = own + list(cls._keras_kwargs())
         for key in config:
             if key not in known:
                 close = difflib.get_close_matches(str(key), known, n=1)
                 hint = f"did you mean {close[0]!r}?" if close else f"its keys are {known}"
                 raise ValueError(f"{name}.from_config: unknown key {key!r}; {hint}")
         missing = [
-            k for k in known if params[k].default is inspect.Parameter.empty and k not in config
+            k for k in own if params[k].default is inspect.Parameter.empty and k not in config
         ]
         if missing:
             raise ValueError(f"{name}.from_config: missing key(s) {missing}")
@@ -162,8 +242,9 @@ class Layer(torch.nn.Module):
     # ------------------------------------------------------------ dtype policy
     @property
     def dtype_policy(self) -> DTypePolicy | None:
-        """The layer's ``DTypePolicy`` (None: float inputs keep their dtype)."""
-        return None if self.dtype is None else DTypePolicy(self.dtype)
+        """The layer's ``DTypePolicy`` (None: float inputs keep their dtype; a feature
+        layer's ``dtype`` names its output dtype, which is no policy)."""
+        return None if self.dtype not in POLICY_NAMES else DTypePolicy(self.dtype)
 
     @property
     def compute_dtype(self) -> torch.dtype | None:
@@ -397,9 +478,13 @@ class RandomLayer(Layer):
     _draws: torch.Tensor
 
     def __init__(
-        self, seed: int | None = None, data_format: str | None = None, dtype: str | None = None
+        self,
+        seed: int | None = None,
+        data_format: str | None = None,
+        dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(data_format=data_format, dtype=dtype)
+        super().__init__(data_format=data_format, dtype=dtype, **kwargs)
         _check_seed(self, seed)
         self.seed = seed
         # Saved in state_dict (Keras saves its SeedGenerator's state with the weights): a
@@ -490,16 +575,16 @@ def ordered_pair(
 ) -> tuple[float, float]:
     """A ``(lower, upper)`` pair of finite numbers within ``[low, high]`` with lower <=
     upper; with ``symmetric`` a single number ``f`` stands for ``(-|f|, |f|)``."""
+    what = "a number or a pair of numbers" if symmetric else "a pair of numbers"
     if isinstance(value, (list, tuple)):
         if len(value) != 2 or not all(_is_number(v) for v in value):
-            layer._fail(name, "must be a number or a pair of numbers (lower, upper)", value)
+            layer._fail(name, f"must be {what} (lower, upper)", value)
         lo, hi = float(value[0]), float(value[1])
         if lo > hi:
             layer._fail(name, "must be a pair (lower, upper) with lower <= upper", value)
     elif symmetric and _is_number(value):
         lo, hi = -abs(float(value)), abs(float(value))
     else:
-        what = "a number or a pair of numbers" if symmetric else "a pair of numbers"
         layer._fail(name, f"must be {what} (lower, upper)", value)
     if lo < low or hi > high:
         layer._fail(name, f"must lie in [{low}, {high}]", value)

@@ -44,8 +44,9 @@ class RandomBrightness(RandomLayer):
         seed: int | None = None,
         data_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
         self.factor = factor
         self.value_range = value_range
         self._lower, self._upper = _factor_pair(self, "factor", factor, -1.0, 1.0)

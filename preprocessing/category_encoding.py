@@ -19,13 +19,16 @@ class CategoryEncoding(Layer):
         output_mode: ``"multi_hot"`` (default; Keras's ``"binary"`` is accepted),
             ``"one_hot"`` or ``"count"``.
         sparse: return a torch sparse COO tensor.
+        dtype: the output dtype (Keras's): ``"float32"`` (default), another float name,
+            or ``"int32"`` / ``"int64"``.
+        **kwargs: Keras's base-layer arguments (``name``, ...; see ``Layer``).
 
     ``forward(inputs, count_weights=None)``: ``inputs`` int tensor/array/list.
     ``one_hot``: ``(..., 1)`` or ``(...)`` -> ``(..., num_tokens)``; ``multi_hot`` /
-    ``count``: the last axis is one sample, ``(..., n) -> (..., num_tokens)``; a scalar is
-    one sample. ``count_weights`` (``count`` only, shaped like ``inputs``) are summed
-    instead of ones. Output float32; runs in torch (any
-    device, ``torch.export``).
+    ``count`` reduce Keras's axis: ``(n,) -> (num_tokens,)``, ``(batch, n) -> (batch,
+    num_tokens)``, ``(a, n, c) -> (a, c, num_tokens)`` (axis 1); a scalar is one sample.
+    ``count_weights`` (``count`` only, shaped like ``inputs``) are summed instead of ones.
+    Output in ``dtype``; runs in torch (any device, ``torch.export``).
 
     Raises:
         ValueError: a bad argument, ``count_weights`` outside ``count`` mode, or (eagerly)
@@ -43,12 +46,21 @@ class CategoryEncoding(Layer):
                 [1., 0., 0., 0.]])
     """
 
+    _image_layer = False  # not a Keras image layer: no bounding_box_format
+
     _checks_layout = False
 
     def __init__(
-        self, num_tokens: int | None = None, output_mode: str = "multi_hot", sparse: bool = False
+        self,
+        num_tokens: int | None = None,
+        output_mode: str = "multi_hot",
+        sparse: bool = False,
+        dtype: str | None = None,
+        **kwargs: Any,
     ):
-        super().__init__()
+        super().__init__(**kwargs)
+        out_name = cat.output_dtype(self, dtype, int_output=False, ints_allowed=True)
+        self.dtype, self._out_dtype = out_name, cat.torch_dtype(out_name)
         if num_tokens is None:
             self._fail("num_tokens", "must be set (use IntegerLookup for unknown counts)", None)
         self.num_tokens = cat.check_int(self, "num_tokens", num_tokens, 1)
@@ -82,6 +94,6 @@ class CategoryEncoding(Layer):
                     f"must have the input's shape {tuple(x.shape)}",
                     tuple(weights.shape),
                 )
-            weights = weights.to(torch.float32)  # Keras: the layer's compute dtype
-        out = cat.encode(x, self.output_mode, self.num_tokens, count_weights=weights)
+            weights = weights.to(self._out_dtype)  # Keras: the layer's dtype
+        out = cat.encode(x, self.output_mode, self.num_tokens, self._out_dtype, weights)
         return out.to_sparse() if self.sparse else out

@@ -206,6 +206,8 @@ class ContrastLimitedAdaptiveHistogramEqualization(Layer):
         tensor([[[127.5000, 127.5000, 191.2500, 255.0000]]])
     """
 
+    _keras_base_factor = True  # Keras's takes its base layer's (unused) factor
+
     def __init__(
         self,
         value_range: tuple[float, float] = (0, 255),
@@ -213,8 +215,9 @@ class ContrastLimitedAdaptiveHistogramEqualization(Layer):
         tile_grid_size: tuple[int, int] = (8, 8),
         data_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(data_format=data_format, dtype=dtype)
+        super().__init__(data_format=data_format, dtype=dtype, **kwargs)
         self.value_range, self.clip_limit = value_range, clip_limit
         self.tile_grid_size = tile_grid_size
         self._range = value_range_pair(self, value_range)

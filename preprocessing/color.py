@@ -69,8 +69,9 @@ class RandomColorDegeneration(RandomLayer):
         data_format: str | None = None,
         seed: int | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
         self.factor, self.value_range = factor, value_range
         self._factor = from_zero_pair(self, "factor", factor)
         self._range = value_range_pair(self, value_range)
@@ -124,8 +125,9 @@ class RandomGrayscale(RandomLayer):
         data_format: str | None = None,
         seed: int | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
         self.factor = factor
         from_zero_pair(self, "factor", factor)  # a number in [0, 1]
         if isinstance(factor, (list, tuple)):
@@ -184,8 +186,9 @@ class RandomInvert(RandomLayer):
         seed: int | None = None,
         data_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
         self.factor, self.value_range = factor, value_range
         self._factor = from_zero_pair(self, "factor", factor)
         self._range = value_range_pair(self, value_range)
@@ -243,8 +246,9 @@ class RandomHue(RandomLayer):
         data_format: str | None = None,
         seed: int | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
         self.factor, self.value_range = factor, value_range
         self._factor = from_zero_pair(self, "factor", factor)
         self._range = value_range_pair(self, value_range)
@@ -310,8 +314,9 @@ class RandomSaturation(RandomLayer):
         data_format: str | None = None,
         seed: int | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
         self.factor, self.value_range = factor, value_range
         self._factor = from_zero_pair(self, "factor", factor)
         self._range = value_range_pair(self, value_range)
@@ -366,6 +371,8 @@ class RandomColorJitter(RandomLayer):
         tensor([[[0.5000, 0.7500, 1.0000]]])
     """
 
+    _keras_base_factor = True  # Keras's takes its base layer's (unused) factor
+
     _STEPS = (
         ("brightness", RandomBrightness),
         ("contrast", RandomContrast),
@@ -383,8 +390,9 @@ class RandomColorJitter(RandomLayer):
         seed: int | None = None,
         data_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
         self.value_range = value_range
         value_range_pair(self, value_range)
         self.brightness_factor, self.contrast_factor = brightness_factor, contrast_factor

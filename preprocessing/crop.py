@@ -107,6 +107,8 @@ class RandomCrop(GeometricLayer, RandomLayer):
                  [10., 11.]]])
     """
 
+    _keras_base_factor = True  # Keras's takes its base layer's (unused) factor
+
     def __init__(
         self,
         height: int,
@@ -115,9 +117,14 @@ class RandomCrop(GeometricLayer, RandomLayer):
         data_format: str | None = None,
         bounding_box_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(
-            bounding_box_format=bounding_box_format, seed=seed, data_format=data_format, dtype=dtype
+            bounding_box_format=bounding_box_format,
+            seed=seed,
+            data_format=data_format,
+            dtype=dtype,
+            **kwargs,
         )
         _check_size(self, height, width)
         self.height, self.width = height, width

@@ -22,6 +22,9 @@ class Discretization(Layer):
             smaller is more exact and uses more memory: about ``1 / epsilon`` points).
         output_mode: ``"int"`` (default), ``"one_hot"``, ``"multi_hot"`` or ``"count"``.
         sparse: a torch sparse COO tensor for the encodings.
+        dtype: the encodings' dtype (Keras's): a float name, default ``"float32"``; the
+            ``int`` mode always returns int32, as Keras's.
+        **kwargs: Keras's base-layer arguments (``name``, ...; see ``Layer``).
 
     ``adapt`` is Keras's sketch (``keras/src/layers/preprocessing/discretization.py``):
     each batch is summarised by every ``n * epsilon``-th sorted value with its weight,
@@ -47,6 +50,8 @@ class Discretization(Layer):
         tensor([[0, 2, 3, 1]], dtype=torch.int32)
     """
 
+    _image_layer = False  # not a Keras image layer: no bounding_box_format
+
     _checks_layout = False
 
     # buffers (register_buffer), declared for type checkers
@@ -59,8 +64,12 @@ class Discretization(Layer):
         epsilon: float = 0.01,
         output_mode: str = "int",
         sparse: bool = False,
+        dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
+        super().__init__(**kwargs)
+        out_name = cat.output_dtype(self, dtype, int_output=False)
+        self.dtype, self._out_dtype = out_name, cat.torch_dtype(out_name)
         if (bin_boundaries is None) == (num_bins is None):
             both = (bin_boundaries, num_bins)
             self._fail("bin_boundaries/num_bins", "exactly one of the two must be set", both)
@@ -158,7 +167,7 @@ class Discretization(Layer):
         indices = torch.bucketize(x, bounds, right=True)
         if self.output_mode == "int":
             return indices.to(torch.int32)
-        out = cat.encode(indices, self.output_mode, bounds.numel() + 1)
+        out = cat.encode(indices, self.output_mode, bounds.numel() + 1, self._out_dtype)
         return out.to_sparse() if self.sparse else out
 
 

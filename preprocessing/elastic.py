@@ -15,6 +15,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from ._photometric import apply_where
 from .affine import INTERPOLATIONS, sample_pixels
 from .base import RandomLayer, _is_number, from_zero_pair
 from .contrast import _value_range
@@ -102,9 +103,14 @@ class RandomElasticTransform(GeometricLayer, RandomLayer):
         data_format: str | None = None,
         bounding_box_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(
-            bounding_box_format=bounding_box_format, seed=seed, data_format=data_format, dtype=dtype
+            bounding_box_format=bounding_box_format,
+            seed=seed,
+            data_format=data_format,
+            dtype=dtype,
+            **kwargs,
         )
         if interpolation not in INTERPOLATIONS:
             self._fail("interpolation", f"must be one of {INTERPOLATIONS}", interpolation)
@@ -144,7 +150,7 @@ class RandomElasticTransform(GeometricLayer, RandomLayer):
         noise = torch.stack([params["dx"], params["dy"]], dim=1).to(torch.float32)
         field = _blur(noise * sigma.view(-1, 1, 1, 1), _gaussian_taps(sigma, radius))
         field = field * alpha.view(-1, 1, 1, 1)
-        apply = params["apply_transform"].view(-1, 1, 1, 1)
+        apply = _moves(params).view(-1, 1, 1, 1)
         return torch.where(apply, field, torch.zeros_like(field)).permute(0, 2, 3, 1)
 
     def source_grid(self, params: dict, height: int, width: int) -> torch.Tensor:
@@ -156,7 +162,13 @@ class RandomElasticTransform(GeometricLayer, RandomLayer):
 
     def warp(self, x: torch.Tensor, params: Any, interpolation: str) -> torch.Tensor:
         grid = self.source_grid(params, x.shape[-2], x.shape[-1])
-        return sample_pixels(x, grid, interpolation, self.fill_mode, self.fill_value)
+        # Only the images that move are resampled: the others come back exactly (a
+        # resampling at the pixels' own positions is off by float32 rounding).
+        return apply_where(
+            x,
+            _moves(params),
+            lambda s, i: sample_pixels(s, grid[i], interpolation, self.fill_mode, self.fill_value),
+        )
 
     def transform_images(self, images: torch.Tensor, params: Any) -> torch.Tensor:
         return super().transform_images(images, params).clamp(*self._range)
@@ -168,13 +180,18 @@ class RandomElasticTransform(GeometricLayer, RandomLayer):
         clipped = torch.minimum(boxes.clamp_min(0.0), limits.to(boxes.dtype))
         moved = [_extent(sx, sy, chunk) for chunk in clipped.split(_CHUNK, dim=1)]
         out = torch.cat(moved, dim=1).to(boxes.dtype) if moved else boxes
-        return torch.where(params["apply_transform"].view(-1, 1, 1), out, boxes)
+        return torch.where(_moves(params).view(-1, 1, 1), out, boxes)
 
     def move_points(self, xy: torch.Tensor, params: Any, height: int, width: int):
         src = self.source_grid(params, height, width) + 0.5
         moved = [_invert(src, chunk) for chunk in xy.to(torch.float32).split(_CHUNK, dim=1)]
         out = torch.cat(moved, dim=1).to(xy.dtype) if moved else xy
-        return torch.where(params["apply_transform"].view(-1, 1, 1), out, xy)
+        return torch.where(_moves(params).view(-1, 1, 1), out, xy)
+
+
+def _moves(params: dict) -> torch.Tensor:
+    """(B,) bool: the images whose pixels move (picked, with a distortion other than 0)."""
+    return params["apply_transform"] & (params["distortion_factor"] != 0)
 
 
 def _first_last(hits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

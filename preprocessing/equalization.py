@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from ._photometric import from_255, to_255, value_range_pair
@@ -69,6 +71,8 @@ class Equalization(Layer):
         tensor([[[  0.,   0., 128., 255.]]])
     """
 
+    _keras_base_factor = True  # Keras's takes its base layer's (unused) factor
+
     _random = True  # Keras applies it in training only
 
     def __init__(
@@ -77,8 +81,9 @@ class Equalization(Layer):
         bins: int = 256,
         data_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(data_format=data_format, dtype=dtype)
+        super().__init__(data_format=data_format, dtype=dtype, **kwargs)
         self.value_range, self.bins = value_range, bins
         self._range = value_range_pair(self, value_range)
         if isinstance(bins, bool) or not isinstance(bins, int) or bins < 2:

@@ -65,8 +65,9 @@ class RandomErasing(RandomLayer):
         seed: int | None = None,
         data_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
         self.factor, self.scale = factor, scale
         self._factor = from_zero_pair(self, "factor", factor)
         self._scale = from_zero_pair(self, "scale", scale)

@@ -91,9 +91,14 @@ class RandomFlip(AffineLayer):
         data_format: str | None = None,
         bounding_box_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(
-            seed=seed, data_format=data_format, bounding_box_format=bounding_box_format, dtype=dtype
+            seed=seed,
+            data_format=data_format,
+            bounding_box_format=bounding_box_format,
+            dtype=dtype,
+            **kwargs,
         )
         if mode not in MODES:
             self._fail("mode", f"must be one of {MODES}", mode)

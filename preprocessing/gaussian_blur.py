@@ -188,8 +188,9 @@ class RandomGaussianBlur(RandomLayer):
         data_format: str | None = None,
         seed: int | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
         self.factor, self.kernel_size, self.sigma = factor, kernel_size, sigma
         self.value_range = value_range
         self._factor = from_zero_pair(self, "factor", factor)

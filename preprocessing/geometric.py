@@ -233,7 +233,10 @@ class GeometricLayer(Layer):
         # A box with no area (inverted, a line, NaN) holds no pixel wherever it moves; the
         # extent of its moved corners would re-order or widen it into a real box.
         held = (boxes[..., 2] > boxes[..., 0]) & (boxes[..., 3] > boxes[..., 1])
-        moved = dict(bounding_boxes, boxes=self.move_boxes(boxes, params, h, w))
+        moved_boxes = self.move_boxes(boxes, params, h, w)
+        # A map with no inverse moves a box nowhere in particular (NaN): it is dropped.
+        held = held & torch.isfinite(moved_boxes).all(dim=-1)
+        moved = dict(bounding_boxes, boxes=torch.nan_to_num(moved_boxes, nan=0.0))
         out = clip_to_image_size(moved, oh, ow, "xyxy")
         out["labels"] = torch.where(held, out["labels"], torch.full_like(out["labels"], -1))
         out["boxes"] = convert_format(out["boxes"], "xyxy", fmt, oh, ow).to(dtype)

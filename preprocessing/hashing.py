@@ -53,6 +53,14 @@ def _hash_any(layer: Layer, x: Any, salt, encoding: str = "utf-8") -> tuple[torc
     return _hash.hash_int64(t, salt).reshape(t.shape), t
 
 
+def _int_or_float_dtype(layer: Layer, dtype: Any, output_mode: Any, num_bins: int) -> str:
+    """Keras's ``dtype`` of Hashing / HashedCrossing: int64 indices, float32 encodings."""
+    name = cat.output_dtype(layer, dtype, int_output=output_mode == "int")
+    if name == "int32" and num_bins > 2**31 - 1:
+        layer._fail("dtype", "'int32' holds at most 2**31 - 1 bins", (dtype, num_bins))
+    return name
+
+
 class Hashing(Layer):
     """Hash strings or integers into ``num_bins`` bins (Keras 3's ``Hashing``).
 
@@ -69,11 +77,16 @@ class Hashing(Layer):
             FarmHash64.
         output_mode: ``"int"`` (default), ``"one_hot"``, ``"multi_hot"`` or ``"count"``.
         sparse: a torch sparse COO tensor for the encodings.
+        dtype: the output dtype (Keras's): ``int`` mode ``"int64"`` (default) or
+            ``"int32"`` (num_bins up to 2**31 - 1); encodings a float name, default
+            ``"float32"``.
+        **kwargs: Keras's base-layer arguments (``name``, ...; see ``Layer``).
 
     Input: strings (a str, nested lists, a numpy ``U``/``S``/object array; use inside
     ``Dataset.map``) or numbers (a tensor, array or list; computed in torch, so integer
     hashing runs on any device and exports with ``torch.export``). Output: ``int`` mode
-    int64 of the input's shape; encodings float32 ``(..., num_bins)``.
+    indices of the input's shape; encodings ``(..., num_bins)`` (multi_hot / count reduce
+    Keras's axis, see ``CategoryEncoding``); in ``dtype``.
 
     Raises:
         ValueError: bad arguments (named), input that is neither strings nor numbers.
@@ -85,6 +98,8 @@ class Hashing(Layer):
         [0, 0, 2, 1, 0]
     """
 
+    _image_layer = False  # not a Keras image layer: no bounding_box_format
+
     _checks_layout = False
 
     def __init__(
@@ -94,9 +109,13 @@ class Hashing(Layer):
         salt: int | list[int] | None = None,
         output_mode: str = "int",
         sparse: bool = False,
+        dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
+        super().__init__(**kwargs)
         self.num_bins = cat.check_int(self, "num_bins", num_bins, 1, high=2**63 - 1)
+        out_name = _int_or_float_dtype(self, dtype, output_mode, num_bins)
+        self.dtype, self._out_dtype = out_name, cat.torch_dtype(out_name)
         if mask_value is not None and (
             isinstance(mask_value, bool) or not isinstance(mask_value, (str, int, np.integer))
         ):
@@ -119,7 +138,8 @@ class Hashing(Layer):
         out = _hash.unsigned_mod(h, bins)
         if masked:
             out = torch.where(self._mask_positions(values), 0, out + 1)
-        out = cat.encode(out, self.output_mode, self.num_bins)
+        out = cat.encode(out, self.output_mode, self.num_bins, self._out_dtype)
+        out = out.to(self._out_dtype)
         return out.to_sparse() if self.sparse else out
 
     def _mask_positions(self, values: Any) -> torch.Tensor:
@@ -150,11 +170,14 @@ class HashedCrossing(Layer):
         num_bins: the number of bins (1 to 2**63 - 1).
         output_mode: ``"int"`` (default) or ``"one_hot"``.
         sparse: a torch sparse COO tensor for ``one_hot``.
+        dtype: the output dtype (Keras's): ``int`` mode ``"int64"`` (default) or
+            ``"int32"``; ``one_hot`` a float name, default ``"float32"``.
+        **kwargs: Keras's base-layer arguments (``name``, ...; see ``Layer``).
 
     ``forward(inputs)``: a list or tuple of at least two features, each a scalar, shape
     ``(batch,)`` or ``(batch, 1)``, all of one shape; integers (tensor/array/list: torch,
-    exportable) or strings (numpy/list: inside ``Dataset.map``). Output: int64 of that
-    shape, or float32 ``(..., num_bins)`` for ``one_hot``.
+    exportable) or strings (numpy/list: inside ``Dataset.map``). Output: indices of that
+    shape, or ``(..., num_bins)`` for ``one_hot``; in ``dtype``.
 
     Raises:
         ValueError: fewer than two inputs, unequal shapes, a shape other than the above,
@@ -166,11 +189,22 @@ class HashedCrossing(Layer):
         [2, 3, 3]
     """
 
+    _image_layer = False  # not a Keras image layer: no bounding_box_format
+
     _checks_layout = False
 
-    def __init__(self, num_bins: int, output_mode: str = "int", sparse: bool = False) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        num_bins: int,
+        output_mode: str = "int",
+        sparse: bool = False,
+        dtype: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
         self.num_bins = cat.check_int(self, "num_bins", num_bins, 1, high=2**63 - 1)
+        out_name = _int_or_float_dtype(self, dtype, output_mode, num_bins)
+        self.dtype, self._out_dtype = out_name, cat.torch_dtype(out_name)
         self.output_mode = cat.check_choice(self, "output_mode", output_mode, ("int", "one_hot"))
         self.sparse = check_bool(self, "sparse", sparse)
         if self.sparse and self.output_mode == "int":
@@ -198,5 +232,6 @@ class HashedCrossing(Layer):
         for h in hashes:
             out = _hash.fingerprint_cat64(out, h.to(out.device))
         out = _hash.unsigned_mod(out, self.num_bins)
-        out = cat.encode(out, self.output_mode, self.num_bins)
+        out = cat.encode(out, self.output_mode, self.num_bins, self._out_dtype)
+        out = out.to(self._out_dtype)
         return out.to_sparse() if self.sparse else out

@@ -34,6 +34,8 @@ from .base import Layer, check_bool
 class _IndexLookup(Layer):
     """Shared machinery of StringLookup / IntegerLookup (not registered: ``_`` name)."""
 
+    _image_layer = False  # not a Keras image layer: no bounding_box_format
+
     _checks_layout = False
 
     # ------------------------------------------------------------ construction
@@ -142,7 +144,11 @@ class _IndexLookup(Layer):
             lines = f.read().split("\n")
         while lines and lines[-1] == "":
             lines.pop()
-        return [ln.rstrip("\r") for ln in lines]
+        return self._file_tokens([ln.rstrip("\r") for ln in lines], path)
+
+    def _file_tokens(self, lines: list[str], path: str) -> list:
+        """A vocabulary file's lines as tokens (strings as they are)."""
+        return lines
 
     def _check_tokens(self, tokens: list, specials: list) -> None:
         repeated = [t for t, c in collections.Counter(tokens).items() if c > 1]
@@ -388,8 +394,9 @@ class StringLookup(_IndexLookup):
         sparse: bool = False,
         encoding: str = "utf-8",
         salt: int | list[int] | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
+        super().__init__(**kwargs)
         if not isinstance(encoding, str):
             self._fail("encoding", "must be a str", encoding)
         self.encoding = encoding
@@ -515,8 +522,9 @@ class IntegerLookup(_IndexLookup):
         pad_to_max_tokens: bool = False,
         oov_method: str = "floormod",
         salt: int | list[int] | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
+        super().__init__(**kwargs)
         if vocabulary_dtype != "int64":
             self._fail(
                 "vocabulary_dtype", "must be 'int64' (Keras 3 supports only it)", vocabulary_dtype
@@ -556,6 +564,19 @@ class IntegerLookup(_IndexLookup):
         self._sorted_index = order + self._token_start_index()
         full = [v if v is not None else 0 for v in self.get_vocabulary()]
         self._by_index = torch.tensor(full, dtype=torch.int64, device=self.vocabulary.device)
+
+    def _file_tokens(self, lines: list[str], path: str) -> list:
+        """A vocabulary file's lines as integers (Keras reads them as int64 keys)."""
+        tokens = []
+        for number, line in enumerate(lines, start=1):
+            try:
+                token = int(line.strip())
+            except ValueError:
+                token = None
+            if token is None or not -(2**63) <= token < 2**63:
+                self._fail("vocabulary", f"file {path!r} line {number} is not an int64", line)
+            tokens.append(token)
+        return tokens
 
     def _as_token(self, value: Any, what: str) -> int:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):

@@ -22,6 +22,10 @@ class MaxNumBoundingBoxes(Layer):
     Args:
         max_number: the number of boxes per image (an int >= 1).
         fill_value: the value of added boxes' coordinates and labels; default -1.
+        data_format: the images' layout (kept in the config, as every image layer's; the
+            boxes do not depend on it). None: ``preprocessing.image_data_format()``.
+        **kwargs: Keras's base-layer arguments (``name``, ``bounding_box_format``: boxes
+            are padded or cut whatever their format; see ``Layer``).
 
     Input: a dict with ``images`` and ``bounding_boxes`` (``{"boxes": (N, 4) or (B, N, 4),
     "labels": (N,) or (B, N)}``); an image or batch alone is returned unchanged. Output:
@@ -40,10 +44,18 @@ class MaxNumBoundingBoxes(Layer):
         ([[1.0, 1.0, 4.0, 5.0], [-1.0, -1.0, -1.0, -1.0], [-1.0, -1.0, -1.0, -1.0]], [7, -1, -1])
     """
 
+    _keras_base_factor = True  # Keras's takes its base layer's (unused) factor
+
     _checks_layout = False
 
-    def __init__(self, max_number: int, fill_value: int = -1) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        max_number: int,
+        fill_value: int = -1,
+        data_format: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(data_format=data_format, **kwargs)
         if isinstance(max_number, bool) or not isinstance(max_number, int) or max_number < 1:
             self._fail("max_number", "must be an int >= 1", max_number)
         if isinstance(fill_value, bool) or not isinstance(fill_value, int):

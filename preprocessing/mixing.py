@@ -112,14 +112,17 @@ class MixUp(_MixingLayer):
         True
     """
 
+    _keras_base_factor = True  # Keras's takes its base layer's (unused) factor
+
     def __init__(
         self,
         alpha: float = 0.2,
         data_format: str | None = None,
         seed: int | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
         if not _is_number(alpha) or alpha <= 0:
             self._fail("alpha", "must be a finite number > 0", alpha)
         self.alpha = alpha
@@ -210,8 +213,9 @@ class CutMix(_MixingLayer):
         seed: int | None = None,
         data_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
         self.factor = factor
         self._factor = from_zero_pair(self, "factor", factor)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -60,6 +61,8 @@ class Normalization(Layer):
                 [[2.]]])
     """
 
+    _image_layer = False  # not a Keras image layer: no bounding_box_format
+
     # buffers (register_buffer), declared for type checkers
     mean: torch.Tensor
     variance: torch.Tensor
@@ -72,8 +75,9 @@ class Normalization(Layer):
         invert: bool = False,
         data_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(data_format=data_format, dtype=dtype)
+        super().__init__(data_format=data_format, dtype=dtype, **kwargs)
         self._keep = self._resolve_axis(axis)
         # Only per-channel statistics depend on where the channels are.
         self._checks_layout = axis == "channel"
@@ -268,9 +272,7 @@ class Normalization(Layer):
     def _stream_moments(self, batches: Any, steps: int | None, bar: Any) -> tuple:
         """(count, mean, M2) of all ``batches`` (mean None when there was no element)."""
         count, mean, m2 = 0, None, None  # mean is None until a batch had elements
-        for step, batch in enumerate(batches):
-            if steps is not None and step >= steps:
-                break
+        for batch in itertools.islice(batches, steps):  # never reads past the last step
             bar.update(1)
             n, b_mean, b_m2 = self._moments(batch)
             if n == 0:  # an empty batch (or zero-sized images) carries no moments

@@ -71,9 +71,17 @@ class RandomPerspective(AffineLayer):
         data_format: str | None = None,
         bounding_box_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(
-            "constant", interpolation, fill_value, seed, data_format, bounding_box_format, dtype
+            "constant",
+            interpolation,
+            fill_value,
+            seed,
+            data_format,
+            bounding_box_format,
+            dtype,
+            **kwargs,
         )
         if not _is_number(scale) or not 0.0 <= scale <= 1.0:
             self._fail("scale", "must be a number in [0, 1]", scale)

@@ -65,12 +65,15 @@ class Pipeline(Layer):
             disagree on ``bounding_box_format`` when boxes are given.
     """
 
+    _image_layer = False  # not a Keras image layer: no bounding_box_format
+
     def __init__(
         self,
         layers: list[Any],
         seed: int | None = None,
         data_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
         if not isinstance(layers, (list, tuple)):
             raise ValueError(f"Pipeline: layers must be a list; got {type(layers).__name__}")
@@ -81,7 +84,7 @@ class Pipeline(Layer):
                     f"Pipeline: layers must hold preprocessing layers or their configs; got "
                     f"{layer!r}"
                 )
-        super().__init__(data_format=data_format, dtype=dtype)
+        super().__init__(data_format=data_format, dtype=dtype, **kwargs)
         for layer in built:
             if layer.data_format != self.data_format:
                 self._fail(

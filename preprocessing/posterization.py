@@ -48,8 +48,9 @@ class RandomPosterization(RandomLayer):
         data_format: str | None = None,
         seed: int | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
         self.factor, self.value_range = factor, value_range
         pair: tuple[Any, Any] = (
             (1, factor)

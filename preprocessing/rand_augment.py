@@ -93,8 +93,9 @@ class RandAugment(RandomLayer):
         data_format: str | None = None,
         bounding_box_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
         self.value_range, self.num_ops, self.factor = value_range, num_ops, factor
         self.interpolation, self.bounding_box_format = interpolation, bounding_box_format
         value_range_pair(self, value_range)

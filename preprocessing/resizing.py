@@ -143,9 +143,10 @@ class Resizing(GeometricLayer):
         data_format: str | None = None,
         bounding_box_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(
-            bounding_box_format=bounding_box_format, data_format=data_format, dtype=dtype
+            bounding_box_format=bounding_box_format, data_format=data_format, dtype=dtype, **kwargs
         )
         _check_size(self, height, width)
         if interpolation not in _MODES:
@@ -220,9 +221,10 @@ class CenterCrop(GeometricLayer):
         data_format: str | None = None,
         bounding_box_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(
-            bounding_box_format=bounding_box_format, data_format=data_format, dtype=dtype
+            bounding_box_format=bounding_box_format, data_format=data_format, dtype=dtype, **kwargs
         )
         _check_size(self, height, width)
         self.height, self.width = height, width

@@ -54,9 +54,17 @@ class RandomRotation(AffineLayer):
         data_format: str | None = None,
         bounding_box_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(
-            fill_mode, interpolation, fill_value, seed, data_format, bounding_box_format, dtype
+            fill_mode,
+            interpolation,
+            fill_value,
+            seed,
+            data_format,
+            bounding_box_format,
+            dtype,
+            **kwargs,
         )
         self.factor = factor
         self._lower, self._upper = _factor_pair(self, "factor", factor, -1.0, 1.0)

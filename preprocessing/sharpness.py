@@ -55,8 +55,9 @@ class RandomSharpness(RandomLayer):
         data_format: str | None = None,
         seed: int | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
         self.factor, self.value_range = factor, value_range
         self._factor = from_zero_pair(self, "factor", factor)
         self._range = value_range_pair(self, value_range)

@@ -72,9 +72,17 @@ class RandomShear(AffineLayer):
         seed: int | None = None,
         bounding_box_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(
-            fill_mode, interpolation, fill_value, seed, data_format, bounding_box_format, dtype
+            fill_mode,
+            interpolation,
+            fill_value,
+            seed,
+            data_format,
+            bounding_box_format,
+            dtype,
+            **kwargs,
         )
         self.x_factor, self.y_factor = x_factor, y_factor
         self._x = _shear_pair(self, "x_factor", x_factor)

@@ -55,8 +55,9 @@ class Solarization(RandomLayer):
         seed: int | None = None,
         data_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype)
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
         self.addition_factor, self.threshold_factor = addition_factor, threshold_factor
         self.value_range = value_range
         self._addition = from_zero_pair(self, "addition_factor", addition_factor)

@@ -93,7 +93,9 @@ class MelSpectrogram(Layer):
     ``sequence_length=None`` (= ``fft_length``), ``window="hann"``, ``sampling_rate=16000``
     (Hz), ``num_mel_bins=128``, ``min_freq=20.0`` / ``max_freq=None`` (Hz; None: half the
     sampling rate), ``power_to_db=True``, ``top_db=80.0``, ``mag_exp=2.0``,
-    ``min_power=1e-10``, ``ref_power=1.0``.
+    ``min_power=1e-10``, ``ref_power=1.0``, ``dtype`` (a dtype policy name: the input is
+    cast to its compute dtype first; None: see Output); ``**kwargs``: Keras's base-layer
+    arguments (see ``Layer``).
 
     Input: float audio ``(time,)`` or ``(batch, time)`` (other dtypes become float32).
     Output: ``(..., num_mel_bins, frames)`` float32 (float64 input stays float64), frames
@@ -110,6 +112,8 @@ class MelSpectrogram(Layer):
         >>> layer(torch.zeros(2, 160)).shape
         torch.Size([2, 8, 11])
     """
+
+    _image_layer = False  # not a Keras image layer: no bounding_box_format
 
     _checks_layout = False
 
@@ -132,8 +136,10 @@ class MelSpectrogram(Layer):
         mag_exp: float = 2.0,
         min_power: float = 1e-10,
         ref_power: float = 1.0,
+        dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
+        super().__init__(dtype=dtype, **kwargs)
         self.fft_length = _positive_int(self, "fft_length", fft_length)
         self.sequence_stride = _positive_int(self, "sequence_stride", sequence_stride)
         self.sequence_length = _positive_int(
@@ -175,7 +181,9 @@ class MelSpectrogram(Layer):
         x = inputs if isinstance(inputs, torch.Tensor) else torch.as_tensor(np.asarray(inputs))
         if x.ndim not in (1, 2):
             self._fail("input", "must have shape (time,) or (batch, time)", tuple(x.shape))
-        if x.dtype != torch.float64:
+        if self.compute_dtype is not None:  # a dtype policy: Keras computes in it
+            x = x.to(self.compute_dtype)
+        elif x.dtype != torch.float64:
             x = x.to(torch.float32)
         pad = self.fft_length // 2
         if x.shape[-1] <= pad:
@@ -214,7 +222,9 @@ class STFTSpectrogram(Layer):
     ``frame_step=None`` (``frame_length // 2``), ``fft_length=None`` (the next power of
     two), ``window="hann"``, ``periodic=False`` (symmetric window), ``scaling="density"``,
     ``padding="valid"`` or ``"same"`` (TensorFlow's), ``expand_dims=False``,
-    ``data_format`` (None: the package default, ``channels_first``).
+    ``data_format`` (None: the package default, ``channels_first``), ``dtype`` (a dtype
+    policy name: the input is cast to its compute dtype first; None: float dtypes are
+    kept); ``**kwargs``: Keras's base-layer arguments (see ``Layer``).
 
     Input: float ``(batch, channels, time)`` (``channels_first``) or
     ``(batch, time, channels)``. Output (``channels_first``): ``(batch, channels * bins,
@@ -234,6 +244,8 @@ class STFTSpectrogram(Layer):
         torch.Size([2, 27, 7])
     """
 
+    _image_layer = False  # not a Keras image layer: no bounding_box_format
+
     MODES = ("log", "magnitude", "psd", "real", "imag", "angle", "stft")
 
     # buffers (register_buffer), declared for type checkers
@@ -252,8 +264,10 @@ class STFTSpectrogram(Layer):
         padding: str = "valid",
         expand_dims: bool = False,
         data_format: str | None = None,
+        dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(data_format=data_format)
+        super().__init__(data_format=data_format, dtype=dtype, **kwargs)
         self.mode = cat.check_choice(self, "mode", mode, self.MODES)
         self.frame_length = _positive_int(self, "frame_length", frame_length)
         self.frame_step = cat.check_int(self, "frame_step", frame_step, 1, optional=True)
@@ -324,6 +338,8 @@ class STFTSpectrogram(Layer):
             )
         if not x.is_floating_point():
             self._fail("input", "must be float16, float32 or float64", f"dtype {x.dtype}")
+        if self.compute_dtype is not None:  # a dtype policy: Keras computes in it
+            x = x.to(self.compute_dtype)
         if self.data_format == "channels_last":
             x = x.transpose(1, 2)
         if self.padding == "valid" and x.shape[-1] < self.frame_length:

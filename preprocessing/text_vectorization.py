@@ -70,7 +70,8 @@ class TextVectorization(Layer):
             length (default: the longest row of the batch).
         pad_to_max_tokens, vocabulary, idf_weights, sparse, encoding: as ``StringLookup``.
         ragged: ``int`` mode: return the rows unpadded, as a numpy object array of int64
-            arrays (datapipe's ragged component; ``to_torch()`` makes it a nested tensor).
+            arrays (datapipe's ragged component; ``to_torch()`` makes it a nested tensor),
+            each cut to ``output_sequence_length`` when that is set (as Keras's).
 
     Input: a str, a list of str/bytes, or a numpy array of shape ``(batch,)`` or
     ``(batch, 1)``. Output: ``int`` mode int64 ``(batch, sequence_length)``; the others
@@ -95,6 +96,8 @@ class TextVectorization(Layer):
                 [1, 6, 0, 0]])
     """
 
+    _image_layer = False  # not a Keras image layer: no bounding_box_format
+
     _checks_layout = False
 
     def __init__(
@@ -111,8 +114,9 @@ class TextVectorization(Layer):
         sparse: bool = False,
         ragged: bool = False,
         encoding: str = "utf-8",
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
+        super().__init__(**kwargs)
         if not (standardize is None or callable(standardize) or standardize in STANDARDIZE):
             self._fail(
                 "standardize", f"must be one of {STANDARDIZE}, None or a callable", standardize
@@ -197,6 +201,7 @@ class TextVectorization(Layer):
             "sparse": lk.sparse,
             "ragged": self.ragged,
             "encoding": lk.encoding,
+            **self._keras_config,  # name, when given
         }
 
     # ------------------------------------------------------------- tokenizing
@@ -286,7 +291,9 @@ class TextVectorization(Layer):
         ids = lk._resolve(found, flat)
         if self.output_mode == "int" and self.ragged:
             out = np.empty(len(rows), dtype=object)
-            out[:] = np.split(ids, np.cumsum(lengths)[:-1]) if rows else []
+            parts = np.split(ids, np.cumsum(lengths)[:-1]) if rows else []
+            # Keras trims ragged rows to output_sequence_length (and pads none).
+            out[:] = [p[: self.output_sequence_length] for p in parts]
             return out[0] if single else out
         pad = 0 if self.output_mode == "int" else -1  # -1 adds nothing to an encoding
         width = self.output_sequence_length or max(lengths, default=0)

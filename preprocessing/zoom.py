@@ -41,9 +41,17 @@ class RandomZoom(AffineLayer):
         data_format: str | None = None,
         bounding_box_format: str | None = None,
         dtype: str | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(
-            fill_mode, interpolation, fill_value, seed, data_format, bounding_box_format, dtype
+            fill_mode,
+            interpolation,
+            fill_value,
+            seed,
+            data_format,
+            bounding_box_format,
+            dtype,
+            **kwargs,
         )
         self.height_factor = height_factor
         self.width_factor = width_factor

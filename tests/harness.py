@@ -69,6 +69,32 @@ def assert_resumes(ds: dp.Dataset, cuts: Any = None) -> None:
         assert [py(x) for x in fresh] == rest, f"resume after {k} elements"
 
 
+def summation_order_bound(x: Any, terms: int) -> float:
+    """How far two summation orders of one output value can lie apart, when each output is
+    a sum of ``terms`` products ``w_i * x_i`` with weights summing to 1 (a convolution, a
+    blur, an interpolation) computed in ``x``'s dtype: each order carries a rounding error
+    of at most ``(terms - 1) * u * sum(|w_i x_i|) <= (terms - 1) * u * max|x|`` (Higham,
+    *Accuracy and Stability of Numerical Algorithms*, 2nd ed., eq. 4.4), u = eps / 2; two
+    orders differ by at most twice that, plus the final rounding of each (one eps).
+
+    Two kernels that sum in different orders (oneDNN's convolutions by group count and the
+    CPU's vector width, chunked vs whole batches, compiled vs eager) agree only within this
+    bound: their bits are not defined across them (issue 27)."""
+    import torch
+
+    eps = torch.finfo(x.dtype).eps
+    top = float(x.abs().max()) if x.numel() else 0.0
+    return (terms - 1) * eps * top + eps * top
+
+
+def assert_within(got: Any, want: Any, bound: float) -> None:
+    """Same dtype and shape, and every value within ``bound`` of ``want`` (compared in
+    float64, so the check adds no rounding of its own)."""
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape)
+    diff = float((got.double() - want.double()).abs().max()) if got.numel() else 0.0
+    assert diff <= bound, f"max |diff| {diff} > summation-order bound {bound}"
+
+
 def consume_with_errors(ds: Any) -> tuple[list, list[str]]:
     """The elements (as ``py`` values) and the error messages of one pass, going on past
     each ``DatapipeError`` (``PipelineError``, or ``BatchShapeError`` from batching ops)."""

@@ -1,6 +1,6 @@
 """Iterator state in a safe file format: JSON for structure, numpy arrays beside it.
 
-An iterator's ``get_state()`` holds ints (PCG64 states are 128-bit: JSON keeps them
+An iterator's ``state_dict()`` holds ints (PCG64 states are 128-bit: JSON keeps them
 exact), strings, lists, dicts, and elements (numpy arrays and scalars, torch tensors,
 nested tuples and dicts) sitting in shuffle buffers. ``encode_state`` turns that into a
 JSON document in which each array is a tagged reference into a dict of numpy arrays;

@@ -124,7 +124,7 @@ def index_directory(
     follow_links: bool = False,
 ) -> tuple[list[str], np.ndarray | None, list[str] | None]:
     """Keras's file index: classes in sorted (or ``class_names``) order, files sorted by
-    ``os.walk`` within each class. Returns ``(paths, labels int32 or None, class_names)``."""
+    ``os.walk`` within each class. Returns ``(paths, labels int64 or None, class_names)``."""
     if labels == "inferred":
         names = _class_dirs(directory, class_names)
         paths: list[str] = []
@@ -133,7 +133,7 @@ def index_directory(
             found = _walk_images(os.path.join(directory, name), follow_links, directory)
             paths += found
             idx += [i] * len(found)
-        return paths, np.asarray(idx, dtype=np.int32), names
+        return paths, np.asarray(idx, dtype=np.int64), names
     if class_names is not None:
         raise ValueError(
             "image_dataset_from_directory: class_names can only be given with labels='inferred'"
@@ -147,7 +147,7 @@ def index_directory(
             f"image_dataset_from_directory: labels must be 'inferred', None or one label per "
             f"file; got {got} for {len(paths)} files in {directory!r}"
         )
-    lab = np.asarray(labels, dtype=np.int32)
+    lab = np.asarray(labels, dtype=np.int64)
     return paths, lab, [str(v) for v in sorted(set(lab.tolist()))]
 
 
@@ -230,7 +230,9 @@ class ImageFolderLoader:
 
     def label(self, y: Any) -> np.ndarray:
         if self.label_mode == "int":
-            return np.int32(y)
+            # int64, torch's class-index dtype (``F.cross_entropy`` refuses int32 targets);
+            # Keras gives int32 (docs/guides/differences.md, D-K-38).
+            return np.int64(y)
         if self.label_mode == "binary":
             return np.asarray([y], dtype=np.float32)
         out = np.zeros(self.num_classes, np.float32)
@@ -360,7 +362,9 @@ def image_dataset_from_directory(
             ``memory://``, ...) is listed and read through fsspec (``datapipe[remote]``).
         labels: ``"inferred"`` (class = subdirectory), ``None``, or one int per file in
             the sorted ``os.walk`` order of the file paths.
-        label_mode: ``"int"`` (``int32`` scalar), ``"categorical"`` (``float32`` one-hot of
+        label_mode: ``"int"`` (``int64`` scalar: torch's class-index dtype, which
+            ``F.cross_entropy`` needs; Keras gives ``int32``, see D-K-38 in
+            docs/guides/differences.md), ``"categorical"`` (``float32`` one-hot of
             length ``num_classes``), ``"binary"`` (``float32`` of shape ``(1,)``; exactly 2
             classes), or ``None`` (elements are images only; as in Keras this means
             ``labels=None``: every image below ``directory`` is used, ``class_names`` is None).

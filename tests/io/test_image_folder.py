@@ -51,9 +51,32 @@ def test_int_labels_shapes_order(tmp_path):
     assert [b[0].shape for b in batches] == [(4, 6, 5, 3), (4, 6, 5, 3), (1, 6, 5, 3)]
     images = np.concatenate([b[0] for b in batches])
     labels = np.concatenate([b[1] for b in batches])
-    assert images.dtype == np.float32 and labels.dtype == np.int32
+    # int64: torch's class-index dtype (Keras gives int32: D-K-38)
+    assert images.dtype == np.float32 and labels.dtype == np.int64
     assert labels.tolist() == [0, 0, 0, 1, 1, 2, 2, 2, 2]
     assert images[:, 0, 0, 0].tolist() == [0, 1, 2, 10, 11, 20, 21, 22, 23]
+
+
+def test_int_labels_are_torch_class_indices(tmp_path):
+    # to_torch() and as_torch_dataset() give int64 labels, which F.cross_entropy takes as
+    # class indices (int32 targets raise "expected scalar type Long"); explicit labels too.
+    import torch
+    import torch.nn.functional as F
+
+    root = _tree(str(tmp_path))
+    ds = image_dataset_from_directory(root, image_size=(6, 5), batch_size=4, shuffle=False, **SEQ)
+    x, y = next(iter(ds.to_torch()))
+    assert y.dtype == torch.int64 and y.tolist() == [0, 0, 0, 1]
+    assert ds.to_torch().element_spec[1].dtype == torch.int64
+    logits = torch.zeros(4, 3)
+    assert float(F.cross_entropy(logits, y)) == pytest.approx(np.log(3), rel=1e-6)
+    loader = torch.utils.data.DataLoader(ds.as_torch_dataset(), batch_size=None)
+    assert [b[1].dtype for b in loader] == [torch.int64] * 3
+    explicit = image_dataset_from_directory(
+        root, labels=[2, 1, 0, 2, 1, 0, 2, 1, 0], image_size=(6, 5), batch_size=None, **SEQ
+    )
+    first = next(iter(explicit.to_torch()))[1]
+    assert first.dtype == torch.int64 and first.ndim == 0
 
 
 def test_label_modes_color_modes_resize(tmp_path):

@@ -140,6 +140,8 @@ def test_batch_and_channels_first_equal_single_channels_last(backend):
     batch = np.stack([image((37, 45), 3, seed=s) for s in range(3)])
     one_by_one = np.stack([resize_image(b, (20, 24)) for b in batch])
     np.testing.assert_array_equal(resize_image(batch, (20, 24)), one_by_one)
+    # Exact: a batch is resized image by image, and channels_first is transposed to the
+    # same contiguous HWC input first, so the same kernel computes every pixel.
     chw = batch.transpose(0, 3, 1, 2)
     got = resize_image(chw, (20, 24), data_format="channels_first")
     assert got.shape == (3, 3, 20, 24) and got.flags.c_contiguous
