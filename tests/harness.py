@@ -187,3 +187,44 @@ def settle_processes(deadline_s: float = 2.0) -> list[multiprocessing.Process]:
     while time.monotonic() < end and worker_processes():
         time.sleep(0.02)
     return worker_processes()
+
+
+_MEMORY_LIMITED = """
+import resource, sys
+{setup}
+def _vm_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmSize in /proc/self/status")
+_limit = _vm_bytes() + {headroom}
+resource.setrlimit(resource.RLIMIT_AS, (_limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+{body}
+"""
+
+
+def run_under_memory_limit(
+    setup: str, body: str, headroom_mb: int, timeout_s: float = 120.0
+) -> Any:
+    """Run ``setup`` then ``body`` (Python source) in a fresh interpreter whose address space
+    is capped (``RLIMIT_AS``) at what it uses after ``setup`` plus ``headroom_mb``: code that
+    would allocate far more fails at once with ``MemoryError`` instead of swapping the
+    machine. Returns the ``subprocess.CompletedProcess`` (text ``stdout``/``stderr``)."""
+    import subprocess
+    import textwrap
+
+    root = Path(__file__).resolve().parents[1]
+    code = _MEMORY_LIMITED.format(
+        setup=textwrap.dedent(setup), headroom=headroom_mb << 20, body=textwrap.dedent(body)
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "tests")])}
+    env.setdefault("OMP_NUM_THREADS", "1")  # each OpenMP thread reserves address space
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env=env,
+        cwd=str(root),
+    )

@@ -13,6 +13,7 @@ import numpy as np
 from PIL import Image
 
 from datapipe._image_format import resolve_data_format
+from datapipe._redact import redact_url
 from datapipe._validate import check_bool, check_int, check_seed
 from datapipe.dataset import AUTOTUNE, Dataset
 from datapipe.io import _remote as remote
@@ -53,7 +54,7 @@ def _class_dirs(directory: str, class_names: Sequence[str] | None) -> list[str]:
     if not set(class_names) <= set(subdirs):
         raise ValueError(
             f"image_dataset_from_directory: class_names {list(class_names)} do not match the "
-            f"subdirectories of {directory!r}: {subdirs} (or a subset of them)"
+            f"subdirectories of {redact_url(directory)!r}: {subdirs} (or a subset of them)"
         )
     return list(class_names)
 
@@ -145,7 +146,7 @@ def index_directory(
         got = labels if isinstance(labels, str) else f"{len(labels)} labels"
         raise ValueError(
             f"image_dataset_from_directory: labels must be 'inferred', None or one label per "
-            f"file; got {got} for {len(paths)} files in {directory!r}"
+            f"file; got {got} for {len(paths)} files in {redact_url(directory)!r}"
         )
     lab = np.asarray(labels, dtype=np.int64)
     return paths, lab, [str(v) for v in sorted(set(lab.tolist()))]
@@ -478,7 +479,8 @@ def image_dataset_from_directory(
         p, lab = _split(paths, labs, validation_split, sub)
         if not p:
             raise ValueError(
-                f"image_dataset_from_directory: no {sub or ''} images found in {directory!r} "
+                f"image_dataset_from_directory: no {sub or ''} images found in "
+                f"{redact_url(directory)!r} "
                 f"(allowed formats: {', '.join(ALLOWLIST_FORMATS)})".replace("no  ", "no ")
             )
         if verbose and validation_split:

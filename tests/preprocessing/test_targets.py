@@ -462,7 +462,7 @@ def test_max_num_bounding_boxes_pads_and_truncates_batches():
         }
     )
     assert empty["bounding_boxes"]["boxes"].tolist() == [[-1.0] * 4] * 2
-    with pytest.raises(ValueError, match="MaxNumBoundingBoxes: max_number must be an int >= 1"):
+    with pytest.raises(ValueError, match=r"max_number must be an int >= 1 and <= 65536; got 0"):
         pp.MaxNumBoundingBoxes(0)
 
 
