@@ -3,17 +3,17 @@ augmentation, and the feature layers (lookups, hashing, encodings, discretizatio
 vectorization, tabular normalization, spectrograms).
 
 Keras's layer semantics and argument names with PyTorch's conventions: channels-first by
-default (one package default, ``image_data_format()`` / ``set_image_data_format()``, that
-layers and ``datapipe.image_dataset_from_directory`` created afterwards follow),
-vectorised over the batch on the input's device, identity in ``eval()`` for the random
-layers, JSON configs (``get_config`` / ``from_config`` / ``layer_from_config``), state in
-``state_dict``, and exportable with ``torch.export`` in ``eval()`` mode. Dict inputs with
-Keras 3's keys (``images``, ``labels``, ``bounding_boxes``, ``segmentation_masks``) plus
-``keypoints`` receive one draw per sample (``Layer``); dtype policies follow Keras's names
-(``set_dtype_policy``).
+default (one package default, ``image_data_format()`` / ``set_image_data_format()`` from
+``datapipe.image_format``, that layers and ``datapipe.image_dataset_from_directory``
+created afterwards follow), vectorised over the batch on the input's device, identity in
+``eval()`` for the random layers, JSON configs (``get_config`` / ``from_config`` /
+``layer_from_config``), state in ``state_dict``, and exportable with ``torch.export`` in
+``eval()`` mode. Dict inputs with Keras 3's keys (``images``, ``labels``,
+``bounding_boxes``, ``segmentation_masks``) plus ``keypoints`` receive one draw per sample
+(``Layer``); dtype policies follow Keras's names (``set_dtype_policy``).
 """
 
-from datapipe._image_format import image_data_format, set_image_data_format
+from datapipe.image_format import image_data_format, set_image_data_format
 
 from . import bounding_boxes
 from .affine import AffineLayer, affine_transform

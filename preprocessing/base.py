@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal, NoReturn, TypeVar, overload
 import numpy as np
 import torch
 
-from datapipe._image_format import DATA_FORMATS, resolve_data_format
+from datapipe.image_format import DATA_FORMATS, resolve_data_format
 
 from . import _targets
 from ._random import box_muller, hashed_uniform
