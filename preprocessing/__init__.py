@@ -23,14 +23,8 @@ from .base import Layer, RandomLayer, layer_from_config, serialize_layer
 from .brightness import RandomBrightness
 from .category_encoding import CategoryEncoding
 from .clahe import ContrastLimitedAdaptiveHistogramEqualization
-from .color import (
-    RandomColorDegeneration,
-    RandomColorJitter,
-    RandomGrayscale,
-    RandomHue,
-    RandomInvert,
-    RandomSaturation,
-)
+from .color_degeneration import RandomColorDegeneration
+from .color_jitter import RandomColorJitter
 from .contrast import RandomContrast
 from .crop import RandomCrop
 from .discretization import Discretization
@@ -41,7 +35,10 @@ from .erasing import RandomErasing
 from .flip import RandomFlip
 from .gaussian_blur import RandomGaussianBlur
 from .geometric import GeometricLayer
+from .grayscale import RandomGrayscale
 from .hashing import HashedCrossing, Hashing
+from .hue import RandomHue
+from .invert import RandomInvert
 from .lookup import IntegerLookup, StringLookup
 from .max_boxes import MaxNumBoundingBoxes
 from .mixing import CutMix, MixUp
@@ -54,6 +51,7 @@ from .rescaling import Rescaling
 from .resized_crop import RandomResizedCrop
 from .resizing import CenterCrop, Resizing
 from .rotation import RandomRotation
+from .saturation import RandomSaturation
 from .sharpness import RandomSharpness
 from .shear import RandomShear
 from .solarization import Solarization

@@ -1,5 +1,7 @@
-"""What the photometric layers share: value ranges, colour conversions, and applying an
-operation to only the samples a draw selected.
+"""What the photometric layers share: colour conversions, mapping value ranges to [0, 255]
+and back, and applying an operation to only the samples a draw selected (their factor and
+``value_range`` arguments are the layer base's: ``Layer._set_factor`` /
+``_set_value_range``).
 
 Colour conversions follow Keras 3's backends (``keras.src.backend.*.image``): grayscale
 weights ``(0.2989, 0.587, 0.114)`` (ITU-R 601, as tf.image and torchvision), and the HSV
@@ -12,30 +14,33 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
-from .base import Layer, ordered_pair
+from .base import Layer
 
 GRAY_WEIGHTS = (0.2989, 0.587, 0.114)
 
 
-def value_range_pair(layer: Layer, value_range: Any) -> tuple[float, float]:
-    """``(low, high)`` finite numbers with low < high (the layers divide by high - low)."""
-    lo, hi = ordered_pair(layer, "value_range", value_range, -math.inf, math.inf, False)
-    if not lo < hi:
-        layer._fail("value_range", "must be a pair (low, high) with low < high", value_range)
-    return lo, hi
+# The arguments every colour layer's docstring ends with (``common_args`` fills them in).
+_COMMON_ARGS = """seed: seeds the layer's draws; None uses torch's global RNG.
+        data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
+            package default, ``preprocessing.image_data_format()``.
+        dtype: a dtype policy name or None (``preprocessing.dtype_policy``)."""
+
+_C = TypeVar("_C", bound=type)
 
 
-def channel_dim(layer: Layer) -> int:
-    """The channel axis of a rank-4 batch in ``layer``'s data_format."""
-    return 1 if layer.data_format == "channels_first" else 3
+def common_args(cls: _C) -> _C:
+    """Fill ``{common}`` in ``cls``'s docstring with the seed / data_format / dtype
+    arguments (a class decorator; doctests read the filled text)."""
+    cls.__doc__ = (cls.__doc__ or "").format(common=_COMMON_ARGS)
+    return cls
 
 
 def check_channels(layer: Layer, batch: torch.Tensor, allowed: tuple[int, ...]) -> int:
-    c = batch.shape[channel_dim(layer)]
+    c = batch.shape[layer._channel_axis]
     if c not in allowed:
         raise ValueError(
             f"{type(layer).__name__}: expected images with {' or '.join(map(str, allowed))} "

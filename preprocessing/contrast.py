@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
 
-from .base import RandomLayer, _is_number, ordered_pair
-
-
-def _value_range(layer, value_range: Any) -> tuple[float, float]:
-    return ordered_pair(layer, "value_range", value_range, -math.inf, math.inf, False)
+from .base import RandomLayer
 
 
 class RandomContrast(RandomLayer):
@@ -48,27 +43,16 @@ class RandomContrast(RandomLayer):
         **kwargs: Any,
     ) -> None:
         super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self.factor = factor
-        self.value_range = value_range
-        if isinstance(factor, (list, tuple)):
-            self._lower, self._upper = ordered_pair(self, "factor", factor, 0.0, 1.0, False)
-        elif _is_number(factor) and 0 <= factor <= 1:
-            self._lower = self._upper = float(factor)
-        else:
-            self._fail("factor", "must be a number in [0, 1] or a pair of numbers", factor)
-        self._range = _value_range(self, value_range)
+        self._set_factor(factor, number="both")  # (lower, upper): 1 - lower, 1 + upper
+        self._set_value_range(value_range, strict=False)  # nothing divides by high - low
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        lo, hi = 1.0 - self._lower, 1.0 + self._upper
-        return {"contrast_factor": self._uniform(batch.shape[0], lo, hi, batch.device, generator)}
+        lower, upper = self._factor
+        return {"contrast_factor": self._draw_factor(images, generator, (1.0 - lower, 1.0 + upper))}
 
     def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
-        batch, single = self._as_batch(images)
-        x = self._to_float(batch)
-        dims = (2, 3) if self.data_format == "channels_first" else (1, 2)
-        mean = x.mean(dim=dims, keepdim=True)
+        x = self._to_float(images)
+        mean = x.mean(dim=self._spatial_axes, keepdim=True)
         f = params["contrast_factor"].to(x.dtype).view(-1, 1, 1, 1)
         # The same arithmetic as ((x - mean) * f + mean).clamp(...) on one fresh tensor.
-        out = (x - mean).mul_(f).add_(mean).clamp_(self._range[0], self._range[1])
-        return self._unbatch(out, single)
+        return (x - mean).mul_(f).add_(mean).clamp_(self._range[0], self._range[1])

@@ -6,8 +6,8 @@ from typing import Any
 
 import torch
 
-from ._photometric import per_image, value_range_pair
-from .base import RandomLayer, from_zero_pair
+from ._photometric import per_image
+from .base import RandomLayer
 
 
 class RandomSharpness(RandomLayer):
@@ -58,17 +58,14 @@ class RandomSharpness(RandomLayer):
         **kwargs: Any,
     ) -> None:
         super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self.factor, self.value_range = factor, value_range
-        self._factor = from_zero_pair(self, "factor", factor)
-        self._range = value_range_pair(self, value_range)
+        self._set_factor(factor)
+        self._set_value_range(value_range)
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        return {"factor": self._uniform(batch.shape[0], *self._factor, batch.device, generator)}
+        return {"factor": self._draw_factor(images, generator)}
 
     def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
-        batch, single = self._as_batch(images)
-        x = self._to_nchw(self._to_float(batch))
+        x = self._to_nchw(self._to_float(images))
         out = x.clone()
         if x.shape[2] > 2 and x.shape[3] > 2:
             # smooth(x) - x = (box3x3(x) - 9 x) / 13 inside the border; the 3x3 box sum
@@ -81,4 +78,4 @@ class RandomSharpness(RandomLayer):
             inner = out[:, :, 1:-1, 1:-1]
             inner.mul_(1.0 - 9.0 * w).add_(box.mul_(w))
         out = out.clamp_(*self._range)
-        return self._unbatch(self._from_nchw(out), single)
+        return self._from_nchw(out)

@@ -218,13 +218,13 @@ def test_rand_augment_and_aug_mix_configure_ops_as_keras(ref):
         assert list(ours.ops) == theirs["ops"]
         lo, hi = theirs["factor"]
         assert ours.ops["random_shear"]._x == (lo, hi)
-        assert ours.ops["random_translation"]._w == (lo, hi)
-        assert (ours.ops["random_rotation"]._lower, ours.ops["random_rotation"]._upper) == (lo, hi)
-        assert ours.ops["random_brightness"]._lower == lo
+        assert ours.ops["random_translation"]._width_factor == (lo, hi)
+        assert ours.ops["random_rotation"]._factor == (lo, hi)
+        assert ours.ops["random_brightness"]._factor[0] == lo
         assert ours.ops["random_sharpness"]._factor == theirs["sharpness"]
-        assert ours.ops["solarization"]._addition == theirs["solarization_addition"]
+        assert ours.ops["solarization"]._addition_factor == theirs["solarization_addition"]
         # Keras draws bits with randint(1, b), leaving b out; ours include it.
         assert ours.ops["random_posterization"]._bits == theirs["posterization_bits"]
         mix = pp.AugMix(factor=factor)
         assert list(mix.ops) == theirs["aug_mix_ops"]
-        assert mix.ops["random_contrast"]._upper == theirs["aug_mix_contrast_upper"]
+        assert mix.ops["random_contrast"]._factor[1] == theirs["aug_mix_contrast_upper"]
