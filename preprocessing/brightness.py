@@ -6,10 +6,10 @@ from typing import Any
 
 import torch
 
-from .base import RandomLayer
+from ._photometric import SeedFirstFactorLayer
 
 
-class RandomBrightness(RandomLayer):
+class RandomBrightness(SeedFirstFactorLayer):
     """Add a random offset per image: ``clip(x + d * (high - low), low, high)``.
 
     Args:
@@ -36,18 +36,9 @@ class RandomBrightness(RandomLayer):
         tensor([[[0.5000, 0.7500, 1.0000]]])
     """
 
-    def __init__(
-        self,
-        factor: float | tuple[float, float],
-        value_range: tuple[float, float] = (0, 255),
-        seed: int | None = None,
-        data_format: str | None = None,
-        dtype: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self._set_factor(factor, bounds=(-1.0, 1.0), number="symmetric")
-        self._set_value_range(value_range, strict=False)  # nothing divides by high - low
+    _factor_bounds = (-1.0, 1.0)
+    _factor_number = "symmetric"  # a number f reads (-|f|, |f|)
+    _strict_value_range = False  # nothing divides by high - low
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
         d = self._draw_factor(images, generator)

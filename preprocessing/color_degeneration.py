@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
-from ._photometric import check_channels, common_args, grayscale, per_image
-from .base import RandomLayer
+from ._photometric import FactorLayer, check_channels, common_args, grayscale, per_image
 
 
 @common_args
-class RandomColorDegeneration(RandomLayer):
+class RandomColorDegeneration(FactorLayer):
     """Blend each image towards its grayscale version by a random amount.
 
     ``clip(x + f * (gray(x) - x), low, high)`` per image, ``gray`` the luma
@@ -38,22 +35,6 @@ class RandomColorDegeneration(RandomLayer):
         >>> layer(torch.tensor([[[1.0]], [[0.0]], [[0.0]]])).flatten()  # red -> its luma
         tensor([0.2989, 0.2989, 0.2989])
     """
-
-    def __init__(
-        self,
-        factor: float | tuple[float, float],
-        value_range: tuple[float, float] = (0, 255),
-        data_format: str | None = None,
-        seed: int | None = None,
-        dtype: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self._set_factor(factor)
-        self._set_value_range(value_range)
-
-    def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        return {"factor": self._draw_factor(images, generator)}
 
     def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
         check_channels(self, images, (1, 3))

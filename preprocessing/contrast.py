@@ -6,10 +6,10 @@ from typing import Any
 
 import torch
 
-from .base import RandomLayer
+from ._photometric import SeedFirstFactorLayer
 
 
-class RandomContrast(RandomLayer):
+class RandomContrast(SeedFirstFactorLayer):
     """Scale each channel's deviation from its mean by a random factor per image.
 
     For each image and channel: ``(x - mean) * f + mean`` with ``mean`` over the pixels
@@ -33,18 +33,8 @@ class RandomContrast(RandomLayer):
         ValueError: a bad argument (naming it) or an input that is not rank 3 or 4.
     """
 
-    def __init__(
-        self,
-        factor: float | tuple[float, float],
-        value_range: tuple[float, float] = (0, 255),
-        seed: int | None = None,
-        data_format: str | None = None,
-        dtype: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self._set_factor(factor, number="both")  # (lower, upper): 1 - lower, 1 + upper
-        self._set_value_range(value_range, strict=False)  # nothing divides by high - low
+    _factor_number = "both"  # a number a reads (a, a): the draw is in [1 - a, 1 + a]
+    _strict_value_range = False  # nothing divides by high - low
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
         lower, upper = self._factor

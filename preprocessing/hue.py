@@ -6,12 +6,11 @@ from typing import Any
 
 import torch
 
-from ._photometric import check_channels, common_args, shift_hue
-from .base import RandomLayer
+from ._photometric import FactorLayer, check_channels, common_args, shift_hue
 
 
 @common_args
-class RandomHue(RandomLayer):
+class RandomHue(FactorLayer):
     """Rotate the hue of each image by a random amount (Keras 3's ``RandomHue``).
 
     Per image a magnitude ``f`` is drawn from ``factor``'s range and a sign with
@@ -39,19 +38,6 @@ class RandomHue(RandomLayer):
         >>> layer(torch.tensor([[[1.0]], [[0.0]], [[0.0]]])).flatten().round(decimals=4)
         tensor([0., 0., 1.])
     """
-
-    def __init__(
-        self,
-        factor: float | tuple[float, float],
-        value_range: tuple[float, float] = (0, 255),
-        data_format: str | None = None,
-        seed: int | None = None,
-        dtype: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self._set_factor(factor)
-        self._set_value_range(value_range)
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
         u = self._rand((images.shape[0],), images.device, generator)

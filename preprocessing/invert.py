@@ -6,12 +6,11 @@ from typing import Any
 
 import torch
 
-from ._photometric import apply_where, common_args
-from .base import RandomLayer
+from ._photometric import SeedFirstFactorLayer, apply_where, common_args
 
 
 @common_args
-class RandomInvert(RandomLayer):
+class RandomInvert(SeedFirstFactorLayer):
     """Invert each image (``low + high - x``) with a random probability (Keras 3's
     ``RandomInvert``).
 
@@ -41,6 +40,7 @@ class RandomInvert(RandomLayer):
         tensor([[[1.0000, 0.7500, 0.0000]]])
     """
 
+    # Keras's RandomInvert: the factor has a default (1.0), the seed comes before data_format.
     def __init__(
         self,
         factor: float | tuple[float, float] = 1.0,
@@ -50,9 +50,7 @@ class RandomInvert(RandomLayer):
         dtype: str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self._set_factor(factor)
-        self._set_value_range(value_range)
+        super().__init__(factor, value_range, seed, data_format, dtype, **kwargs)
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
         p = self._draw_factor(images, generator)

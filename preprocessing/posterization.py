@@ -6,11 +6,11 @@ from typing import Any, cast
 
 import torch
 
-from ._photometric import from_255, to_255
-from .base import RandomLayer, _is_number
+from ._photometric import FactorLayer, from_255, to_255
+from .base import _is_number
 
 
-class RandomPosterization(RandomLayer):
+class RandomPosterization(FactorLayer):
     """Keep only the ``bits`` most significant bits of each 8-bit channel value, ``bits``
     drawn per image (Keras 3's ``RandomPosterization``; PIL's ``ImageOps.posterize``).
 
@@ -41,25 +41,18 @@ class RandomPosterization(RandomLayer):
         tensor([[[  0.,   0.,  64., 192., 192.]]])
     """
 
-    def __init__(
-        self,
-        factor: int | tuple[int, int],
-        value_range: tuple[float, float] = (0, 255),
-        data_format: str | None = None,
-        seed: int | None = None,
-        dtype: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
+    _factor_bounds = (1, 8)  # bits kept; a number b reads (1, b)
+    _bits: tuple[int, int]
+
+    def _take_factor(self, factor: Any) -> None:
         ints = "must be an int in [1, 8] or a pair of them"
         bits = cast(float, factor)
         if _is_number(factor) and not (float(bits).is_integer() and 1 <= bits <= 8):
             self._fail("factor", ints, factor)
-        lo, hi = self._set_factor(factor, bounds=(1, 8))  # a number b: (1, b)
+        lo, hi = self._set_factor(factor, bounds=self._factor_bounds)
         if not (lo.is_integer() and hi.is_integer()):
             self._fail("factor", ints, factor)
         self._bits = (int(lo), int(hi))
-        self._set_value_range(value_range)
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
         lo, hi = self._bits

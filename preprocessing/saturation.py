@@ -6,12 +6,11 @@ from typing import Any
 
 import torch
 
-from ._photometric import check_channels, common_args, scale_saturation
-from .base import RandomLayer
+from ._photometric import FactorLayer, check_channels, common_args, scale_saturation
 
 
 @common_args
-class RandomSaturation(RandomLayer):
+class RandomSaturation(FactorLayer):
     """Scale the HSV saturation of each image by a random factor (Keras 3's
     ``RandomSaturation``).
 
@@ -41,19 +40,6 @@ class RandomSaturation(RandomLayer):
         >>> layer(torch.tensor([[[0.8]], [[0.4]], [[0.2]]])).flatten()
         tensor([0.8000, 0.8000, 0.8000])
     """
-
-    def __init__(
-        self,
-        factor: float | tuple[float, float],
-        value_range: tuple[float, float] = (0, 255),
-        data_format: str | None = None,
-        seed: int | None = None,
-        dtype: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self._set_factor(factor)
-        self._set_value_range(value_range)
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
         f = self._draw_factor(images, generator)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
-from ._photometric import per_image
-from .base import RandomLayer
+from ._photometric import FactorLayer, per_image
 
 
-class RandomSharpness(RandomLayer):
+class RandomSharpness(FactorLayer):
     """Sharpen or blur each image by a random amount (Keras 3's ``RandomSharpness``).
 
     Per image ``f`` is drawn from ``factor``'s range and ``s = 2 f``; the image becomes
@@ -47,22 +44,6 @@ class RandomSharpness(RandomLayer):
                  [0., 5., 0.],
                  [0., 0., 0.]]])
     """
-
-    def __init__(
-        self,
-        factor: float | tuple[float, float],
-        value_range: tuple[float, float] = (0, 255),
-        data_format: str | None = None,
-        seed: int | None = None,
-        dtype: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self._set_factor(factor)
-        self._set_value_range(value_range)
-
-    def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        return {"factor": self._draw_factor(images, generator)}
 
     def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
         x = self._to_nchw(self._to_float(images))

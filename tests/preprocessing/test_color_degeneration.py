@@ -3,11 +3,8 @@
 Keras 3 is the anchor: with a factor range of one value Keras's draw is exact; otherwise
 our drawn parameters are handed to Keras's ``transform_images``.
 
-Tolerance against Keras: values in [0, 255] computed in float32 by different kernels
-(TF's depthwise conv and HSV ops against torch's) differ by a few ulps of 255, about
-3e-5; ``ATOL`` = 1e-3 leaves room for that and still catches any real difference (the
-smallest change that matters is one grey level). Where the two differ by design
-(documented in the layer) only the part where they agree is compared.
+The tolerance against Keras is ``ATOL`` (_layer_helpers.py says why); where the two
+differ by design (documented in the layer) only the part where they agree is compared.
 
 Keras's results come through ``ref`` (tests/differential.py): read from
 tests/goldens/<this file>.json in the default run, computed by Keras itself under
