@@ -532,7 +532,10 @@ class RandomLayer(Layer):
 
     Subclasses draw with ``_uniform(n, low, high, device, generator)`` (shape ``(n,)``),
     ``_rand(shape, device, generator)`` (U[0, 1)) and ``_randn(shape, device, generator)``
-    (standard normal); every value is float32.
+    (standard normal); every value is float32. A layer with Keras's ``factor`` argument
+    checks and keeps it with ``_set_factor`` (and its ``value_range`` with
+    ``_set_value_range``) in its constructor, and draws one value per image from it with
+    ``_draw_factor(images, generator)``.
 
     Example: a photometric layer is a draw and a pixel operation; every other target of a
     dict input passes through untouched (``Layer``'s default ``transform_*`` methods):
