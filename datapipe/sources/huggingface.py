@@ -5,9 +5,10 @@ in memory) plus, after ``select`` / ``shuffle`` / ``filter``, an *indices mappin
 column of row numbers, ``datasets``' ``Dataset._indices``). ``HuggingFaceDataset`` reads
 that table directly: random access by row number through the mapping, so ``global_shuffle``
 (a permutation of indices), auto-sharding (by index, exact), ``ds[i]`` and a resume state
-of one integer all work; rows are gathered with one Arrow ``take`` (or ``slice``) per
-chunk of indices and converted column by column (``datapipe/io/_columnar.py``'s mapping:
-numbers -> the same numpy dtype, strings -> ``str``, binary -> ``bytes``, lists -> arrays).
+of one integer all work; rows are gathered per Arrow chunk (``_arrow_gather.py``: numpy
+views of fixed-width columns, Arrow ``take`` of the others) and converted column by column
+(``datapipe/io/_columnar.py``'s mapping: numbers -> the same numpy dtype, strings ->
+``str``, binary -> ``bytes``, lists -> arrays).
 With ``batch_size`` the elements are batches read as one Arrow slice each: numeric columns
 of a contiguous, null-free range are numpy views of the Arrow buffers (zero-copy,
 read-only), not per-row Python objects stacked again.
@@ -34,6 +35,7 @@ from datapipe._lazy import lazy_module
 from datapipe._spec import TensorSpec, batched_spec
 from datapipe._validate import check_bool, check_optional_int
 from datapipe.dataset import Dataset
+from datapipe.sources._arrow_gather import ArrowGather
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -187,8 +189,10 @@ class _ArrowAccess:
     """Random access to the rows (or batches) of the table."""
 
     def __init__(self, ds: HuggingFaceDataset):
-        self.table, self.mapping = ds._table, ds._mapping
+        self.mapping = ds._mapping
         self.names = ds._table.column_names
+        nan = ds._nulls_as_nan
+        self.gather = ArrowGather(ds._table, lambda arr, name: read_column(arr, name, nan))
         self.b, self.nan = ds._batch_size, ds._nulls_as_nan
         self.rows = ds._rows
         self.n = ds.cardinality()
@@ -198,17 +202,13 @@ class _ArrowAccess:
 
     def _read(self, rows: Sequence[int]) -> list[np.ndarray]:
         """The columns of ``rows`` (dataset row numbers) as numpy arrays."""
-        if self.mapping is not None:
-            if isinstance(rows, range):
-                physical = self.mapping[rows.start : rows.stop : rows.step]
-            else:
-                physical = self.mapping[np.asarray(rows, dtype=np.int64)]
-            part = self.table.take(physical)
-        elif isinstance(rows, range) and rows.step == 1:
-            part = self.table.slice(rows.start, len(rows))  # zero-copy
+        if isinstance(rows, range):
+            physical = np.arange(rows.start, rows.stop, rows.step, dtype=np.int64)
         else:
-            part = self.table.take(np.asarray(rows, dtype=np.int64))
-        return [read_column(part.column(i), n, self.nan) for i, n in enumerate(self.names)]
+            physical = np.asarray(rows, dtype=np.int64)
+        if self.mapping is not None:
+            physical = self.mapping[physical].astype(np.int64)
+        return self.gather.gather(physical)
 
     def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
         names = self.names

@@ -77,6 +77,17 @@ def test_an_indices_mapping_is_read_through_like_datasets_does(hf, view):
     ]
 
 
+def test_a_dataset_of_many_chunks_reads_like_datasets(hf):
+    parts = [hf.select(range(a, b)).flatten_indices() for a, b in ((0, 7), (7, 8), (8, N))]
+    many = datasets.concatenate_datasets(parts).shuffle(seed=5)
+    assert many.data.table.column("x").num_chunks == 3
+    ds = dp.from_huggingface(many)
+    assert values(ds) == rows_of(many)
+    assert [py(e) for e in ds.global_shuffle(seed=1)] == [
+        rows_of(many)[i] for i in dp.range(N).global_shuffle(seed=1)
+    ]
+
+
 def test_random_access_and_columns(hf):
     ds = dp.from_huggingface(hf, columns=["text", "x"])
     assert list(ds.element_spec) == ["text", "x"]
