@@ -42,15 +42,35 @@ from datapipe.service.state import check_states, own_part
 from datapipe.service.worker import (
     REPLY_BYTES,
     REPLY_ELEMENTS,
+    REPLY_MIN_ELEMENTS,
     REPLY_SECONDS,
     elements_of,
     writable,
 )
 
+# Replies of a split of known size hold the whole split where it fits (see
+# _reply_min_elements); False: REPLY_MIN_ELEMENTS only (benchmarks compare the two).
+REPLY_WHOLE_SPLITS = True
 # Worker deaths one split may see before the consumer gives up with WorkerDiedError.
 MAX_ATTEMPTS = 3
 # How long a dead worker's replacement may take to start (Ray places it where a CPU is free).
 REPLACE_TIMEOUT_S = 120.0
+
+
+def reading_workers(node: Any, k: int) -> list[int]:
+    """The worker slots this consumer runs lanes on. Every consumer reading from every
+    worker makes ``consumers x workers x 2`` lanes, each holding a split and asking the
+    dispatcher for the next one: at 1,000 workers x 64 consumers, 128,000 lanes would
+    need 128,000 splits in progress and ~88 s of dispatcher calls before the last lane
+    got one (``benchmarks/sim_service_scale.py``). So a ``"distributed_epoch"`` consumer
+    that knows its place (``consumer_index`` of ``num_consumers``: its splits are its own,
+    ``layout.PoolSplits``) reads from the workers ``w`` with ``w % num_consumers ==
+    consumer_index`` once there are at least two such workers for each consumer; else
+    from all of them."""
+    n, c = node.num_consumers, node.consumer_index
+    if node.processing_mode != "distributed_epoch" or n is None or c is None or k < 2 * n:
+        return list(range(k))
+    return list(range(c, k, n))
 
 
 class _Split:
@@ -166,10 +186,10 @@ class DistributeIterator(OpIterator):
             self.exhausted = True
             return
         self.workers = self._call(self.dispatcher.handles)
-        k = len(self.workers)
         per_worker = 1 if node.processing_mode == "parallel_epochs" else 2
         self.per_lane = max(1, node.max_outstanding_requests // per_worker)
-        self.lanes = [_Lane(i % k) for i in range(per_worker * k)]
+        mine = reading_workers(node, len(self.workers))
+        self.lanes = [_Lane(mine[i % len(mine)]) for i in range(per_worker * len(mine))]
         for lane in self.lanes:
             self._ask(lane)
 
@@ -304,15 +324,28 @@ class DistributeIterator(OpIterator):
     def _submit(self, lane: _Lane) -> None:
         run = lane.running()
         worker = self.workers[run.worker]
+        reply_min_elements = self._reply_min_elements(run.sid)
         while len(run.refs) < self.per_lane:
             first = not run.opened
             open_args = self._open_args(run.sid) if first else None
             blob = self.blob_ref if first else None
             ref = worker.read.remote(run.key, run.seq, self.node.blob_key, blob, open_args,
-                                     REPLY_ELEMENTS, REPLY_SECONDS, REPLY_BYTES)  # fmt: skip
+                                     REPLY_ELEMENTS, REPLY_SECONDS, REPLY_BYTES,
+                                     reply_min_elements)  # fmt: skip
             run.seq += 1
             run.opened = True
             run.refs.append(ref)
+
+    def _reply_min_elements(self, sid: int) -> int:
+        """Elements a reply holds before it may end for time (``worker.Stream.read``):
+        ``REPLY_MIN_ELEMENTS``, or a whole split of up to ``REPLY_ELEMENTS`` positions
+        when ``REPLY_WHOLE_SPLITS`` (the last reply of a split would otherwise be a short
+        one, and each reply costs this process ~1.4 ms of CPU; a reply still ends at the
+        split's end, after REPLY_MAX_SECONDS, or at REPLY_BYTES)."""
+        size = self.splits[sid].spec.size if REPLY_WHOLE_SPLITS else None
+        if size is None:
+            return REPLY_MIN_ELEMENTS
+        return max(REPLY_MIN_ELEMENTS, min(REPLY_ELEMENTS, int(size)))
 
     def _open_args(self, sid: int) -> dict:
         split = self.splits[sid]

@@ -101,7 +101,7 @@ class RayService:
             same name on the same cluster share its dispatcher, workers and jobs.
         split_size: pool positions per ``"distributed_epoch"`` split (indices of a
             random-access input, or files / row groups); None: one file per split, or
-            ``ceil(n / (8 * num_workers))`` indices (at most 10,000).
+            ``ceil(n / (8 * num_workers))`` indices (at least 512, at most 10,000).
         connect_timeout_s: how long an ``address`` may take to accept a connection before
             ``ValueError`` (seconds).
 

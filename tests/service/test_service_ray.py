@@ -229,8 +229,7 @@ def test_files_are_the_splits(ray_local, tmp_path):
 
 
 @pytest.mark.slow
-def test_backpressure_bounds_what_workers_compute_ahead(ray_local):
-    svc = service(split_size=500)
+def _produced_ahead(svc, sleep_s: float) -> int:
     before = sum(w["elements"] for w in svc.stats()["workers"] if w)
     ds = (
         dp.range(4000)
@@ -239,11 +238,27 @@ def test_backpressure_bounds_what_workers_compute_ahead(ray_local):
     )
     it = iter(ds)
     next(it)
-    time.sleep(1.5)  # unbounded, the two workers would compute ~1,500 elements meanwhile
+    time.sleep(sleep_s)
     produced = sum(w["elements"] for w in svc.stats()["workers"] if w) - before
-    # 4 lanes x 1 request in flight (and one reply taken), each reply ~20 ms of 2 ms elements
-    assert produced <= 4 * 2 * 20
     it.close()
+    return produced
+
+
+def test_backpressure_bounds_what_workers_compute_ahead(ray_local, monkeypatch):
+    from datapipe.service import consumer
+
+    svc = service(split_size=500)
+    # Replies cut at ~20 ms (as before batching): 4 lanes x 1 request in flight (and one
+    # reply taken), each ~20 ms of 2 ms elements; unbounded, the two workers would
+    # compute ~1,500 elements in the 1.5 s.
+    with monkeypatch.context() as m:
+        m.setattr(consumer, "REPLY_MIN_ELEMENTS", 1)
+        m.setattr(consumer, "REPLY_WHOLE_SPLITS", False)
+        assert _produced_ahead(svc, 1.5) <= 4 * 2 * 20
+    # Batched replies (a whole split, at most REPLY_MAX_SECONDS = 0.5 s of work each: 250
+    # of these elements): still bounded, by 4 requests in flight + the one taken; the
+    # workers would compute ~3,000 of the 4,000 in 3 s unbounded.
+    assert _produced_ahead(svc, 3.0) <= 5 * 250
 
 
 @pytest.mark.slow
