@@ -122,21 +122,25 @@ def pipeline_rows(n: int, repeats: int) -> list[dict]:
 
     for k in (1, 2):
         svc, ds = served(n, k, w6.f)
-        # Batched replies (issue 25: whole splits of known size, else >= 512 elements)
-        # and, alternating in the same run, replies cut at 20 ms whatever they hold
-        # (min_elements=1: as before)
+        # The default consumer (a fixed rotation: 20-ms replies) and, alternating in the
+        # same run, a deterministic=False one with batched replies (>= 512 elements,
+        # issue 25) and with 20-ms replies (REPLY_MIN_ELEMENTS patched to 1: as before)
+        free = ds.with_options(dp.Options(deterministic=False))
         batched = consumer.REPLY_MIN_ELEMENTS
+        variants = [
+            (f"Ray service distributed_epoch, K={k}", ds, batched),
+            (f"Ray service distributed_epoch, K={k}, deterministic=False", free, batched),
+            (f"Ray service distributed_epoch, K={k}, deterministic=False, 20-ms replies",
+             free, 1),
+        ]  # fmt: skip
         for rnd in range(repeats):
-            for min_reply in (batched, 1) if rnd % 2 == 0 else (1, batched):
+            for name, pipeline, min_reply in variants[rnd % 3 :] + variants[: rnd % 3]:
                 consumer.REPLY_MIN_ELEMENTS = min_reply
-                consumer.REPLY_WHOLE_SPLITS = min_reply > 1
-                name = f"Ray service distributed_epoch, K={k}"
-                name += "" if min_reply > 1 else ", 20-ms replies (before)"
                 before = worker_totals(svc)
-                add(name, lambda ds=ds: checksum(ds), repeats=1)
+                add(name, lambda p=pipeline: checksum(p), repeats=1)
                 after = worker_totals(svc)
                 rows[-1]["workers"] = {key: after[key] - before[key] for key in after}
-        consumer.REPLY_MIN_ELEMENTS, consumer.REPLY_WHOLE_SPLITS = batched, True
+        consumer.REPLY_MIN_ELEMENTS = batched
         svc.shutdown()
     return merge_rounds(rows)
 
@@ -274,7 +278,7 @@ def consumer_costs(rows: list[dict], repeats: int) -> dict:
     """The consumer's CPU per reply and per element, from two service runs (K=1): W6's
     (replies of ~100 elements) and the identity map's (replies of ~4,096), each
     ``cpu = replies x per_reply + elements x per_element`` (batch(64) included)."""
-    a = next(r for r in rows if r["system"].endswith("K=1, 20-ms replies (before)"))
+    a = next(r for r in rows if r["system"].endswith("K=1"))
     b = next(r for r in rows if "identity" in r["system"])
     ra, rb = a["workers"]["replies"], b["workers"]["replies"] / repeats
     ea, eb = a["count"], b["count"]

@@ -9,10 +9,10 @@ The model is the implementation's protocol, not a guess at it:
   when a reply says the split ended;
 * a worker serves its queue of requests one at a time (one Ray actor, FIFO): a reply costs
   ``worker_reply`` + its elements x (``element`` + ``worker_element``), holds as many
-  elements as fit in 20 ms (the service's ``REPLY_SECONDS``) but at least the whole split
-  (up to 4,096) or 512 (``REPLY_MIN_ELEMENTS``; ``--min-reply 1``: the replies before
-  issue 25) and at most what fits in 0.5 s, and the first reply of a split also pays
-  ``open_split`` (building the split's chain);
+  elements as fit in 20 ms (the service's ``REPLY_SECONDS``) but at least 512
+  (``REPLY_MIN_ELEMENTS``: what a ``deterministic=False`` consumer asks for; ``--min-reply
+  1``: 20-ms replies, the default consumer's) and at most what fits in 0.5 s, and the
+  first reply of a split also pays ``open_split`` (building the split's chain);
 * a consumer with an index runs its lanes only on its own workers (``w % consumers``)
   once each consumer has two (``consumer.reading_workers``; ``--no-partition``: on all);
 * the dispatcher serves ``next_split`` calls one at a time, ``dispatcher_call`` each;
@@ -80,12 +80,10 @@ class Costs:
         return self.reply_size(0)
 
     def reply_size(self, split: int) -> int:
-        """``per_reply`` for splits of ``split`` elements: the consumer asks for a whole
-        split of up to 4,096 (``consumer._reply_min_elements``) unless ``min_reply`` is 1."""
+        """``per_reply`` (the same for every split size)."""
         t = self.element + self.worker_element
-        want = self.min_reply if self.min_reply <= 1 else max(self.min_reply, min(4096, split))
         fit = math.floor(REPLY_SECONDS / t) + 1
-        return max(1, min(max(fit, want), math.floor(REPLY_MAX_SECONDS / t) + 1))
+        return max(1, min(max(fit, self.min_reply), math.floor(REPLY_MAX_SECONDS / t) + 1))
 
 
 def costs_from_bench(path: str | None, element: float, latency: float) -> Costs:
@@ -326,7 +324,7 @@ def main() -> None:
                 for ci in range(args.consumers)) * LANES_PER_WORKER  # fmt: skip
     print(f"costs (µs): { {k: round(v * 1e6, 1) for k, v in vars(c).items()} }")
     print(
-        f"elements per reply: {c.per_reply} (or the whole split, up to 4,096 and 0.5 s); "
+        f"elements per reply: {c.per_reply}; "
         f"{args.workers} workers x {args.consumers} "
         f"consumers, {lanes:,} lanes ({'partitioned' if partition else 'all workers'})"
     )

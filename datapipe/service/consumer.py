@@ -48,9 +48,6 @@ from datapipe.service.worker import (
     writable,
 )
 
-# Replies of a split of known size hold the whole split where it fits (see
-# _reply_min_elements); False: REPLY_MIN_ELEMENTS only (benchmarks compare the two).
-REPLY_WHOLE_SPLITS = True
 # Worker deaths one split may see before the consumer gives up with WorkerDiedError.
 MAX_ATTEMPTS = 3
 # How long a dead worker's replacement may take to start (Ray places it where a CPU is free).
@@ -71,6 +68,22 @@ def reading_workers(node: Any, k: int) -> list[int]:
     if node.processing_mode != "distributed_epoch" or n is None or c is None or k < 2 * n:
         return list(range(k))
     return list(range(c, k, n))
+
+
+def reply_min_elements(deterministic: bool) -> int:
+    """Elements a reply holds before it may end for time (``worker.Stream.read``).
+
+    Each reply costs the consumer ~1.4-1.7 ms of CPU (Ray's client side), ~10 us per
+    element with the 20-ms replies of W6's 200-us elements; replies of at least
+    ``REPLY_MIN_ELEMENTS`` halve that (``bench_service.py``). A consumer that takes
+    whatever reply is ready first (``deterministic=False``) gets them. One that takes its
+    lanes in a fixed rotation (the default: a reproducible order) keeps 20-ms replies
+    (1): it re-arms a lane whose split ended only at that lane's turn, a wait of about
+    one reply, during which the lane's worker may run dry -- with 512-element replies
+    that cost 21-26% of the throughput at K=2 (8 alternating rounds, load ~8), against
+    parity (1.02x) without the rotation.
+    """
+    return REPLY_MIN_ELEMENTS if not deterministic else 1
 
 
 class _Split:
@@ -324,28 +337,17 @@ class DistributeIterator(OpIterator):
     def _submit(self, lane: _Lane) -> None:
         run = lane.running()
         worker = self.workers[run.worker]
-        reply_min_elements = self._reply_min_elements(run.sid)
+        min_elements = reply_min_elements(self.deterministic)
         while len(run.refs) < self.per_lane:
             first = not run.opened
             open_args = self._open_args(run.sid) if first else None
             blob = self.blob_ref if first else None
             ref = worker.read.remote(run.key, run.seq, self.node.blob_key, blob, open_args,
                                      REPLY_ELEMENTS, REPLY_SECONDS, REPLY_BYTES,
-                                     reply_min_elements)  # fmt: skip
+                                     min_elements)  # fmt: skip
             run.seq += 1
             run.opened = True
             run.refs.append(ref)
-
-    def _reply_min_elements(self, sid: int) -> int:
-        """Elements a reply holds before it may end for time (``worker.Stream.read``):
-        ``REPLY_MIN_ELEMENTS``, or a whole split of up to ``REPLY_ELEMENTS`` positions
-        when ``REPLY_WHOLE_SPLITS`` (the last reply of a split would otherwise be a short
-        one, and each reply costs this process ~1.4 ms of CPU; a reply still ends at the
-        split's end, after REPLY_MAX_SECONDS, or at REPLY_BYTES)."""
-        size = self.splits[sid].spec.size if REPLY_WHOLE_SPLITS else None
-        if size is None:
-            return REPLY_MIN_ELEMENTS
-        return max(REPLY_MIN_ELEMENTS, min(REPLY_ELEMENTS, int(size)))
 
     def _open_args(self, sid: int) -> dict:
         split = self.splits[sid]

@@ -84,6 +84,17 @@ def table_spec(schema: pa.Schema, batch_dim: int | None, batched: bool) -> dict:
     return spec
 
 
+def read_args(
+    op: str, batch_size: Any, drop_remainder: Any, nulls_as_nan: Any
+) -> tuple[int | None, bool, bool]:
+    """The arguments both Hugging Face sources share, checked."""
+    return (
+        check_optional_int(op, "batch_size", batch_size, minimum=1),
+        check_bool(op, "drop_remainder", drop_remainder),
+        check_bool(op, "nulls_as_nan", nulls_as_nan),
+    )
+
+
 def _project(table: pa.Table, columns: Sequence[str] | None, op: str) -> pa.Table:
     if columns is None:
         return table
@@ -139,9 +150,9 @@ class HuggingFaceDataset(Dataset):
     ):
         super().__init__()
         op = self._name
-        self._batch_size = check_optional_int(op, "batch_size", batch_size, minimum=1)
-        self._drop_remainder = check_bool(op, "drop_remainder", drop_remainder)
-        self._nulls_as_nan = check_bool(op, "nulls_as_nan", nulls_as_nan)
+        self._batch_size, self._drop_remainder, self._nulls_as_nan = read_args(
+            op, batch_size, drop_remainder, nulls_as_nan
+        )
         table, mapping = _table_and_mapping(dataset, op)
         self._table = _project(table, columns, op)
         self._mapping = mapping

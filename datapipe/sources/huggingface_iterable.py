@@ -31,9 +31,9 @@ import numpy as np
 from datapipe._iterator import OpIterator
 from datapipe._lazy import lazy_module
 from datapipe._spec import UnknownSpec
-from datapipe._validate import check_bool, check_int, check_optional_int
+from datapipe._validate import check_int
 from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset
-from datapipe.sources.huggingface import read_column, table_spec
+from datapipe.sources.huggingface import read_args, read_column, table_spec
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -88,9 +88,9 @@ class HuggingFaceIterableDataset(Dataset):
             raise TypeError(f"{op}: expected a datasets.IterableDataset, got {type(dataset)}")
         self._ds = dataset
         self._columns = None if columns is None else list(columns)
-        self._batch_size = check_optional_int(op, "batch_size", batch_size, minimum=1)
-        self._drop_remainder = check_bool(op, "drop_remainder", drop_remainder)
-        self._nulls_as_nan = check_bool(op, "nulls_as_nan", nulls_as_nan)
+        self._batch_size, self._drop_remainder, self._nulls_as_nan = read_args(
+            op, batch_size, drop_remainder, nulls_as_nan
+        )
         self._read_rows = check_int(op, "read_rows", read_rows, minimum=1)
         if self._read_rows > MAX_READ_ROWS:
             raise ValueError(f"{op}: read_rows must be at most 2**24, got {read_rows}")

@@ -229,12 +229,13 @@ def test_files_are_the_splits(ray_local, tmp_path):
 
 
 @pytest.mark.slow
-def _produced_ahead(svc, sleep_s: float) -> int:
+def _produced_ahead(svc, sleep_s: float, deterministic: bool, n: int = 4000) -> int:
     before = sum(w["elements"] for w in svc.stats()["workers"] if w)
     ds = (
-        dp.range(4000)
+        dp.range(n)
         .map(slow_double)
         .apply(distribute("distributed_epoch", svc, max_outstanding_requests=2))
+        .with_options(dp.Options(deterministic=deterministic))
     )
     it = iter(ds)
     next(it)
@@ -244,21 +245,16 @@ def _produced_ahead(svc, sleep_s: float) -> int:
     return produced
 
 
-def test_backpressure_bounds_what_workers_compute_ahead(ray_local, monkeypatch):
-    from datapipe.service import consumer
-
+def test_backpressure_bounds_what_workers_compute_ahead(ray_local):
     svc = service(split_size=500)
-    # Replies cut at ~20 ms (as before batching): 4 lanes x 1 request in flight (and one
-    # reply taken), each ~20 ms of 2 ms elements; unbounded, the two workers would
-    # compute ~1,500 elements in the 1.5 s.
-    with monkeypatch.context() as m:
-        m.setattr(consumer, "REPLY_MIN_ELEMENTS", 1)
-        m.setattr(consumer, "REPLY_WHOLE_SPLITS", False)
-        assert _produced_ahead(svc, 1.5) <= 4 * 2 * 20
-    # Batched replies (a whole split, at most REPLY_MAX_SECONDS = 0.5 s of work each: 250
-    # of these elements): still bounded, by 4 requests in flight + the one taken; the
-    # workers would compute ~3,000 of the 4,000 in 3 s unbounded.
-    assert _produced_ahead(svc, 3.0) <= 5 * 250
+    # The default consumer's 20-ms replies: 4 lanes x 1 request in flight (and one reply
+    # taken), each ~20 ms of 2 ms elements; unbounded, the two workers would compute
+    # ~1,500 elements in the 1.5 s.
+    assert _produced_ahead(svc, 1.5, deterministic=True) <= 4 * 2 * 20
+    # deterministic=False asks for batched replies (at most 512 elements once past 20 ms):
+    # still bounded, by 4 requests in flight + the one taken; unbounded, the two workers
+    # would compute ~6,000 elements in the 6 s.
+    assert _produced_ahead(svc, 6.0, deterministic=False, n=20_000) <= 5 * 512
 
 
 @pytest.mark.slow
