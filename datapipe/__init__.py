@@ -11,6 +11,8 @@ Example:
     [[10, 20], [30, 40], [50]]
 """
 
+from typing import TYPE_CHECKING
+
 from datapipe._spec import TensorSpec
 from datapipe.dataset import (
     AUTOTUNE,
@@ -27,6 +29,7 @@ from datapipe.errors import (
     PipelineBrokenError,
     PipelineError,
     RandomAccessError,
+    RedactedError,
     RemoteTraceback,
     RestoredFailure,
     WorkerDiedError,
@@ -72,6 +75,7 @@ __all__ = [
     "InputStuckError",
     "PipelineBrokenError",
     "RandomAccessError",
+    "RedactedError",
     "RemoteTraceback",
     "RestoredFailure",
     "StatsOptions",
@@ -191,9 +195,26 @@ from datapipe import _docs  # noqa: E402
 _docs.attach(Dataset)
 
 
+# Subpackages the imports above do not load: `dp.datasets` imports its package on first use
+# (as `import datapipe.datasets` would), so `import datapipe` does not pay for them.
+_LAZY_SUBPACKAGES = ("datasets",)
+if TYPE_CHECKING:  # type checkers see the real module
+    from datapipe import datasets as datasets
+
+__all__ += list(_LAZY_SUBPACKAGES)
+
+
 def __getattr__(name: str) -> object:
     # Names whose import needs torch are loaded on first use: `import datapipe` stays
     # torch-free (~0.3 s instead of ~2.5 s) for pipelines that never touch torch.
     if name == "TorchIterableDataset":
         return distribute.TorchIterableDataset
+    if name in _LAZY_SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")  # binds it on the package too
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY_SUBPACKAGES) | {"TorchIterableDataset"})

@@ -3,16 +3,25 @@
 A state is a dict (JSON-like; numpy arrays and elements inside; ``save_state`` writes it):
 
 ``epoch``
-    the epoch tuple (seeds mix it in);
+    the epoch tuple (seeds mix it in; after a restore the dataset's next ``iter()`` is the
+    epoch after it);
 ``seed``
-    the global seed (fresh entropy per ``iter()`` without ``Options.seed``: kept, or a
-    resumed ``global_shuffle`` would draw another permutation);
+    the global seed (without ``Options.seed``, the entropy of the graph's first random op,
+    ``datapipe._context``: kept, so a pipeline rebuilt in a new process resumes the same
+    permutation);
 ``worker``
     ``[index, count]`` of the worker that saved it (``[0, 1]`` without a worker context);
 ``root``
     the op chain's own state (each op's ``get_state``, nested);
 ``pending``
-    elements the iterator had computed and not yet delivered (at most one chunk).
+    elements the iterator had computed and not yet delivered (at most one chunk);
+``produced``
+    elements the chain had produced in the epoch, ``pending`` included (an elastic resume
+    weighs what the ops still hold by it);
+``fingerprint``
+    the pipeline's structure and its sources' sizes (``datapipe._fingerprint``), which
+    ``set_state`` compares before restoring (a state without one, saved by an older
+    version, is restored unchecked).
 
 With a worker context (see ``datapipe.distribute``) also:
 
@@ -44,9 +53,14 @@ def layout(ctx: IterContext) -> list[int]:
     return [0, 1] if w is None or not ctx.cut_nodes else [int(w.index), int(w.count)]
 
 
-def chain_state(ctx: IterContext, root: OpIterator, pending: list) -> dict:
+def chain_state(ctx: IterContext, root: OpIterator, pending: list, produced: int) -> dict:
     """One chain's state (the chain's own, then its shard points' accounting)."""
-    state = {"seed": ctx.seed, "root": root.get_state(), "pending": list(pending)}
+    state = {
+        "seed": ctx.seed,
+        "root": root.get_state(),
+        "pending": list(pending),
+        "produced": int(produced),
+    }
     if ctx.cut_nodes:
         from datapipe.distribute.shard_point import cut_state
 
@@ -57,9 +71,17 @@ def chain_state(ctx: IterContext, root: OpIterator, pending: list) -> dict:
 
 def iterator_state(it: Any) -> dict:
     """``Iterator.get_state``: see the module docstring."""
+    from datapipe._fingerprint import fingerprint
+
     ctx = it._ctx
-    state = {"epoch": list(it._epoch), "worker": layout(ctx)}
-    state.update(chain_state(ctx, it._primary, it._buf[it._pos :]))
+    state: dict = {"epoch": list(it._epoch), "worker": layout(ctx)}
+    produced = it._produced
+    if it.root is not it._primary:
+        from datapipe.distribute.elastic import drained_out
+
+        produced -= drained_out(it.root)  # the drained chains count their own
+    state.update(chain_state(ctx, it._primary, it._buf[it._pos :], produced))
+    state["fingerprint"] = fingerprint(it._dataset)
     if ctx.cut_nodes:
         state["policy"] = ctx.policy
     if it.root is not it._primary:
@@ -81,13 +103,18 @@ def restore_iterator(it: Any, state: Any) -> None:
     """``Iterator.set_state``: see the module docstring.
 
     Raises:
-        ValueError: the state does not fit (another dataset, another layout without the
-            list of all workers' states, a malformed list), or is neither the dict
-            ``state_dict()`` returned nor a list of them.
+        ValueError: the state does not fit (another dataset or sources of other sizes:
+            its fingerprint names what differs; another layout without the list of all
+            workers' states, a malformed list), or is neither the dict ``state_dict()``
+            returned nor a list of them.
     """
+    from datapipe._fingerprint import check
+
     if isinstance(state, (list, tuple)):
+        check(it._dataset, list(state))
         return _restore_all(it, list(state))
     state = _check(state)
+    check(it._dataset, [state])
     saved, mine = [int(v) for v in state.get("worker", [0, 1])], layout(it._ctx)
     if saved != mine and not (saved == [0, 1] and mine[1] == 1):
         raise ValueError(
@@ -99,6 +126,7 @@ def restore_iterator(it: Any, state: Any) -> None:
     if _fits_current_chain(it, state):
         _restore_root(it._primary, state["root"])
         it._buf, it._pos = list(state["pending"]), 0
+        it._produced = int(state.get("produced", 0))
         return None
     from datapipe.distribute import elastic
 

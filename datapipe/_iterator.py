@@ -138,11 +138,12 @@ class Iterator:
     """The iterator ``iter(dataset)`` returns: a per-element view over the op chain.
 
     Methods beyond the iterator protocol:
-        get_state() / state_dict(): snapshot of the position (elements consumed so far);
-            the layout is described in ``datapipe._checkpoint``.
-        set_state(state) / load_state_dict(state): resume exactly from a snapshot taken on
-            an iterator of the same dataset (``ValueError`` for a state that doesn't fit it,
-            or that another worker layout saved). ``set_state([state_0, ..., state_n-1])``,
+        state_dict() (alias get_state()): snapshot of the position (elements consumed so
+            far, and the epoch); the layout is described in ``datapipe._checkpoint``.
+        load_state_dict(state) (alias set_state(state)): resume exactly from a snapshot
+            taken on an iterator of the same dataset (``ValueError`` for a state that doesn't
+            fit it, or that another worker layout saved); the dataset's next ``iter()`` is
+            then the epoch after the state's. ``load_state_dict([state_0, ..., state_n-1])``,
             the states of all workers of a run, resumes on any number of workers: the rest
             of the epoch is delivered exactly once across them (elastic resume, see
             ``datapipe.distribute.elastic``).
@@ -161,6 +162,9 @@ class Iterator:
         self._buf: list = []
         self._pos = 0
         self._chunk = 1
+        # Elements the root has produced this epoch (an elastic resume weighs what a state
+        # still holds inside its ops by it: datapipe.distribute.elastic).
+        self._produced = 0
         # Without a buffer the user asked for, a source such as a generator fed by the
         # training loop must never be asked for an element before the consumer needs it.
         self._read_ahead = read_ahead_allowed(dataset)
@@ -192,15 +196,22 @@ class Iterator:
         return self._ctx
 
     def replace_chains(
-        self, epoch: tuple, ctx: Any, primary: OpIterator, root: OpIterator, pending: list
+        self,
+        epoch: tuple,
+        ctx: Any,
+        primary: OpIterator,
+        root: OpIterator,
+        pending: list,
+        produced: int = 0,
     ) -> None:
         """Run ``root`` from now on (closing the current chain): ``primary`` is this worker's
         own chain, ``root`` what ``__next__`` pulls (``primary`` or a chain that drains
-        others first), ``pending`` elements delivered before either. Used by an elastic
-        resume (``datapipe.distribute.elastic.install``)."""
+        others first), ``pending`` elements delivered before either, ``produced`` what the
+        primary chain's state had produced. Used by an elastic resume
+        (``datapipe.distribute.elastic.install``)."""
         self._root.close()
         self._epoch, self._ctx, self._primary, self._root = epoch, ctx, primary, root
-        self._buf, self._pos = list(pending), 0
+        self._buf, self._pos, self._produced = list(pending), 0, int(produced)
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, root.close)
 
@@ -234,6 +245,7 @@ class Iterator:
             t0 = time.perf_counter()
             self._buf = self._root.next_chunk(self._chunk)
             dt = time.perf_counter() - t0
+            self._produced += len(self._buf)
         except BaseException as e:
             # Ops locate their own errors (op, element index, file); here we only make sure
             # an interrupt stops every thread the pipeline started.
@@ -284,6 +296,10 @@ class Iterator:
         from datapipe._checkpoint import restore_iterator
 
         restore_iterator(self, state)
+        # The epoch travels with the state: the Dataset's next iter() is the epoch after the
+        # restored one (its reshuffle order), also in a fresh process whose first iter()
+        # was epoch 0.
+        self._dataset._continue_after_epoch(self._epoch[0])
 
     state_dict = get_state
     load_state_dict = set_state

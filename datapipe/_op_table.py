@@ -42,7 +42,9 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
 EXTRA_DOCS: dict[str, tuple[str, str]] = {"cache": ("datapipe.io.file_cache", "FileCacheDataset")}
 
 # Node classes of OP_PACKAGES that no Dataset method builds: "module.Class".
-INTERNAL_NODES = frozenset({"datapipe.ops.window.WindowComponentDataset"})
+INTERNAL_NODES = frozenset(
+    {"datapipe.ops.window.WindowComponentDataset", "datapipe.ops.snapshot.SnapshotShardDataset"}
+)
 
 # Dataset's public names that build no node.
 NOT_OPS = frozenset(

@@ -213,9 +213,10 @@ class Dataset:
         as for a list). A slice returns a **list** of the elements it selects (read in one
         batched access; any step), not a Dataset: for a lazy slice use ``skip``/``take``.
         Element ``i`` is the one the first ``iter()`` of the dataset yields at position
-        ``i`` (epoch 0): with seeds (op seeds or ``Options.seed``) ``[ds[i] for i in
-        range(len(ds))] == list(ds)``; without any, the seed drawn on first access is
-        kept for the dataset object's lifetime. Under a worker context the indices cover
+        ``i`` (epoch 0): ``[ds[i] for i in range(len(ds))] == list(ds)`` on a fresh
+        pipeline, with seeds (op seeds or ``Options.seed``) or without (each random op
+        then draws its entropy once, and iteration and ``ds[i]`` share it; see
+        ``datapipe._context``). Under a worker context the indices cover
         this rank's share, as ``len(ds)`` and ``iter()`` do, and are not split further
         among a DataLoader's workers (its sampler does that).
 
@@ -252,8 +253,9 @@ class Dataset:
 
     @property
     def options(self) -> Options:
-        """The merged options of this dataset's graph."""
-        return merged_options(self)
+        """The merged options of this dataset's graph (read-only: setting one raises
+        ``ValueError``, as tf.data's; use ``with_options`` to change them)."""
+        return merged_options(self).read_only()
 
     # ---- random access -----------------------------------------------------------------
     def _random_access_breaker(self) -> str | None:
@@ -313,6 +315,12 @@ class Dataset:
         # Each iter() is a new epoch, so reshuffle_each_iteration reshuffles on a re-iteration
         # of the same Dataset object while staying reproducible from the seed.
         return self._build_iterator((next(self._iterations),))
+
+    def _continue_after_epoch(self, epoch: int) -> None:
+        """Make the next ``iter()`` epoch ``epoch + 1``: a restored iterator state carries
+        its epoch (``Iterator.load_state_dict``), and the pass after it reshuffles as the
+        run that saved it would have."""
+        self._iterations = itertools.count(int(epoch) + 1)
 
     def as_numpy_iterator(self) -> Iterator:
         """Alias of ``iter(self)`` for tf.data users: elements are already numpy here
@@ -384,11 +392,17 @@ class Dataset:
 
     @staticmethod
     def from_generator(
-        generator: Callable[[], Any], output_signature: Any, args: tuple = ()
+        generator: Callable[..., Any],
+        output_types: Any = None,
+        output_shapes: Any = None,
+        args: tuple | None = None,
+        output_signature: Any = None,
+        name: str | None = None,
     ) -> Dataset:
-        from datapipe.sources.generator import GeneratorDataset
+        from datapipe.sources.generator import GeneratorDataset, resolve_signature
 
-        return GeneratorDataset(generator, output_signature, args)
+        signature = resolve_signature(output_types, output_shapes, output_signature)
+        return GeneratorDataset(generator, signature, () if args is None else args)
 
     @staticmethod
     def counter(start: int = 0, step: int = 1, dtype: Any = "int64") -> Dataset:
@@ -677,7 +691,7 @@ class Dataset:
             )
         return out
 
-    def prefetch(self, buffer_size: int = AUTOTUNE) -> Dataset:
+    def prefetch(self, buffer_size: int | None = AUTOTUNE) -> Dataset:
         from datapipe.ops.prefetch import PrefetchDataset
 
         return PrefetchDataset(self, buffer_size)
@@ -698,6 +712,18 @@ class Dataset:
         from datapipe.ops.to_torch import ToTorchDataset
 
         return ToTorchDataset(self)
+
+    def snapshot(
+        self,
+        path: str | os.PathLike,
+        compression: str | None = "AUTO",
+        reader_func: Callable[[Dataset], Dataset] | None = None,
+        shard_func: Callable[..., Any] | None = None,
+        name: str | None = None,
+    ) -> Dataset:
+        from datapipe.ops.snapshot import SnapshotDataset
+
+        return SnapshotDataset(self, path, compression, reader_func, shard_func)
 
     def with_options(self, options: Options) -> Dataset:
         from datapipe.ops.with_options import OptionsDataset

@@ -47,14 +47,35 @@ class _Merge:
         if name.startswith("_"):  # the library's own bookkeeping, not an option
             object.__setattr__(self, name, value)
             return
+        if self.__dict__.get("_read_only"):
+            raise ValueError(
+                f"{type(self).__name__}: these are a dataset's options (Dataset.options), "
+                f"which are read-only; setting {name!r} here would change nothing. Build "
+                "an Options and apply it with ds.with_options(options)"
+            )
         names = [f.name for f in dataclasses.fields(self)]
         cls = type(self).__name__
         if name not in names:
-            close = difflib.get_close_matches(name, names, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"its options are {names}"
-            raise AttributeError(f"{cls} has no option {name!r}; {hint}")
+            raise _no_option(cls, name, names)
         check = _CHECKS.get((cls, name))
         object.__setattr__(self, name, value if check is None else check(cls, name, value))
+
+    def read_only(self) -> Any:
+        """This object, and its option groups, made read-only (``Dataset.options``: a
+        merged copy, which tf.data also refuses to mutate). Returns ``self``."""
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, _Merge):
+                value.read_only()
+        object.__setattr__(self, "_read_only", True)
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names that are not fields: reading a misspelt or a tf.data-only
+        # option (``Options().experimental_distribute``) names the right one.
+        if name.startswith("_"):  # copy/pickle probe dunders; not an option
+            raise AttributeError(name)
+        raise _no_option(type(self).__name__, name, [f.name for f in dataclasses.fields(self)])
 
     def merge(self, other: Any) -> Any:
         kwargs = {}
@@ -65,6 +86,61 @@ class _Merge:
             else:
                 kwargs[f.name] = theirs if theirs is not None else mine
         return type(self)(**kwargs)
+
+
+# tf.data.Options' experimental_* attributes (TF 1.15 to 2.21): datapipe's name for each, or
+# why there is none. Read or set, each names its replacement instead of a bare
+# AttributeError (a port from tf.data meets these first).
+_TF_EXPERIMENTAL: dict[str, tuple[str | None, str]] = {
+    "experimental_deterministic": ("deterministic", "tf.data's deprecated alias"),
+    "experimental_distribute": ("distribute", "a DistributeOptions"),
+    "experimental_threading": ("threading", "a ThreadingOptions"),
+    "experimental_stats": ("stats", "a StatsOptions"),
+    "experimental_optimization": (
+        None,
+        "datapipe has no optimization options: its graph rewrites (auto-sharding, shard and "
+        "skip moved below element-wise ops) always run",
+    ),
+    "experimental_slack": (
+        None,
+        "no prefetch slack: AUTOTUNE sizes the prefetch buffers (Options.autotune)",
+    ),
+    "experimental_external_state_policy": (
+        None,
+        "a checkpoint holds iterator positions only (state_dict()), never a function's state",
+    ),
+    "experimental_stateful_whitelist": (
+        None,
+        "a checkpoint holds iterator positions only (state_dict()), never a function's state",
+    ),
+    "experimental_symbolic_checkpoint": (
+        None,
+        "checkpoints are always positions (state_dict(): a few integers for arrays)",
+    ),
+    "experimental_warm_start": (
+        None,
+        "no warm start: parallel stages and prefetch start at iter()",
+    ),
+    "experimental_service": (
+        None,
+        "the service is an op: ds.apply(dp.service.distribute(processing_mode, service))",
+    ),
+}
+
+
+def _no_option(cls: str, name: str, names: list[str]) -> AttributeError:
+    """The error for an option ``cls`` lacks: tf.data's name for one of ours, the closest
+    field, or the list of fields."""
+    if cls == "Options" and name in _TF_EXPERIMENTAL:
+        ours, note = _TF_EXPERIMENTAL[name]
+        if ours is not None:
+            hint = f"tf.data's {name} is {ours!r} here ({note}): did you mean {ours!r}?"
+        else:
+            hint = f"tf.data's {name} has no equivalent: {note}"
+        return AttributeError(f"{cls} has no option {name!r}; {hint}")
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"its options are {names}"
+    return AttributeError(f"{cls} has no option {name!r}; {hint}")
 
 
 @dataclass
@@ -134,7 +210,8 @@ class Options(_Merge):
 
     Args:
         seed: global seed; per-op seeds derive from it and the op's position in the graph.
-            ``None`` (default) draws fresh entropy once per ``iter()``.
+            ``None`` (default): each random op draws its own entropy once, when first
+            used (one order per pipeline object, as tf.data's; ``datapipe._context``).
         deterministic: whether parallel ops keep the sequential order (default True).
         threading, autotune, distribute, stats: nested option groups.
 

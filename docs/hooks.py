@@ -5,6 +5,8 @@ heading included; a page with one such section takes its body under the page's t
 ``<!-- readme-intro -->`` the README's text before its first ``##`` section. A title that
 is not in the README fails the build (strict or not). ``<!-- op-traits -->`` becomes the
 table of every op's traits, generated from the op classes (``datapipe._op_table``).
+``<!-- include: path -->`` becomes the file at ``path`` (from the repository's root) as a
+code block, so a page shows a script without copying it (a missing file fails the build).
 """
 
 from __future__ import annotations
@@ -13,8 +15,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
 _MARK = re.compile(r"^<!-- readme: (.+?) -->$", re.M)
+_INCLUDE = re.compile(r"^<!-- include: (.+?) -->$", re.M)
+
+
+def _include(m: re.Match) -> str:
+    path = ROOT / m.group(1)
+    language = {".py": "python", ".sh": "bash"}.get(path.suffix, "text")
+    return f"```{language}\n{path.read_text().rstrip()}\n```"
 
 
 def _sections(text: str) -> tuple[str, dict[str, str]]:
@@ -36,6 +46,7 @@ def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:
             return re.sub(r"^### ", "## ", body, flags=re.M)
         return f"## {m.group(1)}\n\n{body}"
 
+    markdown = _INCLUDE.sub(_include, markdown)
     markdown = markdown.replace("<!-- readme-intro -->", intro)
     if "<!-- op-traits -->" in markdown:
         from datapipe._op_table import trait_table

@@ -85,7 +85,7 @@ def train_epoch(model, optimizer, train: dp.Dataset, scale: float | None = None)
         if batch is None:
             break
         x, y = batch
-        total_loss += train_step(model, optimizer, _scaled(x, scale), y.long()) * len(y)
+        total_loss += train_step(model, optimizer, _scaled(x, scale), y) * len(y)
         seen += len(y)
     return total_loss / seen, seen, input_time
 

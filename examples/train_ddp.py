@@ -59,7 +59,8 @@ def lockstep_step(model, optimizer, batch, world: int) -> tuple[float, int] | No
     an epoch on another number of ranks may hold a batch more or less than the others):
     the gradient is of the loss summed over the step's samples on all ranks, divided by
     their number. Returns this rank's ``(loss sum, samples)``; None once no rank has any."""
-    x, y = batch if batch is not None else (torch.zeros(0, 1, 8, 8), torch.zeros(0).long())
+    empty = (torch.zeros(0, 1, 8, 8), torch.zeros(0, dtype=torch.int64))  # int64 class indices
+    x, y = batch if batch is not None else empty
     n = torch.tensor([float(len(y))])
     dist.all_reduce(n)
     if n.item() == 0:

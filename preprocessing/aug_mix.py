@@ -11,7 +11,7 @@ from ._augment_ops import apply_slot, build_ops, draw_slots
 from ._photometric import value_range_pair
 from ._random import GAMMA_TRIES, beta_from_gammas, log_standard_gamma
 from .affine import INTERPOLATIONS
-from .base import RandomLayer, _is_number, check_bool, from_zero_pair
+from .base import MAX_OPS, RandomLayer, _is_number, check_bool, check_int, from_zero_pair
 
 OPS_ALL = (
     "random_shear",
@@ -48,8 +48,10 @@ class AugMix(RandomLayer):
 
     Args:
         value_range: ``(low, high)`` of the input values (low < high), default (0, 255).
-        num_chains: chains per image, an int >= 1 (default 3).
-        chain_depth: the most ops per chain, an int >= 1 (default 3).
+        num_chains: chains per image, an int in [1, 32] (default 3).
+        chain_depth: the most ops per chain, an int in [1, 32] (default 3). Both bounds are
+            ``preprocessing.base.MAX_OPS``: each chain keeps a copy of the batch, each op
+            is a pass over it (the paper and Keras use 3 and 1-3).
         factor: the ops' magnitude, a number ``f`` in [0, 1] meaning ``(0, f)`` or a pair
             ``(lower, upper)`` in [0, 1]; default 0.3.
         alpha: the Dirichlet and Beta concentration, a number > 0 (default 1.0).
@@ -100,8 +102,7 @@ class AugMix(RandomLayer):
         self.interpolation = interpolation
         self._range = value_range_pair(self, value_range)
         for name, value in (("num_chains", num_chains), ("chain_depth", chain_depth)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                self._fail(name, "must be an int >= 1", value)
+            check_int(self, name, value, 1, high=MAX_OPS)
         if not _is_number(alpha) or alpha <= 0:
             self._fail("alpha", "must be a finite number > 0", alpha)
         check_bool(self, "all_ops", all_ops)

@@ -16,7 +16,7 @@ import inspect
 import json
 import math
 import threading
-from typing import Any, ClassVar, NoReturn, TypeVar
+from typing import Any, ClassVar, Literal, NoReturn, TypeVar, overload
 
 import numpy as np
 import torch
@@ -606,6 +606,98 @@ def check_bool(layer: Layer, name: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         layer._fail(name, "must be True or False", value)
     return bool(value)
+
+
+# ---------------------------------------------------------------- size bounds
+# Every size-like argument has an upper bound, checked at construction (so from_config
+# and layer_from_config too, which build through the constructor) before anything is
+# allocated: a config is data, and 10**9 in it must be a ValueError naming the argument,
+# not gigabytes allocated over a minute before torch fails. Each bound is generous for
+# real use (the reason is given with it) and stated in the layer's docstring.
+
+#: Pixels per image side (Resizing, the crops): a 65,536 x 65,536 float32 image is 16 GiB
+#: per channel.
+MAX_SIDE = 1 << 16
+#: Width of a dense encoding (one_hot / multi_hot / count / tf_idf outputs; CategoryEncoding
+#: num_tokens, Hashing num_bins, lookups' padded max_tokens and OOV indices, Discretization
+#: num_bins): 16,777,216 columns, a 64 MiB float32 row per sample; Keras's largest common
+#: vocabularies and hashing spaces (~1M) fit 16 times.
+MAX_ENCODING_DEPTH = 1 << 24
+#: Samples per FFT frame (MelSpectrogram fft_length / sequence_length / sequence_stride):
+#: 65,536 samples is 1.4 s at 48 kHz, 32x the usual 2,048.
+MAX_FFT_LENGTH = 1 << 16
+#: STFTSpectrogram frame_length / fft_length: its kernels (Keras's convolution form) hold
+#: 2 x (fft_length / 2 + 1) x frame_length float32 values, 268 MiB at 8,192.
+MAX_STFT_LENGTH = 1 << 13
+#: Mel bands (MelSpectrogram num_mel_bins): the filterbank is (fft_length / 2 + 1) x bands
+#: float32, 134 MiB at the largest FFT; speech and music use 40-256.
+MAX_MEL_BINS = 1 << 10
+#: Augmentation ops applied one after another to each image (RandAugment num_ops, AugMix
+#: num_chains and chain_depth): the papers and Keras use 1-3; each op is a pass over the
+#: batch (AugMix keeps a copy of it per chain).
+MAX_OPS = 32
+#: Blur kernel side (RandomGaussianBlur kernel_size): the image is padded by half of it;
+#: 511 px is SimCLR's 10%-of-the-side kernel for a 5,000-px image.
+MAX_KERNEL_SIZE = 511
+#: CLAHE tiles per axis: 256 histogram bins per tile, per channel and image (1M bins at
+#: 64 x 64); OpenCV's default is 8 x 8, and 64 tiles of a 224-px side are 3.5 px wide.
+MAX_TILES = 64
+#: Histogram bins (Equalization bins): 16-bit images have 65,536 levels.
+MAX_BINS = 1 << 16
+#: Boxes per image (MaxNumBoundingBoxes max_number): COCO's most crowded image has under
+#: 100; the output is (batch, max_number, 4).
+MAX_BOXES = 1 << 16
+#: Tokens per sequence (TextVectorization output_sequence_length): the output is (batch,
+#: length) int64; 1,048,576 tokens is a long book.
+MAX_SEQUENCE_LENGTH = 1 << 20
+#: The longest n-gram (TextVectorization ngrams): Keras's examples use 2 or 3.
+MAX_NGRAM = 16
+#: A count that allocates nothing (Hashing's int-mode bins, IntegerLookup max_tokens): the
+#: int64 range the outputs live in.
+MAX_INT64 = 2**63 - 1
+
+
+@overload
+def check_int(
+    layer: Any,
+    name: str,
+    value: Any,
+    low: int,
+    optional: Literal[False] = False,
+    high: int | None = None,
+) -> int: ...
+@overload
+def check_int(
+    layer: Any, name: str, value: Any, low: int, optional: bool, high: int | None = None
+) -> int | None: ...
+
+
+def check_int(
+    layer: Any, name: str, value: Any, low: int, optional: bool = False, high: int | None = None
+) -> int | None:
+    """``value`` as an int in ``[low, high]`` (``high``: one of the bounds above for a
+    size-like argument); None passes when ``optional``.
+
+    Raises:
+        ValueError: not an int (a bool neither), or outside the bounds; names the layer and
+            the argument, and the bounds.
+    """
+    if value is None and optional:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or value < low
+        or (high is not None and value > high)
+    ):
+        if high is None:
+            what = f"must be an int >= {low}"
+        elif high == MAX_INT64:  # the int64 range of the outputs
+            what = f"must be an int in [{low}, 2**63 - 1]"
+        else:
+            what = f"must be an int >= {low} and <= {high}"
+        layer._fail(name, what + (" or None" if optional else ""), value)
+    return int(value)
 
 
 def _is_number(x: Any) -> bool:

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from ._photometric import from_255, to_255, value_range_pair
-from .base import Layer, _is_number
+from .base import MAX_TILES, Layer, _is_number
 
 BINS = 256
 
@@ -145,9 +145,13 @@ def _grid_size(layer: Layer, value: Any) -> tuple[int, int]:
     if (
         not isinstance(value, (list, tuple))
         or len(value) != 2
-        or not all(isinstance(g, int) and not isinstance(g, bool) and g >= 1 for g in value)
+        or not all(
+            isinstance(g, int) and not isinstance(g, bool) and 1 <= g <= MAX_TILES for g in value
+        )
     ):
-        layer._fail("tile_grid_size", "must be a pair of ints >= 1 (rows, columns)", value)
+        layer._fail(
+            "tile_grid_size", f"must be a pair of ints in [1, {MAX_TILES}] (rows, columns)", value
+        )
     return int(value[0]), int(value[1])
 
 
@@ -185,7 +189,9 @@ class ContrastLimitedAdaptiveHistogramEqualization(Layer):
         clip_limit: a number >= 0, default 4.0: the histogram clip in multiples of the
             mean bin count; 0 turns clipping off (plain adaptive equalisation; Keras
             clips only when it is > 0).
-        tile_grid_size: ``(rows, columns)`` of tiles, ints >= 1, default (8, 8).
+        tile_grid_size: ``(rows, columns)`` of tiles, ints in [1, 64], default (8, 8)
+            (``preprocessing.base.MAX_TILES``: a 256-bin histogram per tile, channel and
+            image).
         data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
             package default, ``preprocessing.image_data_format()``.
         dtype: a dtype policy name or None (``preprocessing.dtype_policy``).

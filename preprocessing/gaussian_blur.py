@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from ._photometric import _eager_cpu, apply_where, value_range_pair
-from .base import RandomLayer, from_zero_pair
+from .base import MAX_KERNEL_SIZE, RandomLayer, from_zero_pair
 
 
 def gaussian_taps(sigma: torch.Tensor, size: int) -> torch.Tensor:
@@ -131,9 +131,14 @@ def _blur_chunks(
 def _kernel_size(layer: RandomLayer, value: Any) -> tuple[int, int]:
     pair = value if isinstance(value, (list, tuple)) else (value, value)
     if len(pair) != 2 or not all(
-        isinstance(k, int) and not isinstance(k, bool) and k >= 1 and k % 2 == 1 for k in pair
+        isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= MAX_KERNEL_SIZE and k % 2
+        for k in pair
     ):
-        layer._fail("kernel_size", "must be an odd int >= 1 or a pair of them (x, y)", value)
+        layer._fail(
+            "kernel_size",
+            f"must be an odd int in [1, {MAX_KERNEL_SIZE}] or a pair of them (x, y)",
+            value,
+        )
     return int(pair[0]), int(pair[1])
 
 
@@ -154,7 +159,8 @@ class RandomGaussianBlur(RandomLayer):
         factor: a number ``a`` in [0, 1] draws ``p`` from ``[0, a]``; a pair ``(lo, hi)``
             (``0 <= lo <= hi <= 1``) from ``[lo, hi]``. Default 1.0.
         kernel_size: the kernel's size in pixels, an odd int (default 3), or a pair of odd
-            ints (along x, along y).
+            ints (along x, along y); at most 511 (``preprocessing.base.MAX_KERNEL_SIZE``:
+            the image is padded by half of it).
         sigma: a number ``s >= 0`` draws each deviation from ``[0, s]``, a pair
             ``(lo, hi)`` (``0 <= lo <= hi``) from ``[lo, hi]``; in pixels. Default 1.0.
         value_range: ``(low, high)`` of the input values (low < high), default (0, 255).

@@ -10,7 +10,7 @@ import torch
 from ._augment_ops import apply_slot, build_ops, draw_slots
 from ._photometric import value_range_pair
 from .affine import INTERPOLATIONS
-from .base import RandomLayer, from_zero_pair
+from .base import MAX_OPS, RandomLayer, check_int, from_zero_pair
 from .bounding_boxes import check_format
 
 OPS = (
@@ -52,7 +52,8 @@ class RandAugment(RandomLayer):
 
     Args:
         value_range: ``(low, high)`` of the input values (low < high), default (0, 255).
-        num_ops: operations per image, an int >= 0 (default 2).
+        num_ops: operations per image, an int in [0, 32] (default 2;
+            ``preprocessing.base.MAX_OPS``: each is a pass over the batch).
         factor: the magnitude, a number ``f`` in [0, 1] meaning ``(0, f)`` or a pair
             ``(lower, upper)`` in [0, 1]; default 0.5.
         interpolation: ``"bilinear"`` (default) or ``"nearest"``, for the geometric ops.
@@ -99,8 +100,7 @@ class RandAugment(RandomLayer):
         self.value_range, self.num_ops, self.factor = value_range, num_ops, factor
         self.interpolation, self.bounding_box_format = interpolation, bounding_box_format
         value_range_pair(self, value_range)
-        if isinstance(num_ops, bool) or not isinstance(num_ops, int) or num_ops < 0:
-            self._fail("num_ops", "must be an int >= 0", num_ops)
+        check_int(self, "num_ops", num_ops, 0, high=MAX_OPS)
         if interpolation not in INTERPOLATIONS:
             self._fail("interpolation", f"must be one of {INTERPOLATIONS}", interpolation)
         check_format(self, bounding_box_format)

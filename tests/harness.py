@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import pickle
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -68,6 +69,32 @@ def assert_resumes(ds: dp.Dataset, cuts: Any = None) -> None:
         assert [py(x) for x in fresh] == rest, f"resume after {k} elements"
 
 
+def summation_order_bound(x: Any, terms: int) -> float:
+    """How far two summation orders of one output value can lie apart, when each output is
+    a sum of ``terms`` products ``w_i * x_i`` with weights summing to 1 (a convolution, a
+    blur, an interpolation) computed in ``x``'s dtype: each order carries a rounding error
+    of at most ``(terms - 1) * u * sum(|w_i x_i|) <= (terms - 1) * u * max|x|`` (Higham,
+    *Accuracy and Stability of Numerical Algorithms*, 2nd ed., eq. 4.4), u = eps / 2; two
+    orders differ by at most twice that, plus the final rounding of each (one eps).
+
+    Two kernels that sum in different orders (oneDNN's convolutions by group count and the
+    CPU's vector width, chunked vs whole batches, compiled vs eager) agree only within this
+    bound: their bits are not defined across them (issue 27)."""
+    import torch
+
+    eps = torch.finfo(x.dtype).eps
+    top = float(x.abs().max()) if x.numel() else 0.0
+    return (terms - 1) * eps * top + eps * top
+
+
+def assert_within(got: Any, want: Any, bound: float) -> None:
+    """Same dtype and shape, and every value within ``bound`` of ``want`` (compared in
+    float64, so the check adds no rounding of its own)."""
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape)
+    diff = float((got.double() - want.double()).abs().max()) if got.numel() else 0.0
+    assert diff <= bound, f"max |diff| {diff} > summation-order bound {bound}"
+
+
 def consume_with_errors(ds: Any) -> tuple[list, list[str]]:
     """The elements (as ``py`` values) and the error messages of one pass, going on past
     each ``DatapipeError`` (``PipelineError``, or ``BatchShapeError`` from batching ops)."""
@@ -94,6 +121,37 @@ def fail_at(bad: set[int]) -> Callable[[Any], int]:
         return int(x)
 
     return f
+
+
+# ---- fake clocks ------------------------------------------------------------------------------
+class FakeClock:
+    """A clock that only the test moves, for results derived from timing (the tuner's
+    decisions, a profile's verdict, the input-bound split): it stands in for the clock
+    functions the code under test reads (``monkeypatch.setattr(owner, name, clock)`` for
+    each ``(owner, name)`` target) and reads ``now`` seconds, which only ``sleep(dt)``
+    (the test's stand-in for work that takes ``dt`` seconds) moves. Such results are then
+    exact functions of the durations the test declares, whatever the machine's load.
+
+    ``sleep`` may be called from several threads (a parallel map's workers): each call
+    adds its ``dt`` once, under a lock.
+
+    >>> clock = FakeClock(None)
+    >>> clock(), clock.sleep(0.25), clock()
+    (0.0, None, 0.25)
+    """
+
+    def __init__(self, monkeypatch: Any, *targets: tuple[Any, str], start: float = 0.0):
+        self.now = float(start)
+        self._lock = threading.Lock()
+        for owner, name in targets:
+            monkeypatch.setattr(owner, name, self)
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, dt: float) -> None:
+        with self._lock:
+            self.now += dt
 
 
 # ---- scripts (examples/, benchmarks/) -------------------------------------------------------
@@ -129,3 +187,44 @@ def settle_processes(deadline_s: float = 2.0) -> list[multiprocessing.Process]:
     while time.monotonic() < end and worker_processes():
         time.sleep(0.02)
     return worker_processes()
+
+
+_MEMORY_LIMITED = """
+import resource, sys
+{setup}
+def _vm_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmSize in /proc/self/status")
+_limit = _vm_bytes() + {headroom}
+resource.setrlimit(resource.RLIMIT_AS, (_limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+{body}
+"""
+
+
+def run_under_memory_limit(
+    setup: str, body: str, headroom_mb: int, timeout_s: float = 120.0
+) -> Any:
+    """Run ``setup`` then ``body`` (Python source) in a fresh interpreter whose address space
+    is capped (``RLIMIT_AS``) at what it uses after ``setup`` plus ``headroom_mb``: code that
+    would allocate far more fails at once with ``MemoryError`` instead of swapping the
+    machine. Returns the ``subprocess.CompletedProcess`` (text ``stdout``/``stderr``)."""
+    import subprocess
+    import textwrap
+
+    root = Path(__file__).resolve().parents[1]
+    code = _MEMORY_LIMITED.format(
+        setup=textwrap.dedent(setup), headroom=headroom_mb << 20, body=textwrap.dedent(body)
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "tests")])}
+    env.setdefault("OMP_NUM_THREADS", "1")  # each OpenMP thread reserves address space
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env=env,
+        cwd=str(root),
+    )

@@ -125,3 +125,33 @@ def test_unknown_attribute_still_raises() -> None:
         datapipe.NoSuchName  # noqa: B018
     with pytest.raises(AttributeError, match="'datapipe.distribute' has no attribute 'Nope'"):
         datapipe.distribute.Nope  # noqa: B018
+
+
+def test_subpackages_are_attributes_and_datasets_loads_on_first_use() -> None:
+    # `import datapipe as dp; dp.datasets` raised AttributeError (issue 27); it is now
+    # imported when first read, so `import datapipe` does not load it.
+    r = _run(
+        """
+import json, sys, types
+import datapipe as dp
+before = "datapipe.datasets" in sys.modules
+train, test = dp.datasets.load_digits()
+print(json.dumps({
+    "before": before,
+    "after": "datapipe.datasets" in sys.modules,
+    "same": dp.datasets is sys.modules["datapipe.datasets"],
+    "modules": [isinstance(getattr(dp, n), types.ModuleType)
+                for n in ("datasets", "io", "distribute", "service", "stats")],
+    "listed": all(n in dir(dp) for n in ("datasets", "io", "distribute", "service")),
+    "rows": [train.cardinality(), test.cardinality()],
+}))
+"""
+    )
+    assert r == {
+        "before": False,
+        "after": True,
+        "same": True,
+        "modules": [True] * 5,
+        "listed": True,
+        "rows": [1437, 360],
+    }

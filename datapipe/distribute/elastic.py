@@ -1,9 +1,9 @@
 """Elastic resume: a checkpoint taken by N workers, resumed on M workers.
 
-Each new worker calls ``it.set_state(states)`` with the list of *all* old workers' states
-(``save_state``/``load_state`` round-trip them); the rest of the epoch is then delivered
-exactly once across the M new workers. (Passing one state where the layout differs raises
-a ``ValueError`` saying that the list is needed.)
+Each new worker calls ``it.load_state_dict(states)`` (alias ``set_state``) with the list of
+*all* old workers' states (``save_state``/``load_state`` round-trip them); the rest of the
+epoch is then delivered exactly once across the M new workers. (Passing one state where
+the layout differs raises a ``ValueError`` saying that the list is needed.)
 
 Design
 ------
@@ -38,7 +38,8 @@ positions from ``P`` on except the few in ``E`` -- and its size is known when th
 *Assignment.* New worker ``p`` of ``M``:
 
 - reads the split ``p::M`` of that remainder, evened out by ``Options.distribute.uneven``
-  (the old layout's dropped tail is in the remainder: nothing is lost twice);
+  (the old layout's dropped tail is in the remainder: nothing is lost twice), or its
+  count of the balanced division (below, *Evenness*);
 - if ``p < N``, adopts old worker ``p``: its state is restored unchanged into a chain whose
   shard points read *old share's first taken_i positions, then the new split*. The
   restored ops see exactly the input they expect (the same prefix), deliver what they
@@ -59,9 +60,16 @@ resume at element granularity with an index-based state; streams at element posi
 file sources read under FILE at unit granularity (files, Parquet row groups) plus the
 positions in the units in progress, which the adopted state carries.
 
-*Evenness.* The new shares are evened out; carried elements are not, so in the resumed
-epoch workers may deliver a few more or fewer batches (a shuffle buffer's worth at most):
-a DDP loop should run under ``torch.distributed.algorithms.Join`` (``train_ddp.py``).
+*Evenness.* With one shard point over elements (``datapipe.distribute.balance``), the
+division evens out the remaining shares, carried elements included: what a state's ops
+hold stays with the worker that restores it, positions an op will read again after the
+restore (a parallel ``map``'s undelivered chunks) go back to the rest, the finished
+elements the old iterators had computed ahead move to whichever worker needs them, and
+the rest goes first to workers that carry nothing -- so the shares differ by at most two
+batches unless what the ops hold alone exceeds a worker's fair share (near an epoch's
+end). File units and several shard points are evened out share by share, as before. A
+DDP loop should still step all ranks together (``train_ddp.py``'s lockstep, or
+``torch.distributed.algorithms.Join``).
 
 Limits (each raises ``ValueError`` at ``set_state`` with the reason): a state saved without
 a worker context (no shard point to split); a shard point read through random access by an
@@ -84,6 +92,7 @@ import numpy as np
 from datapipe._context import IterContext
 from datapipe._iterator import OpIterator
 from datapipe.dataset import raw_cardinality
+from datapipe.distribute import balance
 from datapipe.distribute.share import Base, Share, Split, share_from_state, worker_share
 
 
@@ -126,22 +135,28 @@ class ResumePlan:
 @dataclass
 class ChainSpec:
     """One chain to build and restore: global seed, root state (None: a fresh chain),
-    pending elements, planned shares and whether it is drained."""
+    pending elements, planned shares and whether it is drained, and how many elements the
+    saved chain had produced."""
 
     seed: int | None
     root: Any
     pending: list
     plan: ResumePlan
+    produced: int = 0
 
 
 # ---- accounting --------------------------------------------------------------------------
-def remainder(splits: Sequence[tuple[Split, int]], n: int | None) -> tuple[Base, int | None]:
+def remainder(
+    splits: Sequence[tuple[Split, int]], n: int | None, more: Sequence[int] = ()
+) -> tuple[Base, int | None]:
     """The pool positions that the splits' taken prefixes (one split per old worker, all of
-    one layout) left, as a ``Base``, and how many (None: the pool size is unknown)."""
+    one layout) and the positions ``more`` (taken from later levels of a balanced layout,
+    ``datapipe.distribute.balance``) left, as a ``Base``, and how many (None: the pool
+    size is unknown)."""
     base, step = splits[0][0].base, splits[0][0].step
     ordered = any(s.order is not None for s, _ in splits)
     m = 0 if ordered else min(t for _, t in splits)
-    extras: list[int] = []
+    extras: list[int] = _base_indices(base, more)
     for s, t in splits:
         js = np.asarray(s.order[:t] if s.order is not None else range(m, t), dtype=np.int64)
         extras.extend((s.offset + step * js).tolist())
@@ -159,16 +174,25 @@ def remainder(splits: Sequence[tuple[Split, int]], n: int | None) -> tuple[Base,
     return rest, max(0, n - pool_start - sum(1 for e in rest.excluded if e < n))
 
 
-def _current_split(share: Share, taken: int) -> tuple[Split | None, int]:
-    """The newest (not yet accounted) split of an old worker's share and how many of its
-    elements were taken."""
-    done = 0
+def _base_indices(base: Base, positions: Sequence[int]) -> list[int]:
+    """The indices within ``base`` of pool positions that belong to it."""
+    p = np.asarray(sorted(positions), dtype=np.int64)
+    below = np.searchsorted(np.asarray(base.excluded, dtype=np.int64), p)
+    return (p - base.start - below).tolist()
+
+
+def _current_splits(share: Share, taken: int) -> list[tuple[Split, int]]:
+    """The newest (not yet accounted) splits of an old worker's share -- one, or the levels
+    of a balanced layout -- each with how many of its elements were taken."""
+    done, out = 0, []
     for seg in share.segments:
         if isinstance(seg, Split) and not seg.accounted:
             t = max(0, taken - done)
-            return seg, t if not seg.bounded else min(t, len(seg))
+            out.append((seg, t if not seg.bounded else min(t, len(seg))))
+        if not seg.bounded:
+            break
         done += len(seg)
-    return None, 0
+    return out
 
 
 def adopted_prefix(share: Share, taken: int) -> Share:
@@ -249,26 +273,77 @@ def plan_chains(dataset: Any, states: list[dict], own_seed: int) -> tuple[tuple,
             f"the states have {len(states[0]['cuts'])} shard points but this pipeline has "
             f"{len(ctx.cut_nodes)}: restore into an iterator of the same dataset"
         )
-    new_shares = [
-        _new_share(node, c, states, me, count, ctx) for c, node in enumerate(ctx.cut_nodes)
-    ]
+    if balance.balances(states, [node.kind for node in ctx.cut_nodes]):
+        states = _reread_points(dataset, states, policy)
+    rests = [_rest(node, c, states) for c, node in enumerate(ctx.cut_nodes)]
+    division = _division(dataset, ctx, states, rests)
+    new_shares = _new_shares(ctx, states, rests, division)
     chains = []
     for v in range(old):
         if v % count != me:
             continue
         s = states[v]
-        for d in s.get("drains", []):
-            chains.append(_adopt(d, policy, None))
+        for j, d in enumerate(s.get("drains", [])):
+            chains.append(_keep(_adopt(d, policy, None), division, me, v, j))
         if v >= count:
-            chains.append(_adopt(s, policy, None))
+            chains.append(_keep(_adopt(s, policy, None), division, me, v, len(s.get("drains", []))))
+    own = len(states[me].get("drains", [])) if me < old else 0
     if me < old and not _ended(states[me]):
-        chains.append(_adopt(states[me], policy, new_shares))
+        chains.append(_keep(_adopt(states[me], policy, new_shares), division, me, me, own))
     else:  # a fresh chain: a new worker, or one whose old chain saw its share end
         if me < old:
-            chains.append(_adopt(states[me], policy, None))
+            chains.append(_keep(_adopt(states[me], policy, None), division, me, me, own))
         plan = ResumePlan(policy, dict(enumerate(new_shares)), elastic=True)
         chains.append(ChainSpec(own_seed, None, [], plan))
+    chains[-1].pending += _moved_in(states, division, me, count)
     return tuple(int(e) for e in states[0]["epoch"]), chains
+
+
+def _reread_points(dataset: Any, states: list[dict], policy: str | None) -> list[dict]:
+    """``states`` (copies) whose random-access shard point counts as taken only what its
+    restored chain will not read again: ops that recompute what they had not delivered
+    (a parallel ``map``) re-read those positions after a restore, so no one has delivered
+    them and they go back to the rest. Found by restoring each chain once (cheap for an
+    index pool: nothing is computed) and asking its shard point where it stands."""
+    out = []
+    for state in states:
+        copy = dict(state)
+        if state.get("drains"):
+            copy["drains"] = [_reread(dataset, d, policy, state) for d in state["drains"]]
+        out.append(_reread(dataset, copy, policy, state))
+    return out
+
+
+def _reread(dataset: Any, chain: dict, policy: str | None, state: dict) -> dict:
+    cut = chain["cuts"][0]
+    if cut.get("kind") != "index" or not cut.get("taken"):
+        return chain
+    built = build_chain(dataset, tuple(int(e) for e in state["epoch"]), _adopt(chain, policy, None))
+    try:
+        live = built.ctx.cuts.get(0)
+        at = None if live is None else int(live.taken)
+    finally:
+        built.root.close()
+    if at is None or not 0 <= at < int(cut["taken"]):
+        return chain
+    return {**chain, "cuts": [{**cut, "taken": at}, *chain["cuts"][1:]]}
+
+
+def _keep(spec: ChainSpec, division: balance.Division | None, me: int, v: int, j: int) -> ChainSpec:
+    """``spec`` (chain ``j`` of old worker ``v``'s state) with only the computed elements
+    the division leaves to this worker."""
+    if division is not None:
+        spec.pending = [x for i, x in enumerate(spec.pending) if division.owner[(v, j, i)] == me]
+    return spec
+
+
+def _moved_in(states: list[dict], division: balance.Division | None, me: int, count: int) -> list:
+    """The computed elements of other workers' states that the division gives this one
+    (delivered first: they are finished elements)."""
+    if division is None:
+        return []
+    items = sorted(key for key, p in division.owner.items() if p == me and key[0] % count != me)
+    return [balance._chains(states[v])[j]["pending"][i] for v, j, i in items]
 
 
 def _check_no_repeat(ctx: IterContext) -> None:
@@ -305,18 +380,20 @@ def _taken(cut: dict, j: int, c: int) -> int:
     return int(cut["taken"])
 
 
-def _new_share(node: Any, c: int, states: list[dict], me: int, count: int, ctx: Any) -> Share:
-    """This worker's split of what no old worker took at shard point ``c``."""
-    splits = []
+def _rest(node: Any, c: int, states: list[dict]) -> tuple[Base, int | None]:
+    """What no old worker took at shard point ``c``: the base set and its size."""
+    splits, more = [], []
     for j, s in enumerate(states):
         cut = s["cuts"][c]
         if cut.get("kind") != node.kind:
             raise _fail(f"shard point {c} is a {cut.get('kind')!r} one in the states but a "
                         f"{node.kind!r} one in this pipeline")  # fmt: skip
-        split, t = _current_split(share_from_state(cut["share"]), _taken(cut, j, c))
-        if split is None:
+        current = _current_splits(share_from_state(cut["share"]), _taken(cut, j, c))
+        if not current:
             raise _fail(f"state {j}'s share at shard point {c} has no split to continue")
-        splits.append((split, t))
+        splits.append(current[0])
+        for split, t in current[1:]:  # a balanced layout's later levels
+            more += split.positions(0, t).tolist()
     if (
         sorted(s.offset for s, _ in splits) != list(range(len(splits)))
         or len({(s.step, s.base) for s, _ in splits}) != 1
@@ -324,11 +401,48 @@ def _new_share(node: Any, c: int, states: list[dict], me: int, count: int, ctx: 
         raise _fail(f"the states' shares at shard point {c} are not one layout's")
     with raw_cardinality():
         n = _pool_size(node)
-    base, r = remainder(splits, n)
-    share = worker_share(base, r, me, count, node.uneven_after_resume(ctx.options))
-    if node.kind == "stream":
-        share = _with_seek(share, states, c)
-    return share
+    return remainder(splits, n, more)
+
+
+def _new_shares(
+    ctx: Any, states: list[dict], rests: list, division: balance.Division | None
+) -> list[Share]:
+    """This worker's split of each shard point's rest: evened out by
+    ``Options.distribute.uneven``, or the balanced division's counts."""
+    me, count = ctx.worker.index, ctx.worker.count
+    out = []
+    for c, node in enumerate(ctx.cut_nodes):
+        base, r = rests[c]
+        uneven = node.uneven_after_resume(ctx.options)
+        if division is None:
+            share = worker_share(base, r, me, count, uneven)
+        else:
+            shares = balance.level_shares(base, division.counts, uneven, division.totals)
+            share = shares[me]
+        out.append(_with_seek(share, states, c) if node.kind == "stream" else share)
+    return out
+
+
+def _division(dataset: Any, ctx: Any, states: list[dict], rests: list) -> balance.Division | None:
+    """The balanced division of the rest and of the computed elements among the new
+    workers (``datapipe.distribute.balance``), or None where it does not apply (several
+    shard points, file units, a rest of unknown size, states of an older version)."""
+    kinds = [node.kind for node in ctx.cut_nodes]
+    if not balance.balances(states, kinds) or rests[0][1] is None:
+        return None
+    node, count = ctx.cut_nodes[0], ctx.worker.count
+    with raw_cardinality():
+        outputs = dataset.cardinality()
+        pool = _pool_size(node)
+    k = balance.pool_per_element(pool, outputs if outputs >= 0 else None, states)
+    held = [0.0] * count
+    pending: list[list[tuple[int, int, int]]] = [[] for _ in range(count)]
+    for v, state in enumerate(states):
+        got = balance.carried(state, k)
+        held[v % count] += got.held
+        pending[v % count] += [(v, j, i) for j, i in got.pending]
+    uneven = node.uneven_after_resume(ctx.options)
+    return balance.divide(held, pending, int(rests[0][1]), k, uneven)
 
 
 def _pool_size(node: Any) -> int | None:
@@ -339,17 +453,18 @@ def _pool_size(node: Any) -> int | None:
 
 
 def _with_seek(share: Share, states: list[dict], c: int) -> Share:
-    """The share whose split starts from the nearest old stream position at or before it."""
-    split = share.segments[0]
-    if not isinstance(split, Split) or (split.bounded and len(split) == 0):
-        return share
-    first = int(split.positions(0, 1)[0])
+    """The share whose splits (one, or a balanced layout's levels) each start from the
+    nearest old stream position at or before them."""
     cuts = [s["cuts"][c] for s in states if s["cuts"][c].get("at") is not None]
-    points = [(int(cut["at"]), cut["input"]) for cut in cuts if int(cut["at"]) <= first]
-    if not points:
-        return share
-    seek = max(points, key=lambda p: p[0])
-    return Share([replace(split, seek=seek), *share.segments[1:]])
+    segments = []
+    for split in share.segments:
+        if isinstance(split, Split) and not (split.bounded and len(split) == 0):
+            first = int(split.positions(0, 1)[0])
+            points = [(int(cut["at"]), cut["input"]) for cut in cuts if int(cut["at"]) <= first]
+            if points:
+                split = replace(split, seek=max(points, key=lambda p: p[0]))
+        segments.append(split)
+    return Share(segments)
 
 
 def _adopt(state: dict, policy: str | None, new: list[Share] | None) -> ChainSpec:
@@ -360,7 +475,8 @@ def _adopt(state: dict, policy: str | None, new: list[Share] | None) -> ChainSpe
         prefix = adopted_prefix(share_from_state(cut["share"]), _taken(cut, -1, c))
         shares[c] = prefix if new is None else prefix + new[c]
     plan = ResumePlan(policy, shares, drain=new is None, elastic=True)
-    return ChainSpec(state.get("seed"), state["root"], list(state.get("pending", [])), plan)
+    pending = list(state.get("pending", []))
+    return ChainSpec(state.get("seed"), state["root"], pending, plan, _produced(state))
 
 
 def adopt_same_layout(state: dict, policy: str | None, drain: bool) -> ChainSpec:
@@ -368,15 +484,21 @@ def adopt_same_layout(state: dict, policy: str | None, drain: bool) -> ChainSpec
     cuts = state.get("cuts") or []
     shares = {c: share_from_state(cut["share"]) for c, cut in enumerate(cuts)}
     plan = ResumePlan(policy if cuts else "OFF", shares, drain=drain)
-    return ChainSpec(state.get("seed"), state["root"], list(state.get("pending", [])), plan)
+    pending = list(state.get("pending", []))
+    return ChainSpec(state.get("seed"), state["root"], pending, plan, _produced(state))
+
+
+def _produced(state: dict) -> int:
+    return int(state.get("produced", len(state.get("pending", []))))
 
 
 # ---- running several chains ------------------------------------------------------------------
 class Chain:
-    """A built chain: its context, root iterator and the elements its state carried."""
+    """A built chain: its context, root iterator, the elements its state carried and how
+    many its root has produced in the epoch (the saved chain's included)."""
 
-    def __init__(self, ctx: IterContext, root: OpIterator, pending: list):
-        self.ctx, self.root, self.pending = ctx, root, pending
+    def __init__(self, ctx: IterContext, root: OpIterator, pending: list, produced: int = 0):
+        self.ctx, self.root, self.pending, self.produced = ctx, root, pending, produced
 
 
 class DrainFirst(OpIterator):
@@ -387,15 +509,20 @@ class DrainFirst(OpIterator):
     def __init__(self, drains: list[Chain], primary: OpIterator):
         super().__init__([c.root for c in drains] + [primary])
         self.drains, self.primary = drains, primary
+        self.drained_out = 0  # elements delivered from the drained chains (not produced
+        # by the primary one, which the public iterator counts)
 
     def next_chunk(self, n: int) -> list:
         while self.drains:
             chain = self.drains[0]
             if chain.pending:
                 out, chain.pending = chain.pending[:n], chain.pending[n:]
+                self.drained_out += len(out)
                 return out
             got = chain.root.next_chunk(n)
             if got:
+                chain.produced += len(got)
+                self.drained_out += len(got)
                 return got
             chain.root.close()
             self.drains.pop(0)
@@ -423,7 +550,7 @@ def build_chain(dataset: Any, epoch: tuple, spec: ChainSpec) -> Chain:
         ) from e
     finally:
         spec.plan.active = False
-    return Chain(ctx, root, spec.pending)
+    return Chain(ctx, root, spec.pending, spec.produced)
 
 
 def install(iterator: Any, epoch: tuple, specs: list[ChainSpec]) -> None:
@@ -438,7 +565,9 @@ def install(iterator: Any, epoch: tuple, specs: list[ChainSpec]) -> None:
         raise
     *drains, primary = built
     root = DrainFirst(drains, primary.root) if drains else primary.root
-    iterator.replace_chains(epoch, primary.ctx, primary.root, root, primary.pending)
+    iterator.replace_chains(
+        epoch, primary.ctx, primary.root, root, primary.pending, primary.produced
+    )
 
 
 def drain_states(root: OpIterator) -> list[dict]:
@@ -447,4 +576,10 @@ def drain_states(root: OpIterator) -> list[dict]:
 
     if not isinstance(root, DrainFirst):
         return []
-    return [chain_state(c.ctx, c.root, c.pending) for c in root.drains]
+    return [chain_state(c.ctx, c.root, c.pending, c.produced) for c in root.drains]
+
+
+def drained_out(root: OpIterator) -> int:
+    """Elements ``root`` (a ``DrainFirst``) delivered from drained chains (``Iterator``'s
+    count of its root's elements, less these, is the primary chain's)."""
+    return root.drained_out if isinstance(root, DrainFirst) else 0

@@ -137,7 +137,8 @@ class TorchIterableDataset(IterableDataset):
 
     def load_state_dict(self, state_dict: dict[str, Any] | list[dict[str, Any]]) -> None:
         """Resume from ``state_dict()``'s output: the next ``iter()`` continues that epoch
-        where it stopped (or starts the following epoch if it had ended). A list of the
+        where it stopped (or starts the following epoch if it had ended), and the ``iter()``
+        after it is the following epoch (the state carries the epoch). A list of the
         ``state_dict()`` of every rank of a run resumes on this run's ranks (elastic).
 
         Raises:

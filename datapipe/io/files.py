@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from datapipe._redact import redact_url
 from datapipe._spec import TensorSpec
 from datapipe._validate import check_bool, check_seed
 from datapipe.io._path_list import PathList
@@ -38,7 +39,7 @@ def match_files(
             continue
         found.update(f for f in glob.glob(p, recursive=True) if os.path.isfile(f))
     if not found:
-        listing = ", ".join(repr(p) for p in patterns)
+        listing = ", ".join(repr(redact_url(p)) for p in patterns)
         raise FileNotFoundError(f"{op}: no files match the pattern(s) {listing}")
     return sorted(found)
 

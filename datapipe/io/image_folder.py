@@ -13,6 +13,7 @@ import numpy as np
 from PIL import Image
 
 from datapipe._image_format import resolve_data_format
+from datapipe._redact import redact_url
 from datapipe._validate import check_bool, check_int, check_seed
 from datapipe.dataset import AUTOTUNE, Dataset
 from datapipe.io import _remote as remote
@@ -53,7 +54,7 @@ def _class_dirs(directory: str, class_names: Sequence[str] | None) -> list[str]:
     if not set(class_names) <= set(subdirs):
         raise ValueError(
             f"image_dataset_from_directory: class_names {list(class_names)} do not match the "
-            f"subdirectories of {directory!r}: {subdirs} (or a subset of them)"
+            f"subdirectories of {redact_url(directory)!r}: {subdirs} (or a subset of them)"
         )
     return list(class_names)
 
@@ -140,7 +141,7 @@ def index_directory(
     follow_links: bool = False,
 ) -> tuple[PathList, np.ndarray | None, list[str] | None]:
     """Keras's file index: classes in sorted (or ``class_names``) order, files sorted by
-    ``os.walk`` within each class. Returns ``(paths, labels int32 or None, class_names)``;
+    ``os.walk`` within each class. Returns ``(paths, labels int64 or None, class_names)``;
     the paths are a ``PathList`` (numpy buffers: ~35 bytes a file, not ~120)."""
     builder = PathListBuilder()
     if labels == "inferred":
@@ -149,7 +150,7 @@ def index_directory(
             _walk_images(os.path.join(directory, name), follow_links, directory, builder)
             for name in names
         ]
-        idx = np.repeat(np.arange(len(names), dtype=np.int32), counts)
+        idx = np.repeat(np.arange(len(names), dtype=np.int64), counts)
         return builder.build(), idx, names
     if class_names is not None:
         raise ValueError(
@@ -164,9 +165,9 @@ def index_directory(
         got = labels if isinstance(labels, str) else f"{len(labels)} labels"
         raise ValueError(
             f"image_dataset_from_directory: labels must be 'inferred', None or one label per "
-            f"file; got {got} for {len(paths)} files in {directory!r}"
+            f"file; got {got} for {len(paths)} files in {redact_url(directory)!r}"
         )
-    lab = np.asarray(labels, dtype=np.int32)
+    lab = np.asarray(labels, dtype=np.int64)
     return paths, lab, [str(v) for v in sorted(set(lab.tolist()))]
 
 
@@ -249,7 +250,9 @@ class ImageFolderLoader:
 
     def label(self, y: Any) -> np.ndarray:
         if self.label_mode == "int":
-            return np.int32(y)
+            # int64, torch's class-index dtype (``F.cross_entropy`` refuses int32 targets);
+            # Keras gives int32 (docs/guides/differences.md, D-K-38).
+            return np.int64(y)
         if self.label_mode == "binary":
             return np.asarray([y], dtype=np.float32)
         out = np.zeros(self.num_classes, np.float32)
@@ -379,7 +382,9 @@ def image_dataset_from_directory(
             ``memory://``, ...) is listed and read through fsspec (``datapipe[remote]``).
         labels: ``"inferred"`` (class = subdirectory), ``None``, or one int per file in
             the sorted ``os.walk`` order of the file paths.
-        label_mode: ``"int"`` (``int32`` scalar), ``"categorical"`` (``float32`` one-hot of
+        label_mode: ``"int"`` (``int64`` scalar: torch's class-index dtype, which
+            ``F.cross_entropy`` needs; Keras gives ``int32``, see D-K-38 in
+            docs/guides/differences.md), ``"categorical"`` (``float32`` one-hot of
             length ``num_classes``), ``"binary"`` (``float32`` of shape ``(1,)``; exactly 2
             classes), or ``None`` (elements are images only; as in Keras this means
             ``labels=None``: every image below ``directory`` is used, ``class_names`` is None).
@@ -495,7 +500,8 @@ def image_dataset_from_directory(
         p, lab = _split(paths, labs, validation_split, sub)
         if not p:
             raise ValueError(
-                f"image_dataset_from_directory: no {sub or ''} images found in {directory!r} "
+                f"image_dataset_from_directory: no {sub or ''} images found in "
+                f"{redact_url(directory)!r} "
                 f"(allowed formats: {', '.join(ALLOWLIST_FORMATS)})".replace("no  ", "no ")
             )
         if verbose and validation_split:

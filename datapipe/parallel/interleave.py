@@ -128,6 +128,18 @@ class SlotEngine:
                     eng.cond.acquire()
         return []
 
+    def wait_for_any(self) -> None:
+        """``deterministic=False`` and no open slot has an element ready: wait (one poll at
+        most) for a worker to hand a chunk to any lane; the cycle then looks again."""
+        eng = self.eng
+        with eng.cond:
+            if eng.closed or eng.fatal is not None:
+                return  # the next read raises the worker's death or ends
+            t0 = time.perf_counter()
+            eng.cond.wait(POLL_S)
+            self.stage.consumer_wait_s += time.perf_counter() - t0
+        self.tuner.maybe_step()
+
     def slot_state(self, slot: Any) -> dict:
         return self.eng.snapshot(slot.lane)
 

@@ -100,12 +100,12 @@ def distribute(
     - The pipeline before ``distribute`` is pickled (cloudpickle) when the op is built and
       sent to the workers once per service: lambdas and closures travel by value, functions
       of an importable module by reference (the module must be importable on the workers).
-    - Checkpoints: the consumer's iterator ``get_state()`` / ``set_state()`` resume a job:
-      the splits it delivered completely, and for each split in progress the elements it
-      had received and not delivered plus the split chain's state after them. A shared
-      first-come job resumes from the list of all its consumers' states (``set_state([s0,
-      s1, ...])`` in every consumer); with consumer indices each consumer's own state is
-      enough.
+    - Checkpoints: the consumer's iterator ``state_dict()`` / ``load_state_dict()``
+      (aliases ``get_state()`` / ``set_state()``) resume a job: the splits it delivered
+      completely, and for each split in progress the elements it had received and not
+      delivered plus the split chain's state after them. A shared first-come job resumes
+      from the list of all its consumers' states (``load_state_dict([s0, s1, ...])`` in
+      every consumer); with consumer indices each consumer's own state is enough.
     - Auto-sharding never shards a pipeline with ``distribute`` (trait ``distributes``):
       the service's dispatcher is its sharding, and the part before it runs on the workers
       as one worker of one (so a launcher's ``RANK`` / ``WORLD_SIZE`` or the pipeline's own

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,13 +20,24 @@ from datapipe.errors import annotate
 class GeneratorDataset(Dataset):
     """Elements yielded by ``generator(*args)``, checked against ``output_signature``.
 
+    ``Dataset.from_generator(generator, output_types=None, output_shapes=None, args=None,
+    output_signature=None, name=None)`` has tf.data's signature and argument order.
+
     Args:
         generator: a callable returning an iterable (a generator function, or a class
             with ``__iter__``). It is called anew for every iteration of the dataset (each
             ``iter()``, each ``repeat`` pass), as in tf.data.
         output_signature: nested structure (tuple, namedtuple, dict) of ``TensorSpec``, one
-            per component of an element.
-        args: positional arguments passed to ``generator`` on each call.
+            per component of an element. Also accepted in ``output_types``' place (the
+            second positional argument): ``from_generator(gen, TensorSpec((), "int64"))``.
+        output_types, output_shapes: tf.data's deprecated spelling of the signature, for
+            existing code: a nested structure of dtypes (numpy names or dtypes, torch
+            dtypes, or ``tf.DType``) and, matching it, of shapes (tuples with None for
+            unknown sizes, ``tf.TensorShape``, or None for an unknown rank; default: every
+            shape unknown). Each use emits a ``DeprecationWarning`` naming
+            ``output_signature``, as tf.data's ``deprecated_args`` warns.
+        args: positional arguments passed to ``generator`` on each call (None: none).
+        name: accepted for tf.data's signature; unused.
 
     Each yielded value is converted leaf-wise as tf.data does: ``numpy.asarray(value,
     dtype=spec.dtype)`` (a ``torch.as_tensor`` for torch dtypes), so ``1.5`` with an int64
@@ -33,8 +45,10 @@ class GeneratorDataset(Dataset):
     the value as yielded.
 
     Raises:
-        TypeError: at construction, ``generator`` is not callable or ``output_signature``
-            holds something other than ``TensorSpec``.
+        TypeError: at construction, ``generator`` is not callable, ``output_signature``
+            holds something other than ``TensorSpec``, neither it nor ``output_types`` is
+            given, it is given with ``output_types`` / ``output_shapes`` (tf.data's
+            messages), or ``output_shapes`` does not match ``output_types``.
         PipelineError (at iteration): an element does not match the signature (wrong
             structure, a value that can't be converted, a shape mismatch); names the
             element index, the component and the expected vs yielded spec. Errors raised
@@ -87,6 +101,95 @@ class GeneratorDataset(Dataset):
         return GeneratorIterator(self._generator, self._args, self._signature)
 
 
+def resolve_signature(output_types: Any, output_shapes: Any, output_signature: Any) -> Any:
+    """tf.data's ``from_generator`` argument rules: ``output_signature``, or the deprecated
+    ``output_types`` (+ ``output_shapes``) made into one (see ``GeneratorDataset``)."""
+    if output_signature is None and _is_signature(output_types) and output_shapes is None:
+        return output_types  # from_generator(gen, signature): the signature, positionally
+    if output_signature is not None:
+        for given, what in ((output_types, "output_types"), (output_shapes, "output_shapes")):
+            if given is not None:
+                raise TypeError(
+                    f"from_generator: the `{what}` argument can not be used together with "
+                    "the `output_signature` argument"
+                )
+        return output_signature
+    if output_types is None:
+        raise TypeError(
+            "from_generator: to specify the output signature you need to provide either the "
+            "`output_signature` argument or the `output_types` argument"
+        )
+    warnings.warn(
+        "from_generator: output_types and output_shapes are deprecated (as in tf.data); use "
+        "output_signature=..., a nested structure of datapipe.TensorSpec",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return _signature_from(output_types, output_shapes, "element")
+
+
+def _is_signature(x: Any) -> bool:
+    # Any TensorSpec: a signature (GeneratorDataset names a leaf that is not one).
+    return any(isinstance(v, TensorSpec) for v in nest.flatten(x))
+
+
+def _signature_from(types: Any, shapes: Any, path: str) -> Any:
+    """``TensorSpec``s of ``types``' structure, each with the shape found at its place in
+    ``shapes`` (tf.nest's ``map_structure_up_to(output_types, ...)``: below a leaf of
+    ``types``, ``shapes`` is one shape). Lists in ``types`` nest, as in tf.nest."""
+    if isinstance(types, list):
+        types = tuple(types)
+    if not nest.is_nested(types):
+        return TensorSpec(_shape(shapes, path), _dtype(types, path))
+    if shapes is not None and not isinstance(shapes, (tuple, list, dict)):
+        raise TypeError(
+            f"from_generator: output_shapes at {path} must match output_types' structure "
+            f"({types!r}), got {shapes!r}"
+        )
+    keys = list(types) if isinstance(types, dict) else list(range(len(types)))
+    if shapes is not None:
+        fits = set(shapes) == set(keys) if isinstance(shapes, dict) else len(shapes) == len(keys)
+        if not fits:
+            raise TypeError(
+                f"from_generator: output_shapes at {path} must match output_types' structure "
+                f"({types!r}), got {shapes!r}"
+            )
+    parts = [
+        _signature_from(types[k], None if shapes is None else shapes[k], f"{path}[{k!r}]")
+        for k in keys
+    ]
+    if isinstance(types, dict):
+        return type(types)(zip(keys, parts))
+    return type(types)(*parts) if nest.is_namedtuple(types) else tuple(parts)
+
+
+def _dtype(t: Any, path: str) -> Any:
+    """A numpy or torch dtype from a dtype-like (``tf.DType`` has ``as_numpy_dtype``)."""
+    if is_torch_dtype(t):
+        return t
+    numpy_type = getattr(t, "as_numpy_dtype", None)
+    try:
+        return np.dtype(numpy_type if numpy_type is not None else t)
+    except TypeError as e:
+        raise TypeError(f"from_generator: output_types at {path}: not a dtype: {t!r}") from e
+
+
+def _shape(s: Any, path: str) -> tuple | None:
+    """A ``TensorSpec`` shape from a shape-like (None: unknown rank; ``tf.TensorShape``)."""
+    if s is None:
+        return None
+    if hasattr(s, "as_list") and hasattr(s, "rank"):  # tf.TensorShape
+        return None if s.rank is None else tuple(s.as_list())
+    if isinstance(s, (tuple, list)) or type(s).__name__ == "Size":
+        dims = tuple(s)
+        if all(d is None or (isinstance(d, (int, np.integer)) and d >= 0) for d in dims):
+            return tuple(None if d is None else int(d) for d in dims)
+    raise TypeError(
+        f"from_generator: output_shapes at {path}: not a shape (a tuple of ints and None, or "
+        f"None): {s!r}"
+    )
+
+
 def _convert_leaf(value: Any, spec: TensorSpec, path: str) -> Any:
     """tf.data's conversion of one yielded component, then its shape check."""
     try:
@@ -118,8 +221,11 @@ def _convert_leaf(value: Any, spec: TensorSpec, path: str) -> Any:
 
 
 def check_element(value: Any, signature: Any) -> Any:
-    """``value`` converted to ``signature`` (nested ``TensorSpec``); TypeError on mismatch."""
-    if not nest.same_structure(signature, value):
+    """``value`` converted to ``signature`` (nested ``TensorSpec``); TypeError on mismatch.
+    The structure is matched down to the signature's leaves (tf.data's
+    ``nest.flatten_up_to``): below a leaf, a tuple or list is that component's value."""
+    parts = nest.flatten_up_to(signature, value)
+    if parts is None:
         raise TypeError(
             f"the element's structure does not match output_signature: expected "
             f"{signature!r}, got {value!r}"
@@ -127,7 +233,7 @@ def check_element(value: Any, signature: Any) -> Any:
     if not nest.is_nested(signature):
         return _convert_leaf(value, signature, "element")
     paths = nest.flatten_with_paths(signature)
-    leaves = [_convert_leaf(v, s, p) for (p, s), v in zip(paths, nest.flatten(value))]
+    leaves = [_convert_leaf(v, s, p) for (p, s), v in zip(paths, parts)]
     return nest.pack_as(signature, leaves)
 
 
@@ -162,6 +268,7 @@ class GeneratorIterator(OpIterator):
                 value = next(it)
             except StopIteration:
                 self.done = True
+                self._close_generator()  # at its end, as tf.data: the generator is let go
                 break
             except Exception as e:  # noqa: BLE001 - generator failed at this element
                 self.done = True

@@ -63,3 +63,48 @@ def test_options_merge_later_wins() -> None:
     assert opts.seed == 2 and opts.deterministic is False
     with pytest.raises(TypeError, match="with_options"):
         dp.range(3).with_options({"seed": 1})
+
+
+# tf.data.Options' experimental_* attributes (TF 2.21's dir(tf.data.Options()), plus the
+# older experimental_stats / experimental_stateful_whitelist): each one, read or set, names
+# datapipe's option or says why there is none (issue 27: reading experimental_distribute
+# gave a bare AttributeError).
+TF_EXPERIMENTAL = {
+    "experimental_deterministic": "did you mean 'deterministic'",
+    "experimental_distribute": "did you mean 'distribute'",
+    "experimental_threading": "did you mean 'threading'",
+    "experimental_stats": "did you mean 'stats'",
+    "experimental_optimization": "no equivalent: datapipe has no optimization options",
+    "experimental_slack": "no equivalent: no prefetch slack",
+    "experimental_external_state_policy": "no equivalent: a checkpoint holds iterator pos",
+    "experimental_stateful_whitelist": "no equivalent: a checkpoint holds iterator pos",
+    "experimental_symbolic_checkpoint": "no equivalent: checkpoints are always positions",
+    "experimental_warm_start": "no equivalent: no warm start",
+    "experimental_service": r"no equivalent: the service is an op: ds.apply\(dp.service",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TF_EXPERIMENTAL))
+def test_every_tf_experimental_option_names_its_replacement(name):
+    message = f"Options has no option '{name}'; tf.data's {name} .*{TF_EXPERIMENTAL[name]}"
+    opts = dp.Options()
+    with pytest.raises(AttributeError, match=message):
+        getattr(opts, name)
+    with pytest.raises(AttributeError, match=message):
+        setattr(opts, name, None)
+    assert not hasattr(opts, name)
+
+
+def test_reading_an_unknown_option_suggests_the_closest():
+    with pytest.raises(AttributeError, match="ThreadingOptions has no option 'privat_threadpool"):
+        dp.Options().threading.privat_threadpool_size  # noqa: B018
+    with pytest.raises(AttributeError, match="did you mean 'private_threadpool_size'"):
+        dp.Options().threading.privat_threadpool_size  # noqa: B018
+    with pytest.raises(AttributeError, match=r"its options are \['enabled'\]"):
+        dp.Options().stats.xyz  # noqa: B018
+    # the options still copy and pickle (both probe for dunder attributes)
+    import copy
+    import pickle
+
+    opts = dp.Options(seed=3)
+    assert copy.deepcopy(opts) == opts and pickle.loads(pickle.dumps(opts)) == opts

@@ -5,6 +5,7 @@ auto-contrast / Gaussian blur against PIL and hand-computed values."""
 import numpy as np
 import pytest
 import torch
+from harness import assert_within, summation_order_bound
 from PIL import Image, ImageEnhance, ImageOps
 
 import preprocessing as pp
@@ -158,9 +159,17 @@ def test_only_selected_samples_change_and_device_path_agrees(layer, key, monkeyp
     out = layer.transform_images(x, params)
     assert torch.equal(out[~chosen], x[~chosen])
     assert not torch.equal(out[chosen], x[chosen])
-    # The torch.where path (other devices, torch.compile) gives the same result.
+    # The torch.where path (other devices, torch.compile) gives the same result. Grayscale
+    # and invert are element-wise (the same arithmetic on any subset): the same bits. The
+    # blur convolves the chosen images on the host but the whole batch on that path, and
+    # oneDNN picks its convolution by the number of groups and by the CPU's vector width:
+    # the same values only up to the order of each pixel's sum (issue 27).
     monkeypatch.setattr(_photometric.torch.compiler, "is_compiling", lambda: True)
-    torch.testing.assert_close(layer.transform_images(x, params), out, rtol=0, atol=0)
+    where = layer.transform_images(x, params)
+    if isinstance(layer, pp.RandomGaussianBlur):
+        assert_within(where, out, summation_order_bound(x, layer._size[0] * layer._size[1]))
+    else:
+        torch.testing.assert_close(where, out, rtol=0, atol=0)
 
 
 def pil(x):

@@ -74,6 +74,16 @@ def test_distributed_and_parallel_epochs(ray_local, threads):
     assert stats["live_jobs"] == 0 and threads.settle() == []
 
 
+def test_the_address_probe_accepts_a_real_gcs(ray_local):
+    from datapipe.service.ray_service import probe
+
+    address = ray_local.get_runtime_context().gcs_address
+    host, port = address.rsplit(":", 1)
+    t0 = time.monotonic()
+    probe(host, int(port), 5.0, address)  # the HTTP/2 handshake and a GCS call answer
+    assert time.monotonic() - t0 < 5.0
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["distributed_epoch", "parallel_epochs"])
 @pytest.mark.parametrize("deterministic", [True, False])

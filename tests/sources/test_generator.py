@@ -132,3 +132,83 @@ def test_from_generator_has_no_random_access():
     ds = dp.from_generator(lambda: iter([1]), TensorSpec((), "int64")).map(lambda x: x)
     with pytest.raises(RandomAccessError, match="lost random access at op 'from_generator'"):
         ds.global_shuffle()
+
+
+# ---- tf.data's older signature: output_types / output_shapes (issue 27, item 6) ---------
+class _FakeTFDType:
+    """Stands for a ``tf.DType`` (``tf.int64.as_numpy_dtype is np.int64``) without TF."""
+
+    def __init__(self, numpy_type):
+        self.as_numpy_dtype = numpy_type
+
+
+def _pairs():
+    for i in range(3):
+        yield i, [i, i + 0.5]
+
+
+def test_output_types_and_shapes_positionally_as_tf_orders_them():
+    with pytest.warns(DeprecationWarning, match="deprecated.*use output_signature") as got:
+        ds = dp.from_generator(_pairs, (np.int64, "float32"), ((), (2,)))
+    assert got[0].filename == __file__  # the warning points at the caller, as tf's does
+    assert ds.element_spec == (TensorSpec((), "int64"), TensorSpec((2,), "float32"))
+    assert py(list(ds)) == [(0, [0.0, 0.5]), (1, [1.0, 1.5]), (2, [2.0, 2.5])]
+
+
+def test_output_types_alone_give_unknown_shapes():
+    def rows():
+        yield [1]
+        yield [1, 2, 3]
+
+    with pytest.warns(DeprecationWarning):
+        ds = dp.from_generator(rows, output_types=_FakeTFDType(np.int32))
+    assert ds.element_spec == TensorSpec(None, "int32")  # tf: TensorShape(None)
+    assert [(v.dtype, v.tolist()) for v in ds] == [(np.int32, [1]), (np.int32, [1, 2, 3])]
+
+
+def test_output_shapes_match_output_types_structure_up_to_its_leaves():
+    def gen(start):
+        yield {"x": [start, start], "y": "a"}
+
+    with pytest.warns(DeprecationWarning):
+        ds = dp.from_generator(
+            gen,
+            output_types={"x": torch.float32, "y": str},
+            output_shapes={"x": [2], "y": ()},  # a list below a leaf of types is a shape
+            args=(4,),
+        )
+    assert ds.element_spec == {"x": TensorSpec((2,), torch.float32), "y": TensorSpec((), object)}
+    (el,) = list(ds)
+    assert el["x"].dtype == torch.float32 and el["x"].tolist() == [4.0, 4.0] and el["y"] == "a"
+    with pytest.warns(DeprecationWarning):  # args as tf's fourth positional argument
+        assert py(list(dp.from_generator(range, np.int64, (), (2, 5)))) == [2, 3, 4]
+
+
+def test_a_signature_in_the_second_place_is_not_deprecated():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ds = dp.from_generator(_pairs, SIG)
+        ds2 = dp.from_generator(_pairs, output_signature=SIG)
+    assert ds.element_spec == ds2.element_spec == SIG
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(output_types=np.int64, output_signature=SIG), "`output_types` argument can not"),
+        (dict(output_shapes=(), output_signature=SIG), "`output_shapes` argument can not"),
+        ({}, "provide either the `output_signature` argument or the `output_types`"),
+        (dict(output_types=(np.int64, np.int64), output_shapes=((),)), "must match output_types"),
+        (dict(output_types=np.int64, output_shapes="x"), "not a shape"),
+        (dict(output_types=(np.int64, object())), r"at element\[1\]: not a dtype"),
+    ],
+)
+def test_older_signature_errors_are_tfs(kwargs, message):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with pytest.raises(TypeError, match=message):
+            dp.from_generator(_pairs, **kwargs)
