@@ -175,7 +175,7 @@ __all__ += [
 ]
 
 # Hugging Face datasets as sources (the huggingface extra; datasets is never imported here).
-from datapipe.sources.huggingface import HuggingFaceDataset, from_huggingface  # noqa: E402
+from datapipe.io.huggingface import HuggingFaceDataset, from_huggingface  # noqa: E402
 
 __all__ += ["HuggingFaceDataset", "from_huggingface"]
 

@@ -18,7 +18,7 @@ read-only), not per-row Python objects stacked again.
 ``decode_jpeg``), in parallel, instead of in ``datasets``' per-row formatter.
 
 ``datasets.IterableDataset`` (streaming) is read by
-``datapipe/sources/huggingface_iterable.py``. ``datasets`` itself is an optional extra
+``datapipe/io/huggingface_iterable.py``. ``datasets`` itself is an optional extra
 (``pip install datapipe[huggingface]``); this module never imports it: an input can only
 be one of its datasets when the caller has imported it (``sys.modules``).
 """
@@ -35,7 +35,7 @@ from datapipe._lazy import lazy_module
 from datapipe._spec import TensorSpec, batched_spec
 from datapipe._validate import check_bool, check_optional_int
 from datapipe.dataset import Dataset
-from datapipe.sources._arrow_gather import ArrowGather
+from datapipe.io._arrow_gather import ArrowGather
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -254,7 +254,7 @@ def from_huggingface(
     """
     datasets = sys.modules.get("datasets")  # a datasets object means it is imported
     if datasets is not None and isinstance(dataset, datasets.IterableDataset):
-        from datapipe.sources.huggingface_iterable import HuggingFaceIterableDataset
+        from datapipe.io.huggingface_iterable import HuggingFaceIterableDataset
 
         return HuggingFaceIterableDataset(
             dataset, columns, batch_size, drop_remainder, nulls_as_nan, read_rows

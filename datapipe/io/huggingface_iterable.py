@@ -3,7 +3,7 @@
 The stream is read as Arrow tables of ``read_rows`` rows (``with_format("arrow")``,
 ``iter(batch_size=...)``: one C conversion per table, not ``datasets``' per-row Python
 formatter) and converted column by column as the map-style source does
-(``datapipe/sources/huggingface.py``). The resume state is ``datasets``' own
+(``datapipe/io/huggingface.py``). The resume state is ``datasets``' own
 ``state_dict()`` taken before the current table, plus the rows of it already delivered:
 restoring loads that state into a fresh copy, reads the table again and skips those rows.
 So it is exact wherever ``datasets``' state is, which its ``IterableDataset.state_dict``
@@ -33,7 +33,7 @@ from datapipe._lazy import lazy_module
 from datapipe._spec import UnknownSpec
 from datapipe._validate import check_int
 from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset
-from datapipe.sources.huggingface import read_args, read_column, table_spec
+from datapipe.io.huggingface import read_args, read_column, table_spec
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -7,8 +7,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from datapipe.sources._arrow_gather import ArrowGather, is_dense
-from datapipe.sources.huggingface import read_column
+from datapipe.io._arrow_gather import ArrowGather, is_dense
+from datapipe.io.huggingface import read_column
 
 
 def chunked_table() -> pa.Table:
