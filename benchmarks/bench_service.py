@@ -122,16 +122,16 @@ def pipeline_rows(n: int, repeats: int) -> list[dict]:
 
     for k in (1, 2):
         svc, ds = served(n, k, w6.f)
-        # The default consumer (a fixed rotation: 20-ms replies) and, alternating in the
-        # same run, a deterministic=False one with batched replies (>= 512 elements,
-        # issue 25) and with 20-ms replies (REPLY_MIN_ELEMENTS patched to 1: as before)
+        # Batched replies (>= 512 elements, issue 25) for the default consumer (a fixed
+        # rotation over its lanes) and a deterministic=False one, and, alternating in the
+        # same run, the default consumer with 20-ms replies (REPLY_MIN_ELEMENTS patched to
+        # 1: as before)
         free = ds.with_options(dp.Options(deterministic=False))
         batched = consumer.REPLY_MIN_ELEMENTS
         variants = [
             (f"Ray service distributed_epoch, K={k}", ds, batched),
+            (f"Ray service distributed_epoch, K={k}, 20-ms replies (before)", ds, 1),
             (f"Ray service distributed_epoch, K={k}, deterministic=False", free, batched),
-            (f"Ray service distributed_epoch, K={k}, deterministic=False, 20-ms replies",
-             free, 1),
         ]  # fmt: skip
         for rnd in range(repeats):
             for name, pipeline, min_reply in variants[rnd % 3 :] + variants[: rnd % 3]:
@@ -278,7 +278,7 @@ def consumer_costs(rows: list[dict], repeats: int) -> dict:
     """The consumer's CPU per reply and per element, from two service runs (K=1): W6's
     (replies of ~100 elements) and the identity map's (replies of ~4,096), each
     ``cpu = replies x per_reply + elements x per_element`` (batch(64) included)."""
-    a = next(r for r in rows if r["system"].endswith("K=1"))
+    a = next(r for r in rows if r["system"].endswith("K=1, 20-ms replies (before)"))
     b = next(r for r in rows if "identity" in r["system"])
     ra, rb = a["workers"]["replies"], b["workers"]["replies"] / repeats
     ea, eb = a["count"], b["count"]

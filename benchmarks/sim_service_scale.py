@@ -10,8 +10,8 @@ The model is the implementation's protocol, not a guess at it:
 * a worker serves its queue of requests one at a time (one Ray actor, FIFO): a reply costs
   ``worker_reply`` + its elements x (``element`` + ``worker_element``), holds as many
   elements as fit in 20 ms (the service's ``REPLY_SECONDS``) but at least 512
-  (``REPLY_MIN_ELEMENTS``: what a ``deterministic=False`` consumer asks for; ``--min-reply
-  1``: 20-ms replies, the default consumer's) and at most what fits in 0.5 s, and the
+  (``REPLY_MIN_ELEMENTS``: what the consumer asks for; ``--min-reply 1``: the 20-ms
+  replies before issue 25) and at most what fits in 0.5 s, and the
   first reply of a split also pays ``open_split`` (building the split's chain);
 * a consumer with an index runs its lanes only on its own workers (``w % consumers``)
   once each consumer has two (``consumer.reading_workers``; ``--no-partition``: on all);

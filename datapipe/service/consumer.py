@@ -70,22 +70,6 @@ def reading_workers(node: Any, k: int) -> list[int]:
     return list(range(c, k, n))
 
 
-def reply_min_elements(deterministic: bool) -> int:
-    """Elements a reply holds before it may end for time (``worker.Stream.read``).
-
-    Each reply costs the consumer ~1.4-1.7 ms of CPU (Ray's client side), ~10 us per
-    element with the 20-ms replies of W6's 200-us elements; replies of at least
-    ``REPLY_MIN_ELEMENTS`` halve that (``bench_service.py``). A consumer that takes
-    whatever reply is ready first (``deterministic=False``) gets them. One that takes its
-    lanes in a fixed rotation (the default: a reproducible order) keeps 20-ms replies
-    (1): it re-arms a lane whose split ended only at that lane's turn, a wait of about
-    one reply, during which the lane's worker may run dry -- with 512-element replies
-    that cost 21-26% of the throughput at K=2 (8 alternating rounds, load ~8), against
-    parity (1.02x) without the rotation.
-    """
-    return REPLY_MIN_ELEMENTS if not deterministic else 1
-
-
 class _Split:
     """A split this consumer reads: where it is (``state`` after the last reply taken),
     whether every element was received, and how many received ones are not delivered."""
@@ -337,7 +321,7 @@ class DistributeIterator(OpIterator):
     def _submit(self, lane: _Lane) -> None:
         run = lane.running()
         worker = self.workers[run.worker]
-        min_elements = reply_min_elements(self.deterministic)
+        min_elements = REPLY_MIN_ELEMENTS  # batched replies: worker.py (read at call time)
         while len(run.refs) < self.per_lane:
             first = not run.opened
             open_args = self._open_args(run.sid) if first else None

@@ -595,10 +595,3 @@ def test_a_consumer_with_an_index_reads_from_its_own_workers():
     assert reading_workers(node(4, 1), 7) == list(range(7))  # fewer than 2 workers each
     assert reading_workers(node(None, None), 10) == list(range(10))  # no place known
     assert reading_workers(node(2, 0, "parallel_epochs"), 10) == list(range(10))
-
-
-def test_a_consumer_that_takes_ready_replies_asks_for_batched_ones():
-    from datapipe.service.consumer import reply_min_elements
-
-    assert reply_min_elements(deterministic=False) == 512
-    assert reply_min_elements(deterministic=True) == 1  # its fixed rotation: 20-ms replies

@@ -255,16 +255,21 @@ def _produced_ahead(svc, sleep_s: float, deterministic: bool, n: int = 4000) -> 
     return produced
 
 
-def test_backpressure_bounds_what_workers_compute_ahead(ray_local):
+def test_backpressure_bounds_what_workers_compute_ahead(ray_local, monkeypatch):
+    from datapipe.service import consumer
+
     svc = service(split_size=500)
-    # The default consumer's 20-ms replies: 4 lanes x 1 request in flight (and one reply
+    # 20-ms replies (as before batching): 4 lanes x 1 request in flight (and one reply
     # taken), each ~20 ms of 2 ms elements; unbounded, the two workers would compute
     # ~1,500 elements in the 1.5 s.
-    assert _produced_ahead(svc, 1.5, deterministic=True) <= 4 * 2 * 20
-    # deterministic=False asks for batched replies (at most 512 elements once past 20 ms):
+    with monkeypatch.context() as m:
+        m.setattr(consumer, "REPLY_MIN_ELEMENTS", 1)
+        assert _produced_ahead(svc, 1.5, deterministic=True) <= 4 * 2 * 20
+    # Batched replies (at most 512 elements once past 20 ms), in either consumer mode:
     # still bounded, by 4 requests in flight + the one taken; unbounded, the two workers
     # would compute ~6,000 elements in the 6 s.
-    assert _produced_ahead(svc, 6.0, deterministic=False, n=20_000) <= 5 * 512
+    for deterministic in (True, False):
+        assert _produced_ahead(svc, 6.0, deterministic, n=20_000) <= 5 * 512
 
 
 @pytest.mark.slow
