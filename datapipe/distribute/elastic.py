@@ -334,6 +334,9 @@ def _reread(dataset: Any, chain: dict, policy: str | None, state: dict) -> dict:
         built.root.close()
     if at is None or not 0 <= at < int(cut["taken"]):
         return chain
+    # The restored ops read from ``at`` on again, so their state predates the share's end
+    # (if the reader had reached it): they read a continuation, the chain is not drained.
+    cut = {k: v for k, v in cut.items() if k != "ended"}
     return {**chain, "cuts": [{**cut, "taken": at}, *chain["cuts"][1:]]}
 
 
