@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import pickle
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -120,6 +121,37 @@ def fail_at(bad: set[int]) -> Callable[[Any], int]:
         return int(x)
 
     return f
+
+
+# ---- fake clocks ------------------------------------------------------------------------------
+class FakeClock:
+    """A clock that only the test moves, for results derived from timing (the tuner's
+    decisions, a profile's verdict, the input-bound split): it stands in for the clock
+    functions the code under test reads (``monkeypatch.setattr(owner, name, clock)`` for
+    each ``(owner, name)`` target) and reads ``now`` seconds, which only ``sleep(dt)``
+    (the test's stand-in for work that takes ``dt`` seconds) moves. Such results are then
+    exact functions of the durations the test declares, whatever the machine's load.
+
+    ``sleep`` may be called from several threads (a parallel map's workers): each call
+    adds its ``dt`` once, under a lock.
+
+    >>> clock = FakeClock(None)
+    >>> clock(), clock.sleep(0.25), clock()
+    (0.0, None, 0.25)
+    """
+
+    def __init__(self, monkeypatch: Any, *targets: tuple[Any, str], start: float = 0.0):
+        self.now = float(start)
+        self._lock = threading.Lock()
+        for owner, name in targets:
+            monkeypatch.setattr(owner, name, self)
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, dt: float) -> None:
+        with self._lock:
+            self.now += dt
 
 
 # ---- scripts (examples/, benchmarks/) -------------------------------------------------------

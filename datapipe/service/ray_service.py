@@ -94,6 +94,10 @@ def probe(host: str, port: int, timeout_s: float, address: str, kind: str = "gcs
     try:
         with socket.create_connection((host, port), timeout=timeout_s) as sock:
             _h2_handshake(sock, deadline)
+    except (ConnectionResetError, ConnectionAbortedError):
+        # A listener that accepts and resets at once: with a timeout, connect() polls and
+        # reads SO_ERROR, so a reset that arrives first is connect()'s error, not a read's.
+        raise fail("it closed the connection as it accepted it: not a Ray server") from None
     except OSError as e:
         reason = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
         raise fail(reason) from None

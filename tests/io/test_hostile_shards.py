@@ -321,3 +321,35 @@ def test_run_under_memory_limit_does_limit():
         headroom_mb=64,
     )
     assert out.stdout.strip() == "MemoryError", out.stderr
+
+
+def write_endless_line_gz(path: str, line_bytes: int) -> str:
+    """A ``.gz`` text file: one short line, then one of ``line_bytes`` bytes with no end."""
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6) as gz:
+        gz.write(b"first\n")
+        chunk = b"z" * MIB
+        for _ in range(line_bytes // MIB):
+            gz.write(chunk)
+    return path
+
+
+def test_an_endless_compressed_line_is_refused_at_the_bound(tmp_path):
+    # 256 MiB of one line in ~250 KB of gzip: readlines() read it whole (MemoryError under
+    # the cap); the line reader stops at max_file_bytes() (here 8 MiB), naming line 2.
+    path = write_endless_line_gz(str(tmp_path / "bomb.txt.gz"), 256 * MIB)
+    assert os.path.getsize(path) < MIB
+    out = hostile_run(
+        f"""
+        dp.io.set_max_file_bytes(8 << 20)
+        got = []
+        try:
+            for line in dp.TextLineDataset({path!r}, compression_type="GZIP"):
+                got.append(line)
+            print("no error")
+        except Exception as e:
+            print(type(e).__name__, got, e)
+        """
+    )
+    assert out.startswith("PipelineError ['first'] text_line at element 1"), out
+    assert "line 2 is longer than max_file_bytes() (8388608 bytes" in out
+    assert "bomb.txt.gz" in out

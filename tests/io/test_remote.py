@@ -342,6 +342,8 @@ def test_http_reads_lists_and_retries_transient_errors(http_root, fast_retries):
 
 def test_http_retries_each_range_read_at_its_offset(http_root, fast_retries, monkeypatch):
     monkeypatch.setattr(remote, "BLOCK_SIZE", 64)  # many range requests per file
+    # ... and lines read 64 bytes at a time (a 64 KiB read would be one request).
+    monkeypatch.setattr(dp.io.text, "_READ_HINT", 64)
     with FileServer(str(http_root), fail={3, 5, 6, 9}) as srv:
         got = list(dp.TextLineDataset(srv.url("a.txt")))
         assert got == [f"line {i}" for i in range(50)]

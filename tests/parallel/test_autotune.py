@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+from harness import FakeClock
 
 import datapipe as dp
 from datapipe.parallel import autotune
@@ -20,8 +21,7 @@ class FakeWorkload:
     ``rate(p)`` and whose threads are busy ``busy`` of the time, on a fake clock."""
 
     def __init__(self, monkeypatch, rate, cpu_fraction=1.0, busy=1.0, cpu_budget=8):
-        self.now = 0.0
-        monkeypatch.setattr(autotune.time, "monotonic", lambda: self.now)
+        self.clock = FakeClock(monkeypatch, (autotune.time, "monotonic"))
         self.tuner = autotune.Autotuner(True, cpu_budget, 1 << 30)
         self.stage = self.tuner.add_stage(autotune.Stage("map", "parallelism", 1, True, 64))
         self.rate, self.cpu_fraction, self.busy = rate, cpu_fraction, busy
@@ -29,7 +29,7 @@ class FakeWorkload:
     def run(self, windows: int) -> None:
         for _ in range(windows):
             p, dt = self.stage.value, autotune.WINDOW_S
-            self.now += dt
+            self.clock.sleep(dt)
             self.stage.produced += int(self.rate(p) * dt)
             self.stage.busy_s += p * dt * self.busy
             frac = self.cpu_fraction(p) if callable(self.cpu_fraction) else self.cpu_fraction
@@ -409,8 +409,8 @@ class FakeExecutors:
 
     def __init__(self, monkeypatch, cost, rates, kind="parallelism", cpu_budget=2, value=2,
                  cpu_fraction=1.0):  # fmt: skip
-        self.now, self.cpu_fraction = 0.0, cpu_fraction
-        monkeypatch.setattr(autotune.time, "monotonic", lambda: self.now)
+        self.clock = FakeClock(monkeypatch, (autotune.time, "monotonic"))
+        self.cpu_fraction = cpu_fraction
         self.tuner = autotune.Autotuner(True, cpu_budget, 1 << 40)
         cap = 1024 if kind == "buffer" else 64
         self.stage = self.tuner.add_stage(autotune.Stage("map", kind, value, True, cap))
@@ -423,7 +423,7 @@ class FakeExecutors:
         s = self.stage
         for _ in range(windows):
             dt = autotune.WINDOW_S
-            self.now += dt
+            self.clock.sleep(dt)
             n = int(self.rates[s.executor](s.value) * dt)
             s.produced += n
             if s.executor == "inline":
@@ -543,7 +543,7 @@ def test_prefetch_of_costly_elements_leaves_inline_after_one_window(monkeypatch)
                       kind="buffer", value=4)  # fmt: skip
     s, moved_at = w.stage, None
     for k in range(1, 9):
-        w.now += 0.075  # one element per step: 70 ms of input, 5 ms of the consumer
+        w.clock.sleep(0.075)  # one element per step: 70 ms of input, 5 ms of the consumer
         s.produced += 1
         s.busy_s += 0.07
         s.cpu_s += 0.07

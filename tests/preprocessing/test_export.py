@@ -1,4 +1,8 @@
-"""The model travels: torch.export in eval mode, loaded without this library; compile."""
+"""The model travels: torch.export in eval mode, loaded without this library; compile.
+
+The exported programs of the tests below are loaded and run in one fresh interpreter that
+cannot import this library (the ``exported`` fixture: one interpreter start instead of one
+per program)."""
 
 import subprocess
 import sys
@@ -31,30 +35,61 @@ def make_model():
     )
 
 
-def run_exported_elsewhere(tmp_path, model, args):
-    """Export ``model``, load and run the program in a fresh interpreter that cannot import
-    this library, and return its outputs."""
-    program = torch.export.export(model, args)
-    path = tmp_path / "model.pt2"
-    torch.export.save(program, str(path))
-    torch.save(args, tmp_path / "x.pt")
+def run_exported_elsewhere(folder, models):
+    """Export each ``{name: (model, args)}``, load and run the programs in one fresh
+    interpreter that cannot import this library, and return ``{name: its outputs}``."""
+    for name, (model, args) in models.items():
+        torch.export.save(torch.export.export(model, args), str(folder / f"{name}.pt2"))
+        torch.save(args, folder / f"{name}.x.pt")
     code = (
         "import sys, torch\n"
-        f"m = torch.export.load({str(path)!r}).module()\n"
-        f"x = torch.load({str(tmp_path / 'x.pt')!r})\n"
-        f"torch.save(m(*x), {str(tmp_path / 'y.pt')!r})\n"
+        f"for name in {sorted(models)!r}:\n"
+        f"    m = torch.export.load({str(folder)!r} + f'/{{name}}.pt2').module()\n"
+        f"    x = torch.load({str(folder)!r} + f'/{{name}}.x.pt')\n"
+        f"    torch.save(m(*x), {str(folder)!r} + f'/{{name}}.y.pt')\n"
         "assert 'datapipe' not in sys.modules and 'preprocessing' not in sys.modules\n"
     )
     # -I: isolated mode, so neither the cwd nor PYTHONPATH can make the library importable.
-    subprocess.run([sys.executable, "-I", "-c", code], check=True, cwd=tmp_path, timeout=120)
-    return torch.load(tmp_path / "y.pt")
+    subprocess.run([sys.executable, "-I", "-c", code], check=True, cwd=folder, timeout=120)
+    return {name: torch.load(folder / f"{name}.y.pt") for name in models}
 
 
-def test_export_save_and_load_in_process_without_library(tmp_path):
-    model = make_model().eval()
-    x = torch.rand(2, 3, 16, 16) * 255
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """``{name: (model, args, outputs of its exported program run elsewhere)}`` for the
+    models of the tests below (built and exported once, in eval mode)."""
+    g = torch.Generator().manual_seed(0)
+    models = {
+        "geometric": (make_model().eval(), (torch.rand(2, 3, 16, 16, generator=g) * 255,)),
+        "photometric": (
+            photometric_model().eval(),
+            (torch.rand(2, 3, 16, 16, generator=g) * 100 + 50,),
+        ),
+        "features": (
+            FeatureModel().eval(),
+            (
+                torch.tensor([3, 4, 11, 0, 25]),
+                torch.randn(5, 3, generator=g),
+                torch.randn(2, 256, generator=g),
+            ),
+        ),  # fmt: skip
+        "erasing_mixing": (
+            torch.nn.Sequential(
+                pp.RandomErasing(value_range=(0, 255), seed=1),
+                pp.MixUp(seed=2),
+                pp.CutMix(seed=3),
+                torch.nn.Conv2d(3, 2, 3),
+            ).eval(),
+            (torch.rand(2, 3, 10, 10, generator=g) * 255,),
+        ),
+    }
+    got = run_exported_elsewhere(tmp_path_factory.mktemp("exported"), models)
+    return {name: (model, args, got[name]) for name, (model, args) in models.items()}
+
+
+def test_export_save_and_load_in_process_without_library(exported):
+    model, (x,), got = exported["geometric"]
     expected = model(x)
-    got = run_exported_elsewhere(tmp_path, model, (x,))
     torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-6)
 
 
@@ -80,13 +115,11 @@ def photometric_model():
     )
 
 
-def test_photometric_layers_export_and_load_without_library(tmp_path):
-    model = photometric_model().eval()
-    x = torch.rand(2, 3, 16, 16) * 100 + 50
+def test_photometric_layers_export_and_load_without_library(exported):
+    model, (x,), got = exported["photometric"]
     expected = model(x)
     low = x.amin(dim=(2, 3), keepdim=True)
     torch.testing.assert_close(expected, (x - low) / (x.amax(dim=(2, 3), keepdim=True) - low))
-    got = run_exported_elsewhere(tmp_path, model, (x,))
     torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-6)
 
 
@@ -129,11 +162,9 @@ class FeatureModel(torch.nn.Module):
         )
 
 
-def test_feature_layers_export_and_load_without_library(tmp_path):
-    model = FeatureModel().eval()
-    args = (torch.tensor([3, 4, 11, 0, 25]), torch.randn(5, 3), torch.randn(2, 256))
+def test_feature_layers_export_and_load_without_library(exported):
+    model, args, got = exported["features"]
     expected = model(*args)
-    got = run_exported_elsewhere(tmp_path, model, args)
     assert len(got) == len(expected)
     for g, e in zip(got, expected):
         assert g.dtype == e.dtype and g.shape == e.shape
@@ -171,15 +202,8 @@ def test_trains_under_torch_compile():
     assert all(np.isfinite(losses))
 
 
-def test_erasing_and_mixing_layers_export_as_eval_identity(tmp_path):
+def test_erasing_and_mixing_layers_export_as_eval_identity(exported):
     # In eval() they are the identity (Keras's training=False); the exported program holds
     # no draw, and the model around them runs as without them.
-    model = torch.nn.Sequential(
-        pp.RandomErasing(value_range=(0, 255), seed=1),
-        pp.MixUp(seed=2),
-        pp.CutMix(seed=3),
-        torch.nn.Conv2d(3, 2, 3),
-    ).eval()
-    x = torch.rand(2, 3, 10, 10) * 255
-    got = run_exported_elsewhere(tmp_path, model, (x,))
+    model, (x,), got = exported["erasing_mixing"]
     torch.testing.assert_close(got, model[3](x), atol=1e-6, rtol=1e-6)

@@ -5,6 +5,8 @@ for the elastic field the same N(0, 1) noise) the outputs must agree within 1e-4
 torchvision's RandomResizedCrop cannot be imported beside this torch build, so its
 semantics are tested directly: the draw against a line-by-line transcription of
 ``RandomResizedCrop.get_params``, the resize against ``F.interpolate`` of each crop.
+Keras's outputs come through ``ref`` (tests/differential.py): read from tests/goldens/ in
+the default run, computed by Keras under ``-m differential``.
 """
 
 import math
@@ -13,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from differential import keras, keras_transform, tf
 
 import preprocessing as pp
 from preprocessing import _regions
@@ -112,50 +115,41 @@ keras_only = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("fill_mode", ["reflect", "constant", "nearest"])
 @pytest.mark.parametrize("interpolation", ["bilinear", "nearest"])
-def test_shear_matches_keras_with_the_same_draw(fmt, fill_mode, interpolation):
-    keras = pytest.importorskip("keras")
+def test_shear_matches_keras_with_the_same_draw(ref, fmt, fill_mode, interpolation):
     kw = dict(interpolation=interpolation, fill_mode=fill_mode, fill_value=0.5, data_format=fmt)
     ours = pp.RandomShear(0.4, 0.3, seed=2, **kw)
     x = in_format(nhwc(b=4), fmt)
     params = ours.get_random_transformation(torch.from_numpy(x))
     assert (params["shear_factor"].abs() <= torch.tensor([0.4, 0.3])).all()
-    theirs = keras.layers.RandomShear(0.4, 0.3, **kw)
-    expected = theirs.transform_images(x, {"shear_factor": params["shear_factor"].numpy()})
+    draw = {"shear_factor": params["shear_factor"].numpy()}
+    expected = ref(keras_transform, "RandomShear", (0.4, 0.3), kw, x, draw)
     got = ours.transform_images(torch.from_numpy(x), params).numpy()
-    np.testing.assert_allclose(got, np.asarray(expected), atol=1e-4, rtol=0)
+    np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
 
 
 @keras_only
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("interpolation", ["bilinear", "nearest"])
-def test_perspective_matches_keras_with_the_same_draw(fmt, interpolation):
-    keras = pytest.importorskip("keras")
+def test_perspective_matches_keras_with_the_same_draw(ref, fmt, interpolation):
     kw = dict(scale=0.8, interpolation=interpolation, fill_value=0.25, data_format=fmt)
     ours = pp.RandomPerspective(factor=(0.5, 0.5), seed=4, **kw)
     x = in_format(nhwc(b=6, h=10, w=13), fmt)
     params = ours.get_random_transformation(torch.from_numpy(x))
     assert 0 < int(params["apply_perspective"].sum()) < 6  # both branches exercised
-    theirs = keras.layers.RandomPerspective(factor=(0.5, 0.5), **kw)
     transformation = {k: v.numpy() for k, v in params.items() if k != "input_shape"}
-    expected = theirs.transform_images(x, transformation)
+    kw = dict(factor=(0.5, 0.5), **kw)
+    expected = ref(keras_transform, "RandomPerspective", (), kw, x, transformation)
     got = ours.transform_images(torch.from_numpy(x), params).numpy()
-    np.testing.assert_allclose(got, np.asarray(expected), atol=1e-4, rtol=0)
+    np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
 
 
-@keras_only
-@pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("fill_mode", ["constant", "nearest", "wrap"])
-@pytest.mark.parametrize("interpolation", ["bilinear", "nearest"])
-def test_elastic_matches_keras_with_the_same_noise(fmt, fill_mode, interpolation):
-    keras = pytest.importorskip("keras")
-    import tensorflow as tf
-    from keras.src.random.seed_generator import draw_seed
-
-    h, w, s, seed = 40, 48, 0.8, 1234
-    x = in_format(nhwc(b=2, h=h, w=w, seed=3), fmt)
-    theirs = keras.layers.RandomElasticTransform(scale=s, data_format=fmt)
-    alpha, sigma = theirs.get_elastic_transform_params(h, w, s)
-    expected = keras.ops.image.elastic_transform(
+def keras_elastic(x, h, w, s, seed, fmt, interpolation, fill_mode):
+    """Keras's elastic_transform of ``x`` for its own seeded field."""
+    layers = keras().layers
+    alpha, sigma = layers.RandomElasticTransform(
+        scale=s, data_format=fmt
+    ).get_elastic_transform_params(h, w, s)
+    expected = keras().ops.image.elastic_transform(
         x,
         alpha=alpha,
         sigma=sigma,
@@ -165,9 +159,27 @@ def test_elastic_matches_keras_with_the_same_noise(fmt, fill_mode, interpolation
         seed=seed,
         data_format=fmt,
     )
-    # Keras draws its x and y fields from one seed: both are this noise.
-    noise = tf.random.stateless_normal((2, h, w), seed=draw_seed(seed), dtype=tf.float32).numpy()
-    noise = torch.from_numpy(noise)
+    return np.asarray(expected)
+
+
+def keras_elastic_noise(h, w, seed):
+    """The N(0, 1) noise of Keras's elastic field for ``seed``: Keras draws its x and y
+    fields from one seed, so both are this stateless draw."""
+    keras()
+    from keras.src.random.seed_generator import draw_seed
+
+    return tf().random.stateless_normal((2, h, w), seed=draw_seed(seed), dtype="float32").numpy()
+
+
+@keras_only
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fill_mode", ["constant", "nearest", "wrap"])
+@pytest.mark.parametrize("interpolation", ["bilinear", "nearest"])
+def test_elastic_matches_keras_with_the_same_noise(ref, fmt, fill_mode, interpolation):
+    h, w, s, seed = 20, 24, 0.8, 1234
+    x = in_format(nhwc(b=2, h=h, w=w, seed=3), fmt)
+    expected = ref(keras_elastic, x, h, w, s, seed, fmt, interpolation, fill_mode)
+    noise = torch.from_numpy(ref(keras_elastic_noise, h, w, seed, key="elastic-noise"))
     ours = pp.RandomElasticTransform(
         scale=s,
         interpolation=interpolation,
@@ -183,7 +195,7 @@ def test_elastic_matches_keras_with_the_same_noise(fmt, fill_mode, interpolation
         "dy": noise,
     }
     got = ours.transform_images(torch.from_numpy(x), params).numpy()
-    np.testing.assert_allclose(got, np.asarray(expected), atol=1e-4, rtol=0)
+    np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
 
 
 def test_elastic_keypoints_invert_the_field():

@@ -134,7 +134,7 @@ def test_refused_address_fails_fast_with_a_clear_message():
     t0 = time.monotonic()
     with pytest.raises(ValueError, match=rf"no Ray cluster reachable at '127.0.0.1:{port}'"):
         next(iter(ds))
-    assert time.monotonic() - t0 < 5  # the probe's 1 s at most, not Ray's minute of retries
+    assert time.monotonic() - t0 < 10  # 10x the probe's 1 s, not Ray's minute of retries
     assert not ray.is_initialized()
 
 
