@@ -623,8 +623,11 @@ def test_computing_inline_starts_no_worker_and_reads_only_what_is_asked():
     with iter(ds.with_options(opts(1, 0))) as it:
         with computing_inline():
             first = [next(it).tolist() for _ in range(3)]
-            taken = it.context.cuts[0].taken
+            taken, produced = it.context.cuts[0].taken, it._produced
         assert first == [[1, 2], [3, 4], [5, 6]]
-        assert set(threads) == {threading.main_thread()} and taken == 6
+        # Exactly the batches the public iterator took (3, or more: its chunk of batches
+        # grows with their measured cost, so how far it reads ahead depends on timing).
+        assert set(threads) == {threading.main_thread()}
+        assert produced >= 3 and taken == 2 * produced
         assert [v for x in it for v in x.tolist()] == list(range(7, 41))
-    assert len(threads) == 40 and threading.main_thread() not in threads[6:]  # workers again
+    assert len(threads) == 40 and threading.main_thread() not in threads[taken:]  # workers again
