@@ -174,6 +174,11 @@ __all__ += [
     "write_webdataset",
 ]
 
+# Hugging Face datasets as sources (the huggingface extra; datasets is never imported here).
+from datapipe.io.huggingface import HuggingFaceDataset, from_huggingface  # noqa: E402
+
+__all__ += ["HuggingFaceDataset", "from_huggingface"]
+
 # A preprocessing service on Ray (datapipe.service; Ray itself is imported on first use).
 from datapipe import service  # noqa: E402
 

@@ -33,9 +33,11 @@ def _is_strings(x: Any) -> bool:
     return np.asarray(x).dtype.kind in "USO"
 
 
-def _hash_any(layer: Layer, x: Any, salt, encoding: str = "utf-8") -> tuple[torch.Tensor, Any]:
-    """int64 hashes (uint64 bits) of strings or integers (floats are truncated to int64
-    first, as Keras); returns ``(hashes shaped like x, the values as tensor or array)``."""
+def _buckets(layer: Layer, x: Any, salt, bins: int) -> tuple[torch.Tensor, Any]:
+    """``hash % bins`` of strings or integers (floats are truncated to int64 first, as
+    Keras), int64; returns ``(buckets shaped like x, the values as tensor or array)``.
+    Strings are hashed and reduced in numpy (a compiled binding where installed:
+    ``_hash_native``), integers in torch (any device, ``torch.export``)."""
     if _is_strings(x):
         arr = np.asarray(x)
         flat = arr.reshape(-1)
@@ -43,14 +45,15 @@ def _hash_any(layer: Layer, x: Any, salt, encoding: str = "utf-8") -> tuple[torc
             flat = flat.tolist()
             if not all(isinstance(v, (str, bytes)) for v in flat):
                 layer._fail("input", "must hold only strings (or be numeric)", arr.dtype)
-        return _hash.hash_strings(flat, salt, encoding).reshape(arr.shape), arr
+        out = _hash.string_buckets(flat, salt, bins, "utf-8")
+        return torch.from_numpy(out.reshape(arr.shape)), arr
     t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
     if t.is_complex() or t.dtype == torch.bool:
         layer._fail("input", "must be strings or numbers", f"dtype {t.dtype}")
     if t.is_floating_point():
         t = t.to(torch.int64)  # Keras: floats are first normalised to int64
     t = t.to(torch.int64)
-    return _hash.hash_int64(t, salt).reshape(t.shape), t
+    return _hash.unsigned_mod(_hash.hash_int64(t, salt).reshape(t.shape), bins), t
 
 
 def _check_encoded_bins(layer: Any) -> None:
@@ -148,8 +151,7 @@ class Hashing(Layer):
         masked = self.mask_value is not None and bins > 1
         if masked:
             bins -= 1
-        h, values = _hash_any(self, inputs, self.salt)
-        out = _hash.unsigned_mod(h, bins)
+        out, values = _buckets(self, inputs, self.salt, bins)
         if masked:
             out = torch.where(self._mask_positions(values), 0, out + 1)
         out = cat.encode(out, self.output_mode, self.num_bins, self._out_dtype)

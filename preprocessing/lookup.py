@@ -532,8 +532,9 @@ class StringLookup(_IndexLookup):
         if self.num_oov_indices == 1:
             found[missing] = start
         else:
-            h = _hash.hash_strings([flat[i] for i in missing], self.salt, self.encoding)
-            found[missing] = _hash.unsigned_mod(h, self.num_oov_indices).numpy() + start
+            oov = [flat[i] for i in missing]
+            bins = _hash.string_buckets(oov, self.salt, self.num_oov_indices, self.encoding)
+            found[missing] = bins + start
         return found
 
     def _invert(self, inputs: Any) -> np.ndarray:

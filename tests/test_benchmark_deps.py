@@ -46,6 +46,8 @@ PEERS = {"tensorflow-cpu", "tensorflow", "keras", "kornia", "grain", "webdataset
 OPTIONAL = {
     "torchvision": "bench_preprocessing.py's last contender: its compiled ops do not load "
     "beside the CPU torch build, so the row says unavailable",
+    "siphash24": "bench_lookup_hashing.py measures it beside siphashc (not adopted: it "
+    "builds a hasher object per string) and leaves the row out without it",
     "turbojpeg": "bench_image_backends.py reports PyTurboJPEG as unavailable without it "
     "(it also needs the libturbojpeg shared library)",
 }

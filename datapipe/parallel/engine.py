@@ -33,7 +33,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from itertools import islice
 from typing import Any
 
@@ -54,6 +55,24 @@ from datapipe.parallel.pool import (
 from datapipe.stats import torch_ranges, trace
 
 INLINE, THREAD, PROCESS = "inline", "thread", "process"
+
+# Set on a thread inside ``computing_inline()``.
+_here = threading.local()
+
+
+@contextmanager
+def computing_inline() -> Iterator[None]:
+    """Within: every engine asked for elements on this thread computes them here, as the
+    inline executor does (no worker starts, nothing is read ahead), whatever its executor.
+    An elastic resume restores each old chain once to see where its shard point re-reads
+    (``datapipe.distribute.elastic``): with workers reading ahead during that restore, the
+    point would be their timing's, and two new workers would divide the rest differently."""
+    before = getattr(_here, "inline", False)
+    _here.inline = True
+    try:
+        yield
+    finally:
+        _here.inline = before
 
 
 class Lane:
@@ -322,7 +341,7 @@ class Engine(SharedStage):
     def next_from(self, lane: Lane, n: int) -> list:
         """Up to ``n`` elements of ``lane`` in its order, waiting for them; ``[]`` at its end.
         A failed element is raised at its position."""
-        if self.executor != INLINE:
+        if self.executor != INLINE and not getattr(_here, "inline", False):
             self.start()
             return consume(self.cond, lambda: self.take(lane, n), lambda: self.closed,
                            self.stage, self.tuner, self)  # fmt: skip

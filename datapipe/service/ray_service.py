@@ -195,7 +195,8 @@ class RayService:
             same name on the same cluster share its dispatcher, workers and jobs.
         split_size: pool positions per ``"distributed_epoch"`` split (indices of a
             random-access input, or files / row groups); None: one file per split, or
-            ``ceil(n / (8 * num_workers))`` indices (at most 10,000).
+            ``ceil(n / (8 * num_workers))`` indices, raised towards 512 while every
+            worker keeps two splits (at most 10,000).
         connect_timeout_s: how long an ``address`` may take, in all, to accept a
             connection and answer as a Ray server (gRPC's HTTP/2 handshake, then a GCS
             call: ``probe``) before ``ValueError`` (seconds, in (0, 60]).
