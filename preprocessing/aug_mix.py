@@ -8,10 +8,9 @@ from typing import Any
 import torch
 
 from ._augment_ops import apply_slot, build_ops, draw_slots
-from ._photometric import value_range_pair
 from ._random import GAMMA_TRIES, beta_from_gammas, log_standard_gamma
 from .affine import INTERPOLATIONS
-from .base import MAX_OPS, RandomLayer, _is_number, check_bool, check_int, from_zero_pair
+from .base import MAX_OPS, RandomLayer, _is_number, check_bool, check_int
 
 OPS_ALL = (
     "random_shear",
@@ -97,10 +96,9 @@ class AugMix(RandomLayer):
         **kwargs: Any,
     ) -> None:
         super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self.value_range, self.num_chains, self.chain_depth = value_range, num_chains, chain_depth
-        self.factor, self.alpha, self.all_ops = factor, alpha, all_ops
-        self.interpolation = interpolation
-        self._range = value_range_pair(self, value_range)
+        self.num_chains, self.chain_depth = num_chains, chain_depth
+        self.alpha, self.all_ops, self.interpolation = alpha, all_ops, interpolation
+        self._set_value_range(value_range)
         for name, value in (("num_chains", num_chains), ("chain_depth", chain_depth)):
             check_int(self, name, value, 1, high=MAX_OPS)
         if not _is_number(alpha) or alpha <= 0:
@@ -108,7 +106,7 @@ class AugMix(RandomLayer):
         check_bool(self, "all_ops", all_ops)
         if interpolation not in INTERPOLATIONS:
             self._fail("interpolation", f"must be one of {INTERPOLATIONS}", interpolation)
-        magnitude = from_zero_pair(self, "factor", factor)
+        magnitude = self._set_factor(factor)
         names = OPS_ALL if all_ops else OPS
         self.ops = build_ops(
             names, magnitude, value_range, interpolation, seed, self.data_format, None, self.dtype
@@ -127,8 +125,7 @@ class AugMix(RandomLayer):
         """``chain_mixing_weights`` (B, num_chains), ``weight_sample`` (B,),
         ``layer_idxes`` (B, num_chains * chain_depth) (``len(ops)``: no op), and
         ``transforms``: per step, every op's parameters."""
-        batch, _ = self._as_batch(images)
-        n, dev = batch.shape[0], batch.device
+        n, dev = images.shape[0], images.device
         # Dirichlet(alpha) = normalised Gamma(alpha) draws: a softmax of their logs.
         weights = torch.softmax(self._log_gamma((n, self.num_chains), dev, generator), dim=1)
         pair = self._log_gamma((2, n), dev, generator)
@@ -139,12 +136,11 @@ class AugMix(RandomLayer):
             "chain_mixing_weights": weights,
             "weight_sample": beta_from_gammas(pair[0], pair[1]),
             "layer_idxes": choice,
-            "transforms": draw_slots(self.ops, batch, steps, generator),
+            "transforms": draw_slots(self.ops, images, steps, generator),
         }
 
     def transform_images(self, images: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
-        batch, single = self._as_batch(images)
-        x = self._to_float(batch)
+        x = self._to_float(images)
         n = x.shape[0]
         weights = params["chain_mixing_weights"].to(x.dtype)
         mixed: torch.Tensor | None = None
@@ -158,5 +154,4 @@ class AugMix(RandomLayer):
             mixed = term if mixed is None else mixed.add_(term)
         assert mixed is not None  # num_chains >= 1 (checked in __init__)
         m = params["weight_sample"].to(x.dtype).view(-1, 1, 1, 1)
-        out = torch.lerp(mixed, x, m).clamp_(*self._range)
-        return self._unbatch(out, single)
+        return torch.lerp(mixed, x, m).clamp_(*self._range)

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ._photometric import from_255, to_255, value_range_pair
+from ._photometric import from_255, to_255
 from .base import MAX_TILES, Layer, _is_number
 
 BINS = 256
@@ -224,19 +224,17 @@ class ContrastLimitedAdaptiveHistogramEqualization(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(data_format=data_format, dtype=dtype, **kwargs)
-        self.value_range, self.clip_limit = value_range, clip_limit
-        self.tile_grid_size = tile_grid_size
-        self._range = value_range_pair(self, value_range)
+        self.clip_limit, self.tile_grid_size = clip_limit, tile_grid_size
+        self._set_value_range(value_range)
         if not _is_number(clip_limit) or clip_limit < 0:
             self._fail("clip_limit", "must be a finite number >= 0", clip_limit)
         self._grid = _grid_size(self, tile_grid_size)
 
     def transform_images(self, images: torch.Tensor, params: object = None) -> torch.Tensor:
-        batch, single = self._as_batch(images)
         out_dtype = self.compute_dtype or (
-            batch.dtype if batch.is_floating_point() else torch.float32
+            images.dtype if images.is_floating_point() else torch.float32
         )
-        x = self._to_nchw(batch)
+        x = self._to_nchw(images)
         lo, hi = self._range
         # Keras's grey level: the value truncated towards zero, clipped to [0, 255].
         if (lo, hi) != (0.0, 255.0):  # Keras maps the range in float32 (a fresh tensor)
@@ -245,4 +243,4 @@ class ContrastLimitedAdaptiveHistogramEqualization(Layer):
             index = x if x.dtype == torch.uint8 else x.clamp(0, 255).to(torch.uint8)
         out = clahe(index, self._grid, float(self.clip_limit))
         out = from_255(out, lo, hi).to(out_dtype)
-        return self._unbatch(self._from_nchw(out), single)
+        return self._from_nchw(out)

@@ -242,18 +242,16 @@ class Normalization(Layer):
         return super().forward(data, generator)
 
     def transform_images(self, images: torch.Tensor, params: Any = None) -> torch.Tensor:
-        batch, single = self._as_batch(images)
         if self.mean.numel() == 0:
             raise ValueError("Normalization: no statistics; call adapt() or pass mean and variance")
-        self._check_kept_sizes(batch)
-        x = self._to_float(batch)
+        self._check_kept_sizes(images)
+        x = self._to_float(images)
         # Zero variance: scale 1 (scikit-learn); otherwise Keras's floor on the deviation.
         std = torch.where(self.variance == 0, 1.0, self.variance.sqrt().clamp_min(_EPSILON))
         mean, std = self.mean.to(x.dtype), std.to(x.dtype)
         # One fresh tensor, then in place: a second full-size allocation costs as much
         # as the arithmetic on CPU.
-        out = (x * std).add_(mean) if self.invert else (x - mean).div_(std)
-        return self._unbatch(out, single)
+        return (x * std).add_(mean) if self.invert else (x - mean).div_(std)
 
     def _check_kept_sizes(self, batch: torch.Tensor) -> None:
         """Each kept axis must match the statistics (or they are size 1 and broadcast);

@@ -238,9 +238,8 @@ class RandomResizedCrop(GeometricLayer, RandomLayer):
         self.antialias = check_bool(self, "antialias", antialias)
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        n, dev = batch.shape[0], batch.device
-        h, w = self._hw(batch)
+        n, dev = images.shape[0], images.device
+        h, w = self._hw(images)
         area = self._uniform(n * _TRIES, *self.scale, dev, generator).view(n, _TRIES) * (h * w)
         log_lo, log_hi = math.log(self.ratio[0]), math.log(self.ratio[1])
         aspect = torch.exp(self._uniform(n * _TRIES, log_lo, log_hi, dev, generator))

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from datapipe._image_format import resolve_data_format
 from datapipe._redact import redact_url
 from datapipe._validate import check_bool, check_int, check_seed
 from datapipe.dataset import AUTOTUNE, Dataset
+from datapipe.image_format import resolve_data_format
 from datapipe.io import _remote as remote
 from datapipe.io._path_list import PathList, PathListBuilder
 from datapipe.io._remote import is_url

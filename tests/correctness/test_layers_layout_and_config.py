@@ -209,9 +209,9 @@ def test_out_of_range_values_are_refused(make, message):
 
 def test_valid_pairs_still_work():
     layer = pp.RandomZoom((-0.2, 0.3), seed=0)
-    assert layer._h == (-0.2, 0.3)
-    assert pp.RandomContrast((0.2, 0.5))._lower == 0.2
-    assert pp.RandomBrightness(-0.4)._lower == -0.4
+    assert layer._height_factor == (-0.2, 0.3)
+    assert pp.RandomContrast((0.2, 0.5))._factor[0] == 0.2
+    assert pp.RandomBrightness(-0.4)._factor[0] == -0.4
 
 
 # ---- configs ---------------------------------------------------------------------------------

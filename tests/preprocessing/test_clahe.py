@@ -1,7 +1,7 @@
 """ContrastLimitedAdaptiveHistogramEqualization: against Keras 3 (the anchor) on fixed inputs,
 a hand-computed case, arguments, config, export, dict inputs and memory layouts. The shared
 photometric checks (eval, ranks, layouts, uint8, empty batches, dtype policy) are in
-test_photometric.py.
+test__photometric.py.
 
 Tolerance against Keras: both compute in float32 with the same order of operations (the
 layer follows Keras's formulas step by step), so the only room for a difference is the
@@ -9,8 +9,11 @@ summation order of a tile's clipped excess and of its cumulative histogram (Tens
 reductions against torch's): a few ulps of a tile's pixel count (<= 784 here: ulp 6e-5),
 scaled by 255 / pixel count, i.e. < 1e-4 of the [0, 255] scale. The outputs observed are
 bit-equal; ATOL = 1e-4 (times the range / 255) still catches a one-grey-level error by
-four orders of magnitude. Keras's outputs come through ``ref`` (tests/differential.py):
-read from tests/goldens/ in the default run, computed by Keras under ``-m differential``.
+four orders of magnitude.
+
+Keras's results come through ``ref`` (tests/differential.py): read from
+tests/goldens/<this file>.json in the default run, computed by Keras itself under
+``pytest -m differential``.
 """
 
 import json

@@ -10,12 +10,11 @@ Keras under ``-m differential``.
 import numpy as np
 import pytest
 import torch
+from _layer_helpers import FORMATS
 from differential import keras
 
 import preprocessing as pp
 from preprocessing import _regions
-
-FORMATS = ["channels_first", "channels_last"]
 
 
 def images(b=6, h=12, w=10, fmt="channels_first", seed=0, scale=255.0):

@@ -13,13 +13,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from _layer_helpers import FORMATS
 from differential import keras
 
 import preprocessing as pp
 from preprocessing import _regions
 from preprocessing._random import log_standard_gamma
-
-FORMATS = ["channels_first", "channels_last"]
 
 
 def images(b=8, h=12, w=10, fmt="channels_first", seed=0, scale=1.0):
@@ -55,6 +54,36 @@ def ks_statistic(sample: np.ndarray, cdf: np.ndarray) -> float:
     """Kolmogorov-Smirnov distance of a sorted sample's ECDF from ``cdf`` at its points."""
     n = len(sample)
     return float(max((np.arange(1, n + 1) / n - cdf).max(), (cdf - np.arange(n) / n).max()))
+
+
+# ----------------------------------------------------------------------- MixUp
+def keras_mixup(fmt, x, y, draw):
+    """Keras's MixUp of images ``x`` and labels ``y`` for our draw (weights, partners)."""
+    theirs = keras().layers.MixUp(alpha=0.4, data_format=fmt)
+    images = np.asarray(theirs.transform_images(x, draw))
+    return images, np.asarray(theirs.transform_labels(y, draw))
+
+
+# ---------------------------------------------------------------------- CutMix
+def keras_cutmix(fmt, x, seg, permutation, corners):
+    """Keras's CutMix of images ``x`` and masks ``seg`` for our draw (partners, float
+    corners whose window is Keras's own ``_generate_batch_mask``), and its label weights."""
+    theirs = keras().layers.CutMix(factor=(0.5, 1.0), data_format=fmt)
+    c = corners
+    masks, weight = theirs._generate_batch_mask(x.shape, (c[:, 0], c[:, 1], c[:, 2], c[:, 3]))
+    draw = {"permutation_order": permutation, "batch_masks": masks}
+    return {
+        "images": np.asarray(theirs.transform_images(x, draw)),
+        "label_weight": np.asarray(weight).reshape(-1),
+        "masks": np.asarray(theirs.transform_segmentation_masks(seg, draw)),
+    }
+
+
+# ------------------------------------------------------------------ both layers
+LAYERS = {
+    "mixup": lambda **k: pp.MixUp(alpha=0.5, **k),
+    "cutmix": lambda **k: pp.CutMix(**k),
+}
 
 
 def test_reference_cdfs_have_their_known_values():
@@ -105,14 +134,6 @@ def test_permutation_is_a_uniform_permutation_per_call():
         seen[perm] = seen.get(perm, 0) + 1
     assert all(sorted(p) == [0, 1, 2, 3] for p in seen)
     assert len(seen) == 24 and min(seen.values()) > 60  # 100 expected each (sd ~10)
-
-
-# ----------------------------------------------------------------------- MixUp
-def keras_mixup(fmt, x, y, draw):
-    """Keras's MixUp of images ``x`` and labels ``y`` for our draw (weights, partners)."""
-    theirs = keras().layers.MixUp(alpha=0.4, data_format=fmt)
-    images = np.asarray(theirs.transform_images(x, draw))
-    return images, np.asarray(theirs.transform_labels(y, draw))
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -167,21 +188,6 @@ def test_mixup_boxes_concatenate_partner_boxes_masks_blend_keypoints_refused():
         layer({"images": x, "labels": torch.tensor([0, 1, 2])})
     with pytest.raises(ValueError, match="MixUp: labels hold 2 entries for 3 images"):
         layer({"images": x, "labels": torch.eye(2)})
-
-
-# ---------------------------------------------------------------------- CutMix
-def keras_cutmix(fmt, x, seg, permutation, corners):
-    """Keras's CutMix of images ``x`` and masks ``seg`` for our draw (partners, float
-    corners whose window is Keras's own ``_generate_batch_mask``), and its label weights."""
-    theirs = keras().layers.CutMix(factor=(0.5, 1.0), data_format=fmt)
-    c = corners
-    masks, weight = theirs._generate_batch_mask(x.shape, (c[:, 0], c[:, 1], c[:, 2], c[:, 3]))
-    draw = {"permutation_order": permutation, "batch_masks": masks}
-    return {
-        "images": np.asarray(theirs.transform_images(x, draw)),
-        "label_weight": np.asarray(weight).reshape(-1),
-        "masks": np.asarray(theirs.transform_segmentation_masks(seg, draw)),
-    }
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -266,13 +272,6 @@ def test_cutmix_host_slices_and_device_select_agree(monkeypatch, fmt):
         )
         monkeypatch.undo()
         assert host.dtype == torch.float32 and masks.dtype == inp.dtype
-
-
-# ------------------------------------------------------------------ both layers
-LAYERS = {
-    "mixup": lambda **k: pp.MixUp(alpha=0.5, **k),
-    "cutmix": lambda **k: pp.CutMix(**k),
-}
 
 
 @pytest.mark.parametrize("name", sorted(LAYERS))
