@@ -109,7 +109,7 @@ def worker_totals(svc: RayService) -> dict:
 def pipeline_rows(n: int, repeats: int) -> list[dict]:
     rows = []
 
-    def add(system, run, note=""):
+    def add(system, run, note="", repeats=repeats):
         secs, (count, total), cpu = timed(run, repeats)
         rows.append({"system": system, "seconds": secs, "count": count, "sum": total,
                      "rate": count / secs, "cpu_s": cpu, "note": note})  # fmt: skip
@@ -118,14 +118,50 @@ def pipeline_rows(n: int, repeats: int) -> list[dict]:
     add("in-process map (sequential)", lambda: checksum(dp.range(n).map(w6.f).batch(BATCH)))
     add("in-process map(2, executor='process')",
         lambda: checksum(dp.range(n).map(w6.f, 2, executor="process").batch(BATCH)))  # fmt: skip
+    from datapipe.service import consumer
+
     for k in (1, 2):
         svc, ds = served(n, k, w6.f)
-        before = worker_totals(svc)
-        add(f"Ray service distributed_epoch, K={k}", lambda ds=ds: checksum(ds))
-        after = worker_totals(svc)
-        rows[-1]["workers"] = {key: after[key] - before[key] for key in after}
+        # Batched replies (>= 512 elements, issue 25) for the default consumer (a fixed
+        # rotation over its lanes) and a deterministic=False one, and, alternating in the
+        # same run, the default consumer with 20-ms replies (REPLY_MIN_ELEMENTS patched to
+        # 1: as before)
+        free = ds.with_options(dp.Options(deterministic=False))
+        batched = consumer.REPLY_MIN_ELEMENTS
+        variants = [
+            (f"Ray service distributed_epoch, K={k}", ds, batched),
+            (f"Ray service distributed_epoch, K={k}, 20-ms replies (before)", ds, 1),
+            (f"Ray service distributed_epoch, K={k}, deterministic=False", free, batched),
+        ]  # fmt: skip
+        for rnd in range(repeats):
+            for name, pipeline, min_reply in variants[rnd % 3 :] + variants[: rnd % 3]:
+                consumer.REPLY_MIN_ELEMENTS = min_reply
+                before = worker_totals(svc)
+                add(name, lambda p=pipeline: checksum(p), repeats=1)
+                after = worker_totals(svc)
+                rows[-1]["workers"] = {key: after[key] - before[key] for key in after}
+        consumer.REPLY_MIN_ELEMENTS = batched
         svc.shutdown()
-    return rows
+    return merge_rounds(rows)
+
+
+def merge_rounds(rows: list[dict]) -> list[dict]:
+    """One row per system: median seconds and CPU over its rounds, summed worker stats."""
+    out: dict[str, dict] = {}
+    for r in rows:
+        m = out.setdefault(r["system"], {**r, "runs": []})
+        m["runs"].append(r)
+    for m in out.values():
+        runs = m.pop("runs")
+        m["seconds"] = statistics.median(r["seconds"] for r in runs)
+        m["cpu_s"] = statistics.median(r["cpu_s"] for r in runs)
+        m["rate"] = m["count"] / m["seconds"]
+        if "workers" in runs[0]:
+            m["workers"] = {
+                k: sum(r["workers"][k] for r in runs) / len(runs) for k in runs[0]["workers"]
+            }
+        m["consumer_cpu_per_element_us"] = m["cpu_s"] / m["count"] * 1e6
+    return list(out.values())
 
 
 def overhead_rows(n: int, repeats: int) -> list[dict]:
@@ -242,9 +278,9 @@ def consumer_costs(rows: list[dict], repeats: int) -> dict:
     """The consumer's CPU per reply and per element, from two service runs (K=1): W6's
     (replies of ~100 elements) and the identity map's (replies of ~4,096), each
     ``cpu = replies x per_reply + elements x per_element`` (batch(64) included)."""
-    a = next(r for r in rows if r["system"].endswith("K=1"))
+    a = next(r for r in rows if r["system"].endswith("K=1, 20-ms replies (before)"))
     b = next(r for r in rows if "identity" in r["system"])
-    ra, rb = a["workers"]["replies"] / repeats, b["workers"]["replies"] / repeats
+    ra, rb = a["workers"]["replies"], b["workers"]["replies"] / repeats
     ea, eb = a["count"], b["count"]
     per_element = (a["cpu_s"] * rb - b["cpu_s"] * ra) / (ea * rb - eb * ra)
     per_reply = (a["cpu_s"] - ea * per_element) / ra
@@ -267,6 +303,12 @@ def main() -> None:
     sums = {(r["count"], r["sum"]) for r in rows if "identity" not in r["system"]}
     if len(sums) != 1:
         raise RuntimeError(f"the systems disagree: {sums}")
+    print("consumer CPU per element (all of this process, batch(64) and checksum included):")
+    for r in rows:
+        if "K=" in r["system"]:
+            per_reply = r["count"] / max(1, r["workers"]["replies"]) if "workers" in r else 0
+            print(f"  {r['system']:55s} {r['cpu_s'] / r['count'] * 1e6:6.2f} us "
+                  f"({per_reply:,.0f} elements per reply)", flush=True)  # fmt: skip
     print("components:", flush=True)
     parts = component_costs(ray)
     parts.update(consumer_costs(rows, args.repeats))

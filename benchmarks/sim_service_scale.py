@@ -9,8 +9,12 @@ The model is the implementation's protocol, not a guess at it:
   when a reply says the split ended;
 * a worker serves its queue of requests one at a time (one Ray actor, FIFO): a reply costs
   ``worker_reply`` + its elements x (``element`` + ``worker_element``), holds as many
-  elements as fit in 20 ms (the service's ``REPLY_SECONDS``), and the first reply of a
-  split also pays ``open_split`` (building the split's chain);
+  elements as fit in 20 ms (the service's ``REPLY_SECONDS``) but at least 512
+  (``REPLY_MIN_ELEMENTS``: what the consumer asks for; ``--min-reply 1``: the 20-ms
+  replies before issue 25) and at most what fits in 0.5 s, and the
+  first reply of a split also pays ``open_split`` (building the split's chain);
+* a consumer with an index runs its lanes only on its own workers (``w % consumers``)
+  once each consumer has two (``consumer.reading_workers``; ``--no-partition``: on all);
 * the dispatcher serves ``next_split`` calls one at a time, ``dispatcher_call`` each;
 * a consumer handles one arrival at a time: a reply costs ``consumer_reply`` + its
   elements x ``consumer_element`` (deserialising, delivering, the ops after
@@ -19,11 +23,15 @@ The model is the implementation's protocol, not a guess at it:
   ~1 KB, so bandwidth does not count; set ``--latency``).
 
 Consumers take elements as fast as they come (the trainer is not the bottleneck), so the
-figure per consumer is what the service can feed each one. Prints per-consumer elements/s,
-each kind of server's utilisation and the dispatcher's call rate, for a few split sizes.
+figure per consumer is what the service can feed each one; with ``--accelerator-rate A``
+each consumer's trainer takes ``A`` elements/s, a lane's next request waiting until the
+trainer has taken its reply, and the verdict says whether the service keeps up. Prints
+per-consumer elements/s, each kind of server's utilisation and the dispatcher's call
+rate, for a few split sizes.
 
 Usage: ``python benchmarks/sim_service_scale.py [--costs bench.json] [--workers 100]
-[--consumers 8] [--element-us 200] [--seconds 4]``
+[--consumers 8] [--element-us 200] [--seconds 30] [--splits auto,1600,400]
+[--accelerator-rate 2500] [--min-reply 1] [--no-partition]``
 """
 
 from __future__ import annotations
@@ -36,6 +44,8 @@ from collections import deque
 from dataclasses import dataclass, field
 
 REPLY_SECONDS = 0.02
+REPLY_MIN_ELEMENTS = 512  # datapipe/service/worker.py: a reply ends for time only past it
+REPLY_MAX_SECONDS = 0.5
 LANES_PER_WORKER = 2
 OUTSTANDING_PER_LANE = 2
 
@@ -61,11 +71,19 @@ class Costs:
     consumer_reply: float
     consumer_element: float
     latency: float
+    min_reply: int = REPLY_MIN_ELEMENTS
 
     @property
     def per_reply(self) -> int:
-        """Elements in a reply: as many as fit in REPLY_SECONDS (at least one)."""
-        return max(1, math.floor(REPLY_SECONDS / (self.element + self.worker_element)) + 1)
+        """Elements in a reply: as many as fit in REPLY_SECONDS, at least ``min_reply``
+        (1: the replies before issue 25), at most what fits in REPLY_MAX_SECONDS."""
+        return self.reply_size(0)
+
+    def reply_size(self, split: int) -> int:
+        """``per_reply`` (the same for every split size)."""
+        t = self.element + self.worker_element
+        fit = math.floor(REPLY_SECONDS / t) + 1
+        return max(1, min(max(fit, self.min_reply), math.floor(REPLY_MAX_SECONDS / t) + 1))
 
 
 def costs_from_bench(path: str | None, element: float, latency: float) -> Costs:
@@ -92,9 +110,22 @@ class Server:
     running: bool = False
 
 
+def reading_workers(ci: int, consumers: int, workers: int, partition: bool) -> list[int]:
+    """datapipe.service.consumer.reading_workers: a consumer with an index reads from its
+    own workers once each has two; else (or without ``partition``) from all of them."""
+    if not partition or workers < 2 * consumers:
+        return list(range(workers))
+    return list(range(ci, workers, consumers))
+
+
 class Sim:
-    def __init__(self, c: Costs, workers: int, consumers: int, split: int, total: int):
+    def __init__(
+        self, c: Costs, workers: int, consumers: int, split: int, total: int, partition: bool
+    ):
         self.c, self.W, self.C, self.split, self.total = c, workers, consumers, split, total
+        self.partition = partition
+        self.accelerator_rate: float | None = None  # elements/s a consumer's trainer takes
+        self.accelerators = [Server() for _ in range(consumers)]
         self.events: list = []
         self.seq = 0
         self.workers = [Server() for _ in range(workers)]
@@ -157,7 +188,7 @@ class Sim:
     def request(self, t: float, lane: list) -> None:
         if lane[2] <= 0:
             return
-        k = min(self.c.per_reply, lane[2])
+        k = min(self.c.reply_size(self.split), lane[2])
         lane[2] -= k
         first, lane[4] = lane[4], False
         cost = self.c.worker_reply + k * (self.c.element + self.c.worker_element)
@@ -175,6 +206,13 @@ class Sim:
         self.offer(self.consumers[lane[0]], t, (lane, k), cost, "took")
 
     def took(self, t: float, lane: list, k: int) -> None:
+        if self.accelerator_rate:  # the trainer takes the elements at its own pace first:
+            cost = k / self.accelerator_rate  # the lane waits (backpressure)
+            self.offer(self.accelerators[lane[0]], t, (lane, k), cost, "trained")
+            return
+        self.trained(t, lane, k)
+
+    def trained(self, t: float, lane: list, k: int) -> None:
         self.delivered[lane[0]] += k
         lane[3] -= k
         if lane[3] <= 0:
@@ -185,7 +223,7 @@ class Sim:
     # ---- running --------------------------------------------------------------------------
     def run(self, seconds: float, warmup: float) -> dict:
         for ci in range(self.C):
-            for w in range(self.W):
+            for w in reading_workers(ci, self.C, self.W, self.partition):
                 for _ in range(LANES_PER_WORKER):
                     self.ask(0.0, [ci, w, 0, 0, True])
         busy0 = None
@@ -228,7 +266,7 @@ class Sim:
 def on_paper(c: Costs, workers: int, consumers: int, split: int) -> dict:
     """The same in closed form: the total rate is the least of what the workers, the
     dispatcher (one call per split) and the consumers can each sustain alone."""
-    m = c.per_reply
+    m = min(c.reply_size(split), split)
     per_element = c.element + c.worker_element + c.worker_reply / m + c.open_split / split
     bounds = {
         "workers": workers / per_element,
@@ -241,6 +279,12 @@ def on_paper(c: Costs, workers: int, consumers: int, split: int) -> dict:
     return {"per_consumer": bounds[by] / consumers, "bound_by": by}
 
 
+def auto_split(n: int, workers: int) -> int:
+    """datapipe.service.distribute.auto_split_size (the default split size)."""
+    size = math.ceil(n / (8 * workers))
+    return max(1, min(10_000, max(size, min(REPLY_MIN_ELEMENTS, math.ceil(n / (2 * workers))))))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--costs", default=None, help="bench_service.py --json output")
@@ -249,31 +293,67 @@ def main() -> None:
     parser.add_argument("--element-us", type=float, default=200.0)
     parser.add_argument("--latency-us", type=float, default=100.0)
     parser.add_argument("--seconds", type=float, default=30.0)
-    parser.add_argument("--splits", default="1600,400,100,25")
+    parser.add_argument("--splits", default="auto,1600,400,100,25",
+                        help="split sizes; auto: the default for --epoch-elements")  # fmt: skip
+    parser.add_argument("--epoch-elements", type=int, default=1_281_167)
     parser.add_argument("--consumer-reply-us", type=float, default=None, help="override")
+    parser.add_argument(
+        "--min-reply",
+        type=int,
+        default=REPLY_MIN_ELEMENTS,
+        help="1: replies cut at 20 ms whatever they hold (before issue 25)",
+    )
+    parser.add_argument(
+        "--no-partition",
+        action="store_true",
+        help="every consumer reads from every worker (before issue 25)",
+    )
+    parser.add_argument(
+        "--accelerator-rate",
+        type=float,
+        default=None,
+        help="elements/s each consumer's accelerator takes (a verdict column)",
+    )
     args = parser.parse_args()
     c = costs_from_bench(args.costs, args.element_us * 1e-6, args.latency_us * 1e-6)
+    c.min_reply = args.min_reply
     if args.consumer_reply_us is not None:
         c.consumer_reply = args.consumer_reply_us * 1e-6
+    partition = not args.no_partition
+    lanes = sum(len(reading_workers(ci, args.consumers, args.workers, partition))
+                for ci in range(args.consumers)) * LANES_PER_WORKER  # fmt: skip
     print(f"costs (µs): { {k: round(v * 1e6, 1) for k, v in vars(c).items()} }")
-    print(f"elements per reply: {c.per_reply}; {args.workers} workers x {args.consumers} "
-          f"consumers, {LANES_PER_WORKER} lanes per worker per consumer")  # fmt: skip
+    print(
+        f"elements per reply: {c.per_reply}; "
+        f"{args.workers} workers x {args.consumers} "
+        f"consumers, {lanes:,} lanes ({'partitioned' if partition else 'all workers'})"
+    )
     print(
         "| split size | split ms | per consumer el/s (sim) | on paper (bound by) | dispatcher "
-        "util | dispatcher calls/s | worker util | consumer util |"
+        "util | dispatcher calls/s | worker util | consumer util | consumer CPU/el µs |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for split in (int(s) for s in args.splits.split(",")):
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name in args.splits.split(","):
+        split = auto_split(args.epoch_elements, args.workers) if name == "auto" else int(name)
         total = 10**9  # never ends within the simulated time
-        sim = Sim(c, args.workers, args.consumers, split, total)
+        sim = Sim(c, args.workers, args.consumers, split, total, partition)
+        sim.accelerator_rate = args.accelerator_rate
         r = sim.run(args.seconds, warmup=args.seconds / 3)
         p = on_paper(c, args.workers, args.consumers, split)
         split_ms = split * (c.element + c.worker_element) * 1e3
+        per = sum(r["per_consumer"]) / len(r["per_consumer"])
+        m = min(c.reply_size(split), split)
+        cpu_el = (c.consumer_element + c.consumer_reply / m + c.consumer_reply / split) * 1e6
+        label = f"{split} (auto)" if name == "auto" else str(split)
+        verdict = ""
+        if args.accelerator_rate:
+            verdict = " feeds" if per >= 0.99 * args.accelerator_rate else " starves"
         print(
-            f"| {split} | {split_ms:.0f} | {sum(r['per_consumer']) / len(r['per_consumer']):,.0f}"
-            f" (min {min(r['per_consumer']):,.0f}) | {p['per_consumer']:,.0f} ({p['bound_by']}) | "
+            f"| {label} | {split_ms:.0f} | {per:,.0f} (min {min(r['per_consumer']):,.0f})"
+            f"{verdict} | {p['per_consumer']:,.0f} ({p['bound_by']}) | "
             f"{r['dispatcher_util']:.0%} | {r['dispatcher_calls_s']:,.0f} | "
-            f"{r['worker_util']:.0%} | {r['consumer_util']:.0%} |"
+            f"{r['worker_util']:.0%} | {r['consumer_util']:.0%} | {cpu_el:.1f} |",
+            flush=True,
         )
 
 

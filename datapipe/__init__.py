@@ -29,6 +29,7 @@ from datapipe.errors import (
     PipelineBrokenError,
     PipelineError,
     RandomAccessError,
+    RedactedError,
     RemoteTraceback,
     RestoredFailure,
     WorkerDiedError,
@@ -74,6 +75,7 @@ __all__ = [
     "InputStuckError",
     "PipelineBrokenError",
     "RandomAccessError",
+    "RedactedError",
     "RemoteTraceback",
     "RestoredFailure",
     "StatsOptions",
@@ -171,6 +173,11 @@ __all__ += [
     "resize_image",
     "write_webdataset",
 ]
+
+# Hugging Face datasets as sources (the huggingface extra; datasets is never imported here).
+from datapipe.io.huggingface import HuggingFaceDataset, from_huggingface  # noqa: E402
+
+__all__ += ["HuggingFaceDataset", "from_huggingface"]
 
 # A preprocessing service on Ray (datapipe.service; Ray itself is imported on first use).
 from datapipe import service  # noqa: E402

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from datapipe import _structure as nest
-from datapipe._spec import is_torch
+from datapipe._spec import is_dataset, is_torch
 from datapipe.errors import BatchShapeError
 
 
@@ -34,7 +34,11 @@ def _mismatch(op: str, values: list, start_index: int, path: str) -> BatchShapeE
 
 def as_numpy(x: Any) -> np.ndarray:
     """``np.asarray(x)`` for a list or Python value, but text and bytes become ``object``
-    arrays of ``str``/``bytes``: numpy's fixed-width ``U``/``S`` would drop trailing NULs."""
+    arrays of ``str``/``bytes``: numpy's fixed-width ``U``/``S`` would drop trailing NULs;
+    and a list of Datasets an ``object`` array of them (tf.data's tensor of datasets):
+    numpy would iterate each into an array."""
+    if isinstance(x, (list, tuple)) and x and all(is_dataset(v) for v in x):
+        return object_array(list(x))
     arr = np.asarray(x)
     if arr.dtype.kind in "US" and not isinstance(x, np.ndarray):
         return np.array(x, dtype=object)
@@ -78,9 +82,24 @@ def _stack_into(values: list, v0: Any, alloc: Callable[[tuple, Any], Any], torch
     return np.stack(values, out=out)
 
 
+def object_array(values: list) -> np.ndarray:
+    """A 1-D ``object`` array holding ``values`` themselves (never their contents: numpy
+    would iterate a Dataset, a list or an array put in with one assignment)."""
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v
+    return out
+
+
 def stack_leaf(values: list, op: str, start_index: int, path: str = "element") -> Any:
-    """Stack one component's values: torch -> torch.stack, else numpy."""
+    """Stack one component's values: torch -> torch.stack, Datasets -> an object array
+    of them (tf.data batches ``DatasetSpec`` components: ``unbatch`` gives them back),
+    else numpy."""
     v0 = values[0]
+    if is_dataset(v0):
+        return object_array(values)
+    if v0 is None and all(v is None for v in values):
+        return None  # a None component stays None (tf.data's NoneTensor)
     alloc = _target.alloc
     try:
         if is_torch(v0):
@@ -161,7 +180,9 @@ def stack(elements: list, op: str, start_index: int) -> Any:
 
 
 def batch_size_of(batch: Any, op: str) -> int:
-    leaves = nest.flatten(batch)
+    leaves = [x for x in nest.flatten(batch) if x is not None]  # None stays None in a row
+    if not leaves:
+        raise ValueError(f"{op}: cannot unbatch an element with no component but None")
     sizes = {int(_shape(x)[0]) if len(_shape(x)) else -1 for x in leaves}
     if -1 in sizes:
         raise ValueError(f"{op}: cannot unbatch a scalar component")
@@ -175,5 +196,5 @@ def split(batch: Any, op: str) -> list:
     n = batch_size_of(batch, op)
     if not nest.is_nested(batch):
         return list(batch)
-    cols = [list(x) for x in nest.flatten(batch)]
+    cols = [[None] * n if x is None else list(x) for x in nest.flatten(batch)]
     return [nest.pack_as(batch, [c[i] for c in cols]) for i in range(n)]

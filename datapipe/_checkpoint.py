@@ -6,8 +6,9 @@ A state is a dict (JSON-like; numpy arrays and elements inside; ``save_state`` w
     the epoch tuple (seeds mix it in; after a restore the dataset's next ``iter()`` is the
     epoch after it);
 ``seed``
-    the global seed (fresh entropy per ``iter()`` without ``Options.seed``: kept, or a
-    resumed ``global_shuffle`` would draw another permutation);
+    the global seed (without ``Options.seed``, the entropy of the graph's first random op,
+    ``datapipe._context``: kept, so a pipeline rebuilt in a new process resumes the same
+    permutation);
 ``worker``
     ``[index, count]`` of the worker that saved it (``[0, 1]`` without a worker context);
 ``root``
@@ -16,7 +17,11 @@ A state is a dict (JSON-like; numpy arrays and elements inside; ``save_state`` w
     elements the iterator had computed and not yet delivered (at most one chunk);
 ``produced``
     elements the chain had produced in the epoch, ``pending`` included (an elastic resume
-    weighs what the ops still hold by it).
+    weighs what the ops still hold by it);
+``fingerprint``
+    the pipeline's structure and its sources' sizes (``datapipe._fingerprint``), which
+    ``set_state`` compares before restoring (a state without one, saved by an older
+    version, is restored unchecked).
 
 With a worker context (see ``datapipe.distribute``) also:
 
@@ -131,10 +136,13 @@ def chain_state(ctx: IterContext, root: OpIterator, pending: list, produced: int
 
 def iterator_state(it: Any) -> dict:
     """``Iterator.get_state``: see the module docstring."""
+    from datapipe._fingerprint import fingerprint
+
     ctx = it._ctx
-    state = {"epoch": list(it._epoch), "worker": layout(ctx)}
+    state: dict = {"epoch": list(it._epoch), "worker": layout(ctx)}
     produced = it._produced - _layer.produced_elsewhere(it.root, it._primary)
     state.update(chain_state(ctx, it._primary, it._buf[it._pos :], produced))
+    state["fingerprint"] = fingerprint(it._dataset)
     state.update(_layer.iterator_extras(ctx, it.root, it._primary))
     return state
 
@@ -151,13 +159,18 @@ def restore_iterator(it: Any, state: Any) -> None:
     """``Iterator.set_state``: see the module docstring.
 
     Raises:
-        ValueError: the state does not fit (another dataset, another layout without the
-            list of all workers' states, a malformed list), or is neither the dict
-            ``state_dict()`` returned nor a list of them.
+        ValueError: the state does not fit (another dataset or sources of other sizes:
+            its fingerprint names what differs; another layout without the list of all
+            workers' states, a malformed list), or is neither the dict ``state_dict()``
+            returned nor a list of them.
     """
+    from datapipe._fingerprint import check
+
     if isinstance(state, (list, tuple)):
+        check(it._dataset, list(state))
         return _layer.restore_all(it, list(state))
     state = _check(state)
+    check(it._dataset, [state])
     saved, mine = [int(v) for v in state.get("worker", [0, 1])], layout(it._ctx)
     if saved != mine and not (saved == [0, 1] and mine[1] == 1):
         raise ValueError(

@@ -9,6 +9,15 @@ Per-op seeds derive from (global seed, op position, epoch), as docs/architecture
 "Randomness is explicit" asks. Positions are counted on the graph the user built, *before*
 the rewrites, and a rewritten copy of a node (``origin(copy) is node``) draws its
 original's seeds: the same stream whatever the rewrites did and however many threads run.
+
+Without any seed (no ``Options.seed``, no checkpoint's), the global seed is the entropy of
+the graph's first random op: drawn once per op object, when first needed, and kept on it
+(``op_entropy``), as tf.data's ops draw their seeds when they are created. So every
+``iter()`` and ``ds[i]`` of one pipeline share one seed: ``reshuffle_each_iteration=False``
+gives the same order on every ``iter()``, ``ds[i]`` agrees with the first ``iter()``, and
+a pipeline built on top of it (``ds.batch(2)``) shuffles ``ds``'s part the same way; a
+new op object (``ds.shuffle(...)`` called again) draws a new order. A checkpoint stores
+that one integer, so a pipeline rebuilt in a new process resumes the same order.
 """
 
 from __future__ import annotations
@@ -31,19 +40,24 @@ ITERATOR_HOOKS: list[Callable[[Any, Any, IterContext], Any]] = []
 
 
 def walk(root: Dataset) -> list[Dataset]:
-    """All nodes of the graph under ``root``, inputs before consumers (post-order, once each)."""
-    seen: set[int] = set()
+    """All nodes of the graph under ``root``, inputs before consumers (post-order, once each).
+
+    Iterative, not recursive: a graph may be deeper than Python's recursion limit (tf.data's
+    options_test concatenates 1000 datasets in a chain)."""
+    seen: set[int] = {id(root)}
     order: list[Dataset] = []
-
-    def visit(node: Dataset) -> None:
-        if id(node) in seen:
-            return
-        seen.add(id(node))
-        for child in node._inputs:
-            visit(child)
-        order.append(node)
-
-    visit(root)
+    stack: list[tuple[Dataset, int]] = [(root, 0)]  # (node, index of its next input)
+    while stack:
+        node, i = stack[-1]
+        if i < len(node._inputs):
+            stack[-1] = (node, i + 1)
+            child = node._inputs[i]
+            if id(child) not in seen:
+                seen.add(id(child))
+                stack.append((child, 0))
+        else:
+            stack.pop()
+            order.append(node)
     return order
 
 
@@ -62,13 +76,24 @@ def origin(node: Dataset) -> Dataset:
     return node.__dict__.get("_origin") or node
 
 
+def op_entropy(node: Dataset) -> int:
+    """``node``'s own 63 random bits, drawn on first use and kept on the node of the
+    user's graph (``dict.setdefault``: two threads asking at once get the same bits)."""
+    own = origin(node).__dict__
+    bits = own.get("_entropy")
+    if bits is None:
+        bits = own.setdefault("_entropy", secrets.randbits(63))
+    return bits
+
+
 @dataclass
 class IterContext:
     """Per-``iter()`` context shared by the rewrites and every iterator of the chain.
 
     Attributes:
         options: the merged options of the whole graph.
-        seed: the global seed (``options.seed``, a checkpoint's, or fresh entropy).
+        seed: the global seed (``options.seed``, a checkpoint's, or the entropy of the
+            graph's first random op: see the module docstring).
         deterministic: ``options.deterministic`` with its default (True) applied.
         root: the graph being built (after the rewrites).
         worker: the ``WorkerContext`` the graph was sharded for, or None when no worker
@@ -114,15 +139,19 @@ class IterContext:
         opts = merged_options(root, nodes) if options is None else options
         if seed is None:
             seed = opts.seed
-        seed = int(seed) if seed is not None else secrets.randbits(63)
-        if seed < 0:  # an int64 seed as tf.data takes it; numpy's seeds are non-negative
-            seed %= 2**64
         positions: dict[int, int] = {}
+        first_random = None
         index_ops = False
         for node in nodes:
             if node.uses_randomness:
                 positions[id(origin(node))] = len(positions)
+                first_random = first_random or node
             index_ops = index_ops or node.selects_indices
+        if seed is None:  # the first random op's own entropy (module docstring)
+            seed = op_entropy(first_random) if first_random is not None else 0
+        seed = int(seed)
+        if seed < 0:  # an int64 seed as tf.data takes it; numpy's seeds are non-negative
+            seed %= 2**64
         det = True if opts.deterministic is None else bool(opts.deterministic)
         return cls(opts, seed, det, root, positions=positions, graph=root, index_ops=index_ops)
 

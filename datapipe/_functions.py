@@ -30,6 +30,28 @@ def raise_pending(owner: Any, attr: str = "pending", cause: BaseException | None
         err = cause = None
 
 
+def as_element(value: Any) -> Any:
+    """What a user function returned, as an element: tf.data's structure rule (its
+    ``StructuredFunctionWrapper``) makes a returned top-level ``list`` a tuple of
+    components; a list inside the result is one component (an array), as everywhere."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+class ReturnsElement:
+    """``fn`` whose result passes through ``as_element``: the function of ``map`` and
+    ``random_map`` (what it returns is the element). Picklable when ``fn`` is (process
+    workers receive it with cloudpickle)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+
+    def __call__(self, *args: Any) -> Any:
+        out = self.fn(*args)
+        return tuple(out) if isinstance(out, list) else out
+
+
 def call(fn: Callable, element: Any) -> Any:
     """``fn(*element)`` for a plain tuple (tf.data unpacks those), else ``fn(element)``."""
     if type(element) is tuple:

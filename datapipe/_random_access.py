@@ -121,8 +121,8 @@ def _view(dataset: Any) -> RandomAccess:
     """The ``RandomAccess`` ``dataset[i]`` reads: the graph after the ``iter()``-time
     rewrites for this process (auto-sharding for its rank, not split among DataLoader
     workers; not the push-down of index ops, an iterator optimisation), built once per
-    worker context and kept on the dataset, so that its seeds (fresh entropy when neither
-    an op seed nor ``Options.seed`` is set) stay fixed."""
+    worker context and kept on the dataset. Its seeds are the ones ``iter()`` draws
+    (without an op seed or ``Options.seed``: the ops' own entropy, ``datapipe._context``)."""
     from datapipe._context import IterContext
     from datapipe._rewrites import push_index_ops
     from datapipe.dataset import REWRITES, raw_cardinality

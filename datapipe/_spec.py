@@ -24,6 +24,25 @@ from datapipe import _structure as nest
 Shape = tuple  # tuple[int | None, ...] or None for unknown rank
 
 
+class SeenDim(int):
+    """A dimension size seen in one element, not declared or derived: the spec of an op
+    whose function is not traced (``map``, ``flat_map``, ``scan``, ...) is inferred from
+    its first element, and each size there is a ``SeenDim``. It reads as the ``int`` it is
+    (``repr``, ``==``, arithmetic), but static facts treat it as unknown, as tf.data's
+    traced spec would have it wherever the size depends on the values: a build-time check
+    never fails on it (``padded_batch(padded_shapes=...)`` smaller than the first element:
+    later elements may fit), and nothing is derived from it (``unbatch``'s cardinality).
+    ``static_dim`` is the test."""
+
+    __slots__ = ()
+
+
+def static_dim(d: Any) -> int | None:
+    """``d`` when it is a known size (declared or derived), None when unknown or only seen
+    in one element (``SeenDim``)."""
+    return None if d is None or isinstance(d, SeenDim) else int(d)
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     """Shape and dtype of one component of a dataset element.
@@ -47,9 +66,8 @@ class TensorSpec:
 
     def __post_init__(self) -> None:
         if self.shape is not None:
-            object.__setattr__(
-                self, "shape", tuple(None if d is None else int(d) for d in self.shape)
-            )
+            dims = tuple(d if d is None or isinstance(d, SeenDim) else int(d) for d in self.shape)
+            object.__setattr__(self, "shape", dims)
         if not is_torch_dtype(self.dtype):
             dt = np.dtype(self.dtype)
             # Strings of any width are one kind of value (tf.string): spec them as object.
@@ -70,23 +88,34 @@ class TensorSpec:
         return shapes_compatible(self.shape, other.shape)
 
     def to_json(self) -> dict:
-        return {
-            "shape": None if self.shape is None else list(self.shape),
+        out: dict[str, Any] = {
+            "shape": None
+            if self.shape is None
+            else [None if d is None else int(d) for d in self.shape],
             "dtype": dtype_name(self.dtype),
             "torch": is_torch_dtype(self.dtype),
         }
+        seen = [i for i, d in enumerate(self.shape or ()) if isinstance(d, SeenDim)]
+        if seen:  # sizes seen in one element stay only seen (see SeenDim)
+            out["seen"] = seen
+        return out
 
     @staticmethod
     def from_json(d: dict) -> TensorSpec:
         if d.get("unknown"):
             return UnknownSpec()
+        if d.get("none"):
+            return NoneSpec()
         if d.get("torch"):
             import torch
 
             dtype = getattr(torch, d["dtype"])
         else:
             dtype = np.dtype(d["dtype"])
-        return TensorSpec(None if d["shape"] is None else tuple(d["shape"]), dtype)
+        shape = None if d["shape"] is None else list(d["shape"])
+        for i in d.get("seen", ()):
+            shape[i] = SeenDim(shape[i])  # type: ignore[index]
+        return TensorSpec(None if shape is None else tuple(shape), dtype)
 
 
 @dataclass(frozen=True)
@@ -107,6 +136,21 @@ class UnknownSpec(TensorSpec):
 
     def to_json(self) -> dict:
         return {**super().to_json(), "unknown": True}
+
+
+@dataclass(frozen=True)
+class NoneSpec(TensorSpec):
+    """The spec of a ``None`` component (tf.data's ``NoneTensorSpec``): ``batch``,
+    ``padded_batch`` and ``unbatch`` pass it through as ``None``."""
+
+    shape: Shape | None = ()
+    dtype: Any = np.dtype(object)
+
+    def __repr__(self) -> str:
+        return "NoneSpec()"
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "none": True}
 
 
 def is_torch_dtype(dtype: Any) -> bool:
@@ -136,16 +180,35 @@ class DatasetSpec:
     dtype: Any = np.dtype(object)
 
     def __repr__(self) -> str:
-        return f"DatasetSpec({self.element_spec!r})"
+        shape = f", shape={self.shape}" if self.shape else ""
+        return f"DatasetSpec({self.element_spec!r}{shape})"
+
+
+def is_dataset(x: Any) -> bool:
+    """Whether ``x`` is a ``Dataset`` (this module cannot import the class)."""
+    return hasattr(x, "_make_iterator") and hasattr(x, "element_spec")
+
+
+def array_spec(arr: np.ndarray, shape: tuple) -> TensorSpec | DatasetSpec:
+    """Spec of values of ``shape`` taken from ``arr``: a ``DatasetSpec`` for an object
+    array of Datasets (``from_tensors([ds, ...])``, a batch of datasets), else a
+    ``TensorSpec`` of ``arr``'s dtype."""
+    if arr.dtype == object and arr.size and is_dataset(arr.flat[0]):
+        return DatasetSpec(arr.flat[0].element_spec, tuple(shape))
+    return TensorSpec(tuple(shape), arr.dtype)
 
 
 def leaf_spec(x: Any) -> TensorSpec | DatasetSpec:
     """Spec of one leaf value (array, tensor, scalar, str, bytes, or a Dataset)."""
-    if hasattr(x, "_make_iterator") and hasattr(x, "element_spec"):  # a Dataset
+    if is_dataset(x):
         return DatasetSpec(x.element_spec)
+    if x is None:
+        return NoneSpec()
     if is_torch(x):
         return TensorSpec(tuple(x.shape), x.dtype)
-    if isinstance(x, (np.ndarray, np.generic)):
+    if isinstance(x, np.ndarray):
+        return array_spec(x, x.shape)
+    if isinstance(x, np.generic):
         return TensorSpec(x.shape, x.dtype)
     if isinstance(x, (str, bytes)):
         return TensorSpec((), np.dtype(object))
@@ -158,6 +221,23 @@ def spec_of(element: Any) -> Any:
     return nest.map_structure(leaf_spec, element)
 
 
+def seen_spec(spec: Any) -> Any:
+    """``spec`` with every size a ``SeenDim``: the spec of an op inferred from one of its
+    elements (``spec_of(first)``, a first sub-dataset's spec), whose sizes other elements
+    need not share."""
+
+    def one(s: Any) -> Any:
+        if isinstance(s, DatasetSpec):
+            return DatasetSpec(seen_spec(s.element_spec), tuple(SeenDim(d) for d in s.shape))
+        if isinstance(s, (UnknownSpec, NoneSpec)) or not isinstance(s, TensorSpec):
+            return s
+        if s.shape is None:
+            return s
+        return TensorSpec(tuple(None if d is None else SeenDim(d) for d in s.shape), s.dtype)
+
+    return nest.map_structure(one, spec)
+
+
 def shapes_compatible(a: Shape | None, b: Shape | None) -> bool:
     if a is None or b is None:
         return True
@@ -167,10 +247,17 @@ def shapes_compatible(a: Shape | None, b: Shape | None) -> bool:
 
 
 def most_specific_common_shape(a: Shape | None, b: Shape | None) -> Shape | None:
-    """Shape that both ``a`` and ``b`` fit: equal dims kept, differing dims become None."""
+    """Shape that both ``a`` and ``b`` fit: equal dims kept (only seen, ``SeenDim``, when
+    either side only saw it), differing dims become None."""
     if a is None or b is None or len(a) != len(b):
         return None
-    return tuple(x if x == y else None for x, y in zip(a, b))
+
+    def one(x: Any, y: Any) -> Any:
+        if x != y or x is None:
+            return None
+        return SeenDim(x) if isinstance(x, SeenDim) or isinstance(y, SeenDim) else x
+
+    return tuple(one(x, y) for x, y in zip(a, b))
 
 
 def common_spec(a: Any, b: Any) -> Any:
@@ -197,23 +284,27 @@ def common_spec(a: Any, b: Any) -> Any:
 def batched_spec(spec: Any, batch_dim: int | None) -> Any:
     """Spec with a leading batch dimension of size ``batch_dim`` (None = unknown)."""
 
-    def one(s: TensorSpec) -> TensorSpec:
-        if isinstance(s, UnknownSpec):
+    def one(s: Any) -> Any:
+        if isinstance(s, (UnknownSpec, NoneSpec)):
             return s
+        if isinstance(s, DatasetSpec):  # a batch of datasets (tf.data's batched DatasetSpec)
+            return DatasetSpec(s.element_spec, (batch_dim, *s.shape))
         return TensorSpec(None if s.shape is None else (batch_dim, *s.shape), s.dtype)
 
     return nest.map_structure(one, spec)
 
 
 def unbatched_spec(spec: Any, op: str) -> Any:
-    def one(s: TensorSpec) -> TensorSpec:
-        if isinstance(s, UnknownSpec):
+    def one(s: Any) -> Any:
+        if isinstance(s, (UnknownSpec, NoneSpec)):
             return s
         if s.shape is not None and len(s.shape) == 0:
             raise ValueError(
                 f"{op}: cannot unbatch a scalar component {s}; every component "
                 "needs a leading batch dimension"
             )
+        if isinstance(s, DatasetSpec):
+            return DatasetSpec(s.element_spec, s.shape[1:])
         return TensorSpec(None if s.shape is None else s.shape[1:], s.dtype)
 
     return nest.map_structure(one, spec)

@@ -86,6 +86,32 @@ def same_structure(a: Any, b: Any) -> bool:
     return True
 
 
+def flatten_up_to(structure: Any, value: Any) -> list | None:
+    """``value``'s parts at the leaves of ``structure``, in ``flatten`` order
+    (``tf.nest.flatten_up_to``): below a leaf of ``structure`` the value is one part,
+    whatever it nests (``{"c": (9,)}`` against ``{"c": spec}`` gives ``[(9,)]``). None
+    when ``value`` lacks a container or a key that ``structure`` has.
+
+    >>> flatten_up_to({"a": 0, "b": 0}, {"b": (1, 2), "a": "x"})
+    ['x', (1, 2)]
+    >>> flatten_up_to((0, 0), (1,)) is None
+    True
+    """
+    if isinstance(structure, dict):
+        if not isinstance(value, dict) or set(value) != set(structure):
+            return None
+        parts = [flatten_up_to(structure[k], value[k]) for k in sorted(structure)]
+    elif isinstance(structure, tuple):
+        if not isinstance(value, tuple) or len(value) != len(structure):
+            return None
+        parts = [flatten_up_to(s, v) for s, v in zip(structure, value)]
+    else:
+        return [value]
+    if any(p is None for p in parts):
+        return None
+    return [leaf for p in parts for leaf in p]  # type: ignore[union-attr]
+
+
 def map_structure(fn: Callable, *structures: Any) -> Any:
     """Apply ``fn`` leaf-wise over structures of the same shape; returns the first's shape."""
     if len(structures) == 1:

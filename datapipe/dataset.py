@@ -233,9 +233,10 @@ class Dataset:
         as for a list). A slice returns a **list** of the elements it selects (read in one
         batched access; any step), not a Dataset: for a lazy slice use ``skip``/``take``.
         Element ``i`` is the one the first ``iter()`` of the dataset yields at position
-        ``i`` (epoch 0): with seeds (op seeds or ``Options.seed``) ``[ds[i] for i in
-        range(len(ds))] == list(ds)``; without any, the seed drawn on first access is
-        kept for the dataset object's lifetime. Under a worker context the indices cover
+        ``i`` (epoch 0): ``[ds[i] for i in range(len(ds))] == list(ds)`` on a fresh
+        pipeline, with seeds (op seeds or ``Options.seed``) or without (each random op
+        then draws its entropy once, and iteration and ``ds[i]`` share it; see
+        ``datapipe._context``). Under a worker context the indices cover
         this rank's share, as ``len(ds)`` and ``iter()`` do, and are not split further
         among a DataLoader's workers (its sampler does that).
 
@@ -272,8 +273,9 @@ class Dataset:
 
     @property
     def options(self) -> Options:
-        """The merged options of this dataset's graph."""
-        return merged_options(self)
+        """The merged options of this dataset's graph (read-only: setting one raises
+        ``ValueError``, as tf.data's; use ``with_options`` to change them)."""
+        return merged_options(self).read_only()
 
     # ---- random access -----------------------------------------------------------------
     def _random_access_breaker(self) -> str | None:
@@ -709,7 +711,7 @@ class Dataset:
             )
         return out
 
-    def prefetch(self, buffer_size: int = AUTOTUNE) -> Dataset:
+    def prefetch(self, buffer_size: int | None = AUTOTUNE) -> Dataset:
         from datapipe.ops.prefetch import PrefetchDataset
 
         return PrefetchDataset(self, buffer_size)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datapipe._redact import redact_url
+
 
 class DatapipeError(Exception):
     """Base class of this library's errors."""
@@ -13,16 +15,18 @@ class PipelineError(DatapipeError):
     Attributes:
         op: name of the op that failed (e.g. ``"map"``).
         index: index of the failing element in that op's input stream (0-based), or None.
-        path: the file involved, when there is one.
+        path: the file involved, when there is one (a URL with its secrets redacted:
+            ``datapipe.io.redact_url``, as everywhere in the message).
         cause: the original exception (also chained as ``__cause__``).
     """
 
     def __init__(self, op: str, index: int | None, cause: BaseException, path: str | None = None):
+        path = redact_url(path) if path else path
         self.op, self.index, self.cause, self.path = op, index, cause, path
         where = f"{op}" + (f" at element {index}" if index is not None else "")
         if path:
             where += f" (file {path!r})"
-        super().__init__(f"{where}: {type(cause).__name__}: {cause}")
+        super().__init__(redact_url(f"{where}: {type(cause).__name__}: {cause}"))
 
     def __reduce__(self):
         return (PipelineError, (self.op, self.index, self.cause, self.path))
@@ -50,8 +54,8 @@ class InputStuckError(PipelineBrokenError):
     """
 
     def __init__(self, message: str, path: str | None = None):
-        super().__init__(message)
-        self.path = path
+        super().__init__(redact_url(message))
+        self.path = redact_url(path) if path else path
 
     def __reduce__(self):
         return (InputStuckError, (str(self), self.path))
@@ -92,6 +96,13 @@ class RestoredFailure(RuntimeError):
     (the original exception object is not part of a state)."""
 
 
+class RedactedError(Exception):
+    """Stands in, in a chain of causes, for a foreign exception (fsspec's, aiohttp's,
+    botocore's) whose message named a URL with its secrets: its text is ``"<module.Class>:
+    <message, redacted>"`` (``datapipe.io.redact_url``); the frames are not kept (they are
+    the library's that raised it)."""
+
+
 class RemoteTraceback(Exception):
     """The traceback of an exception raised in a worker process (``executor="process"``;
     its text is the message), set as the ``__cause__`` of the exception re-raised in the
@@ -109,6 +120,9 @@ class FileReadError(DatapipeError, ValueError):
         path: the file, or None when the reader was given bytes only.
         reason: what was wrong, in words.
 
+    A URL's user info and secret query values are redacted (``datapipe.io.redact_url``)
+    in ``path``, ``reason`` and the message, so neither a traceback nor a log shows them.
+
     ``datapipe.errors.annotate`` picks ``path`` up, so the ``PipelineError`` that a failing
     ``map`` raises names the file too.
     """
@@ -116,6 +130,7 @@ class FileReadError(DatapipeError, ValueError):
     needs_location = True  # datapipe.errors.annotate adds the op and element index
 
     def __init__(self, reason: str, path: str | None = None):
+        reason, path = redact_url(reason), redact_url(path) if path else path
         self.reason, self.path = reason, path
         super().__init__(f"{path}: {reason}" if path else reason)
 

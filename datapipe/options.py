@@ -47,12 +47,28 @@ class _Merge:
         if name.startswith("_"):  # the library's own bookkeeping, not an option
             object.__setattr__(self, name, value)
             return
+        if self.__dict__.get("_read_only"):
+            raise ValueError(
+                f"{type(self).__name__}: these are a dataset's options (Dataset.options), "
+                f"which are read-only; setting {name!r} here would change nothing. Build "
+                "an Options and apply it with ds.with_options(options)"
+            )
         names = [f.name for f in dataclasses.fields(self)]
         cls = type(self).__name__
         if name not in names:
             raise _no_option(cls, name, names)
         check = _CHECKS.get((cls, name))
         object.__setattr__(self, name, value if check is None else check(cls, name, value))
+
+    def read_only(self) -> Any:
+        """This object, and its option groups, made read-only (``Dataset.options``: a
+        merged copy, which tf.data also refuses to mutate). Returns ``self``."""
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, _Merge):
+                value.read_only()
+        object.__setattr__(self, "_read_only", True)
+        return self
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for names that are not fields: reading a misspelt or a tf.data-only
@@ -204,7 +220,8 @@ class Options(_Merge):
 
     Args:
         seed: global seed; per-op seeds derive from it and the op's position in the graph.
-            ``None`` (default) draws fresh entropy once per ``iter()``.
+            ``None`` (default): each random op draws its own entropy once, when first
+            used (one order per pipeline object, as tf.data's; ``datapipe._context``).
         deterministic: whether parallel ops keep the sequential order (default True).
         threading, autotune, distribute, stats: nested option groups.
 

@@ -3,17 +3,17 @@ augmentation, and the feature layers (lookups, hashing, encodings, discretizatio
 vectorization, tabular normalization, spectrograms).
 
 Keras's layer semantics and argument names with PyTorch's conventions: channels-first by
-default (one package default, ``image_data_format()`` / ``set_image_data_format()``, that
-layers and ``datapipe.image_dataset_from_directory`` created afterwards follow),
-vectorised over the batch on the input's device, identity in ``eval()`` for the random
-layers, JSON configs (``get_config`` / ``from_config`` / ``layer_from_config``), state in
-``state_dict``, and exportable with ``torch.export`` in ``eval()`` mode. Dict inputs with
-Keras 3's keys (``images``, ``labels``, ``bounding_boxes``, ``segmentation_masks``) plus
-``keypoints`` receive one draw per sample (``Layer``); dtype policies follow Keras's names
-(``set_dtype_policy``).
+default (one package default, ``image_data_format()`` / ``set_image_data_format()`` from
+``datapipe.image_format``, that layers and ``datapipe.image_dataset_from_directory``
+created afterwards follow), vectorised over the batch on the input's device, identity in
+``eval()`` for the random layers, JSON configs (``get_config`` / ``from_config`` /
+``layer_from_config``), state in ``state_dict``, and exportable with ``torch.export`` in
+``eval()`` mode. Dict inputs with Keras 3's keys (``images``, ``labels``,
+``bounding_boxes``, ``segmentation_masks``) plus ``keypoints`` receive one draw per sample
+(``Layer``); dtype policies follow Keras's names (``set_dtype_policy``).
 """
 
-from datapipe._image_format import image_data_format, set_image_data_format
+from datapipe.image_format import image_data_format, set_image_data_format
 
 from . import bounding_boxes
 from .affine import AffineLayer, affine_transform
@@ -23,14 +23,8 @@ from .base import Layer, RandomLayer, layer_from_config, serialize_layer
 from .brightness import RandomBrightness
 from .category_encoding import CategoryEncoding
 from .clahe import ContrastLimitedAdaptiveHistogramEqualization
-from .color import (
-    RandomColorDegeneration,
-    RandomColorJitter,
-    RandomGrayscale,
-    RandomHue,
-    RandomInvert,
-    RandomSaturation,
-)
+from .color_degeneration import RandomColorDegeneration
+from .color_jitter import RandomColorJitter
 from .contrast import RandomContrast
 from .crop import RandomCrop
 from .discretization import Discretization
@@ -41,7 +35,10 @@ from .erasing import RandomErasing
 from .flip import RandomFlip
 from .gaussian_blur import RandomGaussianBlur
 from .geometric import GeometricLayer
+from .grayscale import RandomGrayscale
 from .hashing import HashedCrossing, Hashing
+from .hue import RandomHue
+from .invert import RandomInvert
 from .lookup import IntegerLookup, StringLookup
 from .max_boxes import MaxNumBoundingBoxes
 from .mixing import CutMix, MixUp
@@ -54,6 +51,7 @@ from .rescaling import Rescaling
 from .resized_crop import RandomResizedCrop
 from .resizing import CenterCrop, Resizing
 from .rotation import RandomRotation
+from .saturation import RandomSaturation
 from .sharpness import RandomSharpness
 from .shear import RandomShear
 from .solarization import Solarization

@@ -14,7 +14,7 @@ from ._random import derive_seed
 from .auto_contrast import AutoContrast
 from .base import Layer
 from .brightness import RandomBrightness
-from .color import RandomColorDegeneration
+from .color_degeneration import RandomColorDegeneration
 from .contrast import RandomContrast
 from .equalization import Equalization
 from .posterization import RandomPosterization
@@ -85,7 +85,11 @@ def draw_slots(
     draws = {}
     for name, op in ops.items():
         layer = cast(Layer, op)
-        params = layer.get_random_transformation(stacked, generator) if layer._random else {}
+        params = (
+            layer._call_hook("get_random_transformation", stacked, generator)
+            if layer._random
+            else {}
+        )
         draws[name] = params if params is not None else {}
     out = []
     for s in range(slots):
@@ -155,7 +159,7 @@ def apply_slot(
     if torch.compiler.is_compiling():
         out = value
         for name in names:
-            new = getattr(ops[name], method)(value, slot[name])
+            new = cast(Layer, ops[name])._call_hook(method, value, slot[name])
             out = _where(choice == position[name], new, out)
         return out
     counts = torch.bincount(choice, minlength=len(ops) + 1).tolist()
@@ -171,10 +175,12 @@ def apply_slot(
         if counts[k] == 0:
             continue
         if counts[k] == n:
-            return getattr(ops[name], method)(value, slot[name])
+            return cast(Layer, ops[name])._call_hook(method, value, slot[name])
         index = order[starts[k] : starts[k + 1]]
         rows = index.tolist()
-        sub = getattr(ops[name], method)(_subset(value, rows), take(slot[name], index, n))
+        sub = cast(Layer, ops[name])._call_hook(
+            method, _subset(value, rows), take(slot[name], index, n)
+        )
         if out is None:
             fresh = covered and isinstance(value, torch.Tensor)
             out = torch.empty_like(value, dtype=sub.dtype) if fresh else _clone(value)

@@ -14,10 +14,12 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Iterator
-from typing import Any, Literal, overload
+from typing import Any
 
 import numpy as np
 import torch
+
+from .base import check_int  # the layers' one int check (with its bounds)
 
 OUTPUT_MODES = ("int", "one_hot", "multi_hot", "count", "tf_idf")
 
@@ -26,38 +28,6 @@ def check_choice(layer: Any, name: str, value: Any, allowed: tuple) -> str:
     if not isinstance(value, str) or value not in allowed:
         layer._fail(name, f"must be one of {allowed}", value)
     return value
-
-
-@overload
-def check_int(
-    layer: Any,
-    name: str,
-    value: Any,
-    low: int,
-    optional: Literal[False] = False,
-    high: int | None = None,
-) -> int: ...
-@overload
-def check_int(
-    layer: Any, name: str, value: Any, low: int, optional: bool, high: int | None = None
-) -> int | None: ...
-
-
-def check_int(
-    layer: Any, name: str, value: Any, low: int, optional: bool = False, high: int | None = None
-) -> int | None:
-    if value is None and optional:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, np.integer))
-        or value < low
-        or (high is not None and value > high)
-    ):
-        top = "2**63 - 1" if high == 2**63 - 1 else high
-        what = f"must be an int >= {low}" if high is None else f"must be an int in [{low}, {top}]"
-        layer._fail(name, what + (" or None" if optional else ""), value)
-    return int(value)
 
 
 def encode(

@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from . import _hash_native
+
 
 def _s64(value: int) -> int:
     """An unsigned 64-bit constant as the int64 with the same bits."""
@@ -96,6 +98,7 @@ def _ascii_bytes(arr: np.ndarray, encoding: str) -> tuple[np.ndarray, np.ndarray
     if encoding.lower().replace("_", "-") not in ("utf-8", "utf8", "ascii", "latin-1"):
         return None
     chars = arr.dtype.itemsize // 4
+    arr = np.ascontiguousarray(arr)  # a column of a 2-D array is strided: view needs rows
     codes = arr.view(np.uint32).reshape(len(arr), chars)
     if codes.max() >= 128:
         return None
@@ -367,14 +370,47 @@ def hash_bytes(
     return fingerprint64(w, n, max_len) if salt is None else siphash24(w, n, salt, max_len)
 
 
+def hash_strings_numpy(
+    strings: Sequence | np.ndarray,
+    salt: Sequence[int] | None,
+    encoding: str = "utf-8",
+    backend: str = "auto",
+) -> np.ndarray:
+    """int64 hashes (uint64 bits) of a flat sequence of str/bytes values, as a numpy array.
+
+    ``backend``: ``"auto"`` uses the compiled binding of ``_hash_native`` where installed
+    (the same bits, ~2-3x faster), else this module's numpy code; ``"numpy"`` forces the
+    numpy code, ``"native"`` the binding (``RuntimeError`` if it is missing).
+    """
+    if backend != "numpy":
+        try:
+            out = _hash_native.hash_strings(strings, salt, encoding)
+        except TypeError:  # a value neither str nor bytes: the numpy path's str() of it
+            out = None
+        if out is not None:
+            return out.view(np.int64)
+        if backend == "native":
+            raise RuntimeError("no compiled binding for this hash: pip install datapipe[hashing]")
+    if len(strings) == 0:
+        return np.zeros(0, dtype=np.int64)
+    b, n = strings_to_bytes(strings, encoding)
+    return hash_bytes(b, n, salt)
+
+
 def hash_strings(
     strings: Sequence | np.ndarray, salt: Sequence[int] | None, encoding: str = "utf-8"
 ) -> torch.Tensor:
     """int64 hashes (uint64 bits) of a flat sequence of str/bytes values."""
-    if len(strings) == 0:
-        return torch.zeros(0, dtype=torch.int64)
-    b, n = strings_to_bytes(strings, encoding)
-    return torch.from_numpy(hash_bytes(b, n, salt))
+    return torch.from_numpy(hash_strings_numpy(strings, salt, encoding))
+
+
+def string_buckets(
+    strings: Sequence | np.ndarray, salt: Sequence[int] | None, num_buckets: int, encoding: str
+) -> np.ndarray:
+    """``hash % num_buckets`` (the hash's bits read unsigned) of each string, int64 numpy:
+    ``tf.strings.to_hash_bucket_fast`` (``salt`` None) / ``_strong``."""
+    h = hash_strings_numpy(strings, salt, encoding)
+    return (h.view(np.uint64) % np.uint64(num_buckets)).astype(np.int64)
 
 
 def hash_int64(values: torch.Tensor, salt: Sequence[int] | None) -> torch.Tensor:

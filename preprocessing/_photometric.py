@@ -1,5 +1,7 @@
-"""What the photometric layers share: value ranges, colour conversions, and applying an
-operation to only the samples a draw selected.
+"""What the photometric layers share: colour conversions, mapping value ranges to [0, 255]
+and back, and applying an operation to only the samples a draw selected (their factor and
+``value_range`` arguments are the layer base's: ``Layer._set_factor`` /
+``_set_value_range``).
 
 Colour conversions follow Keras 3's backends (``keras.src.backend.*.image``): grayscale
 weights ``(0.2989, 0.587, 0.114)`` (ITU-R 601, as tf.image and torchvision), and the HSV
@@ -12,30 +14,92 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import torch
 
-from .base import Layer, ordered_pair
+from .base import Layer, RandomLayer
 
 GRAY_WEIGHTS = (0.2989, 0.587, 0.114)
 
 
-def value_range_pair(layer: Layer, value_range: Any) -> tuple[float, float]:
-    """``(low, high)`` finite numbers with low < high (the layers divide by high - low)."""
-    lo, hi = ordered_pair(layer, "value_range", value_range, -math.inf, math.inf, False)
-    if not lo < hi:
-        layer._fail("value_range", "must be a pair (low, high) with low < high", value_range)
-    return lo, hi
+# The arguments every colour layer's docstring ends with (``common_args`` fills them in).
+_COMMON_ARGS = """seed: seeds the layer's draws; None uses torch's global RNG.
+        data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
+            package default, ``preprocessing.image_data_format()``.
+        dtype: a dtype policy name or None (``preprocessing.dtype_policy``)."""
+
+_C = TypeVar("_C", bound=type)
 
 
-def channel_dim(layer: Layer) -> int:
-    """The channel axis of a rank-4 batch in ``layer``'s data_format."""
-    return 1 if layer.data_format == "channels_first" else 3
+def common_args(cls: _C) -> _C:
+    """Fill ``{common}`` in ``cls``'s docstring with the seed / data_format / dtype
+    arguments (a class decorator; doctests read the filled text)."""
+    cls.__doc__ = (cls.__doc__ or "").format(common=_COMMON_ARGS)
+    return cls
+
+
+class FactorLayer(RandomLayer):
+    """Base of the random colour layers with one ``factor`` and a ``value_range``: Keras's
+    ``BaseImagePreprocessingLayer`` with ``_USE_BASE_FACTOR``, whose constructor takes the
+    factor and ``_set_factor`` reads it by the class's ``_FACTOR_BOUNDS``.
+
+    ``__init__(factor, value_range=(0, 255), data_format=None, seed=None, dtype=None)``,
+    the argument order of Keras's ``RandomColorDegeneration``, ``RandomHue``,
+    ``RandomSaturation``, ``RandomSharpness`` and ``RandomPosterization`` (subclasses
+    with Keras's other orders forward to it). A subclass sets how its factor reads
+    (``_factor_bounds`` and ``_factor_number``: ``Layer._set_factor``) and whether
+    ``value_range`` may be empty (``_strict_value_range``), and implements
+    ``transform_images``; the default draw is one ``factor`` per image from the factor's
+    range (``{"factor": (B,) float32}``).
+    """
+
+    _abstract = True
+    _factor_bounds: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    _factor_number: ClassVar[str] = "from_low"  # a number f reads (low, f)
+    _strict_value_range: ClassVar[bool] = True  # low < high: the layer divides by it
+
+    def __init__(
+        self,
+        factor: float | tuple[float, float],
+        value_range: tuple[float, float] = (0, 255),
+        data_format: str | None = None,
+        seed: int | None = None,
+        dtype: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
+        self._take_factor(factor)
+        self._set_value_range(value_range, self._strict_value_range)
+
+    def _take_factor(self, factor: Any) -> None:
+        """Check and keep ``factor`` (``Layer._set_factor`` by the class's rule)."""
+        self._set_factor(factor, bounds=self._factor_bounds, number=self._factor_number)
+
+    def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
+        return {"factor": self._draw_factor(images, generator)}
+
+
+class SeedFirstFactorLayer(FactorLayer):
+    """``FactorLayer`` with Keras's ``RandomBrightness`` / ``RandomContrast`` argument order:
+    ``__init__(factor, value_range=(0, 255), seed=None, data_format=None, dtype=None)``."""
+
+    _abstract = True
+
+    def __init__(
+        self,
+        factor: float | tuple[float, float],
+        value_range: tuple[float, float] = (0, 255),
+        seed: int | None = None,
+        data_format: str | None = None,
+        dtype: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(factor, value_range, data_format, seed, dtype, **kwargs)
 
 
 def check_channels(layer: Layer, batch: torch.Tensor, allowed: tuple[int, ...]) -> int:
-    c = batch.shape[channel_dim(layer)]
+    c = batch.shape[layer._channel_axis]
     if c not in allowed:
         raise ValueError(
             f"{type(layer).__name__}: expected images with {' or '.join(map(str, allowed))} "

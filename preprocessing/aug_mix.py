@@ -8,10 +8,9 @@ from typing import Any
 import torch
 
 from ._augment_ops import apply_slot, build_ops, draw_slots
-from ._photometric import value_range_pair
 from ._random import GAMMA_TRIES, beta_from_gammas, log_standard_gamma
 from .affine import INTERPOLATIONS
-from .base import RandomLayer, _is_number, check_bool, from_zero_pair
+from .base import MAX_OPS, RandomLayer, _is_number, check_bool, check_int
 
 OPS_ALL = (
     "random_shear",
@@ -48,8 +47,10 @@ class AugMix(RandomLayer):
 
     Args:
         value_range: ``(low, high)`` of the input values (low < high), default (0, 255).
-        num_chains: chains per image, an int >= 1 (default 3).
-        chain_depth: the most ops per chain, an int >= 1 (default 3).
+        num_chains: chains per image, an int in [1, 32] (default 3).
+        chain_depth: the most ops per chain, an int in [1, 32] (default 3). Both bounds are
+            ``preprocessing.base.MAX_OPS``: each chain keeps a copy of the batch, each op
+            is a pass over it (the paper and Keras use 3 and 1-3).
         factor: the ops' magnitude, a number ``f`` in [0, 1] meaning ``(0, f)`` or a pair
             ``(lower, upper)`` in [0, 1]; default 0.3.
         alpha: the Dirichlet and Beta concentration, a number > 0 (default 1.0).
@@ -95,19 +96,17 @@ class AugMix(RandomLayer):
         **kwargs: Any,
     ) -> None:
         super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self.value_range, self.num_chains, self.chain_depth = value_range, num_chains, chain_depth
-        self.factor, self.alpha, self.all_ops = factor, alpha, all_ops
-        self.interpolation = interpolation
-        self._range = value_range_pair(self, value_range)
+        self.num_chains, self.chain_depth = num_chains, chain_depth
+        self.alpha, self.all_ops, self.interpolation = alpha, all_ops, interpolation
+        self._set_value_range(value_range)
         for name, value in (("num_chains", num_chains), ("chain_depth", chain_depth)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                self._fail(name, "must be an int >= 1", value)
+            check_int(self, name, value, 1, high=MAX_OPS)
         if not _is_number(alpha) or alpha <= 0:
             self._fail("alpha", "must be a finite number > 0", alpha)
         check_bool(self, "all_ops", all_ops)
         if interpolation not in INTERPOLATIONS:
             self._fail("interpolation", f"must be one of {INTERPOLATIONS}", interpolation)
-        magnitude = from_zero_pair(self, "factor", factor)
+        magnitude = self._set_factor(factor)
         names = OPS_ALL if all_ops else OPS
         self.ops = build_ops(
             names, magnitude, value_range, interpolation, seed, self.data_format, None, self.dtype
@@ -126,8 +125,7 @@ class AugMix(RandomLayer):
         """``chain_mixing_weights`` (B, num_chains), ``weight_sample`` (B,),
         ``layer_idxes`` (B, num_chains * chain_depth) (``len(ops)``: no op), and
         ``transforms``: per step, every op's parameters."""
-        batch, _ = self._as_batch(images)
-        n, dev = batch.shape[0], batch.device
+        n, dev = images.shape[0], images.device
         # Dirichlet(alpha) = normalised Gamma(alpha) draws: a softmax of their logs.
         weights = torch.softmax(self._log_gamma((n, self.num_chains), dev, generator), dim=1)
         pair = self._log_gamma((2, n), dev, generator)
@@ -138,12 +136,11 @@ class AugMix(RandomLayer):
             "chain_mixing_weights": weights,
             "weight_sample": beta_from_gammas(pair[0], pair[1]),
             "layer_idxes": choice,
-            "transforms": draw_slots(self.ops, batch, steps, generator),
+            "transforms": draw_slots(self.ops, images, steps, generator),
         }
 
     def transform_images(self, images: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
-        batch, single = self._as_batch(images)
-        x = self._to_float(batch)
+        x = self._to_float(images)
         n = x.shape[0]
         weights = params["chain_mixing_weights"].to(x.dtype)
         mixed: torch.Tensor | None = None
@@ -157,5 +154,4 @@ class AugMix(RandomLayer):
             mixed = term if mixed is None else mixed.add_(term)
         assert mixed is not None  # num_chains >= 1 (checked in __init__)
         m = params["weight_sample"].to(x.dtype).view(-1, 1, 1, 1)
-        out = torch.lerp(mixed, x, m).clamp_(*self._range)
-        return self._unbatch(out, single)
+        return torch.lerp(mixed, x, m).clamp_(*self._range)

@@ -6,7 +6,6 @@ from typing import Any
 
 import torch
 
-from ._photometric import value_range_pair
 from .base import Layer
 
 
@@ -45,17 +44,14 @@ class AutoContrast(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(data_format=data_format, dtype=dtype, **kwargs)
-        self.value_range = value_range
-        self._range = value_range_pair(self, value_range)
+        self._set_value_range(value_range)
 
     def transform_images(self, images: torch.Tensor, params: object = None) -> torch.Tensor:
-        batch, single = self._as_batch(images)
-        x = self._to_float(batch)
-        dims = (2, 3) if self.data_format == "channels_first" else (1, 2)
+        x = self._to_float(images)
+        dims = self._spatial_axes
         low, high = x.amin(dim=dims, keepdim=True), x.amax(dim=dims, keepdim=True)
         lo, hi = self._range
         span = high - low
         scale = torch.where(span > 0, (hi - lo) / span, torch.ones_like(span))
         offset = torch.where(span > 0, lo - low * scale, torch.zeros_like(span))
-        out = torch.addcmul(offset, x, scale).clamp_(lo, hi)
-        return self._unbatch(out, single)
+        return torch.addcmul(offset, x, scale).clamp_(lo, hi)

@@ -12,16 +12,17 @@ own generator to a draw.
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import json
 import math
 import threading
-from typing import Any, ClassVar, NoReturn, TypeVar
+from typing import Any, ClassVar, Literal, NoReturn, TypeVar, overload
 
 import numpy as np
 import torch
 
-from datapipe._image_format import DATA_FORMATS, resolve_data_format
+from datapipe.image_format import DATA_FORMATS, resolve_data_format
 
 from . import _targets
 from ._random import box_muller, hashed_uniform
@@ -65,6 +66,26 @@ def _jsonable(value: Any) -> Any:
 
 _L = TypeVar("_L", bound="Layer")
 
+# The hooks that take the image batch. A subclass writes them for a rank-4 tensor (what
+# ``forward`` hands them, batched and checked once by ``_as_batch``); ``__init_subclass__``
+# wraps each so that a direct call, as Keras code makes one, also takes a rank-3 image or
+# an array (``_takes_any_batch``).
+_BATCHED_HOOKS = ("get_random_transformation", "transform_images")
+
+
+def _takes_any_batch(fn: Any, unbatch: bool) -> Any:
+    """``fn`` (a hook) for a direct call: the input goes through ``_as_batch`` (a tensor,
+    rank 4, the layout checked) and, with ``unbatch``, a single image comes back as one.
+    ``forward`` calls ``fn`` itself (``Layer._call_hook``)."""
+
+    @functools.wraps(fn)
+    def hook(self: Layer, images: Any, *args: Any, **kwargs: Any) -> Any:
+        batch, single = self._as_batch(images)
+        out = fn(self, batch, *args, **kwargs)
+        return self._unbatch(out, single) if unbatch else out
+
+    return hook
+
 
 class Layer(torch.nn.Module):
     """Base of all preprocessing layers (a ``torch.nn.Module``).
@@ -91,7 +112,12 @@ class Layer(torch.nn.Module):
     one parameter set per image; deterministic layers return None) and hands the draw to
     ``transform_images``, ``transform_labels``, ``transform_bounding_boxes``,
     ``transform_segmentation_masks`` and ``transform_keypoints``, each receiving the batch
-    form of its target (see ``_targets``). The last four return their input unchanged
+    form of its target (see ``_targets``): ``forward`` batches and checks the images once
+    (``_as_batch``), so a subclass writes ``get_random_transformation`` and
+    ``transform_images`` for a rank-4 tensor in its ``data_format``. Called directly (as
+    Keras code calls them), these two also take a rank-3 image or an array: the base
+    wraps each subclass's own (``_takes_any_batch``) to batch such an input the same way
+    and to return one image for one image. The last four return their input unchanged
     by default: a layer that only changes pixel values (a photometric layer) implements
     ``get_random_transformation`` and ``transform_images`` and nothing else, and its
     targets other than images pass through untouched (not even converted to tensors).
@@ -133,6 +159,10 @@ class Layer(torch.nn.Module):
         super().__init_subclass__(**kwargs)
         if not cls.__name__.startswith("_") and not cls.__dict__.get("_abstract", False):
             _REGISTRY[cls.__name__] = cls
+        for hook in _BATCHED_HOOKS:
+            fn = cls.__dict__.get(hook)
+            if fn is not None and not hasattr(fn, "__wrapped__"):
+                setattr(cls, hook, _takes_any_batch(fn, unbatch=hook == "transform_images"))
 
     def __init__(
         self, data_format: str | None = None, dtype: str | None = None, **kwargs: Any
@@ -180,7 +210,7 @@ class Layer(torch.nn.Module):
                 kwargs["activity_regularizer"],
             )
         if "factor" in kwargs:  # Keras's base image layer stores it; nothing reads it
-            _factor_pair(self, "factor", kwargs["factor"], -1.0, 1.0)
+            factor_pair(self, "factor", kwargs["factor"], (-1.0, 1.0), "symmetric")
         box_format = kwargs.get("bounding_box_format")
         if box_format is not None:
             self._keras_config["bounding_box_format"] = check_format(self, box_format)
@@ -188,6 +218,31 @@ class Layer(torch.nn.Module):
     # ----------------------------------------------------------------- errors
     def _fail(self, arg: str, what: str, got: Any) -> NoReturn:
         raise ValueError(f"{type(self).__name__}: {arg} {what}; got {got!r}")
+
+    # ------------------------------------------- factor and value_range (Keras's base)
+    def _set_factor(
+        self,
+        factor: Any,
+        name: str = "factor",
+        bounds: tuple[float, float] = (0.0, 1.0),
+        number: str = "from_low",
+    ) -> tuple[float, float]:
+        """Keras's ``_set_factor`` (``BaseImagePreprocessingLayer``): check ``factor`` by
+        ``factor_pair``'s rule, keep the argument as given as the attribute ``name`` (what
+        ``get_config`` reports) and its ``(lower, upper)`` pair as ``_<name>`` (what the
+        draw reads); returns the pair. Raises ``factor_pair``'s ``ValueError``."""
+        pair = factor_pair(self, name, factor, bounds, number)
+        setattr(self, name, factor)
+        setattr(self, f"_{name}", pair)
+        return pair
+
+    def _set_value_range(self, value_range: Any, strict: bool = True) -> tuple[float, float]:
+        """Keras's ``_set_value_range``: check ``value_range`` (``value_range_pair``: low <
+        high, or low <= high unless ``strict``), keep it as given as ``value_range`` and
+        as a ``(low, high)`` pair of floats as ``_range``; returns the pair."""
+        self._range = value_range_pair(self, value_range, strict)
+        self.value_range = value_range
+        return self._range
 
     # ----------------------------------------------------------------- config
     def get_config(self) -> dict[str, Any]:
@@ -271,6 +326,11 @@ class Layer(torch.nn.Module):
         """The channel axis of a rank-4 batch in this layer's data_format."""
         return 1 if self.data_format == "channels_first" else 3
 
+    @property
+    def _spatial_axes(self) -> tuple[int, int]:
+        """The (height, width) axes of a rank-4 batch in this layer's data_format."""
+        return (2, 3) if self.data_format == "channels_first" else (1, 2)
+
     def _as_batch(self, images: Any) -> tuple[torch.Tensor, bool]:
         """Return (rank-4 tensor, was_single_image); numpy input becomes a tensor."""
         if not isinstance(images, torch.Tensor):
@@ -338,11 +398,25 @@ class Layer(torch.nn.Module):
     def _overrides(self, method: str) -> bool:
         return getattr(type(self), method) is not getattr(Layer, method)
 
+    def _call_hook(self, name: str, batch: Any, *args: Any) -> Any:
+        """Call this layer's hook ``name`` (``get_random_transformation``,
+        ``transform_images``, ``transform_bounding_boxes``, ...) on the batch form of its
+        target: for the images, a batch that ``_as_batch`` has made and checked
+        (``forward``'s, or a composite layer's handing its batch to a sub-layer). The
+        wrapper that batches the input of a direct call (``_takes_any_batch``) is
+        skipped: nothing is batched or checked twice. An instance attribute of that
+        name (a patched method) is called as it is."""
+        own = self.__dict__.get(name)
+        if own is not None:
+            return own(batch, *args)
+        fn = getattr(type(self), name)
+        return getattr(fn, "__wrapped__", fn)(self, batch, *args)
+
     def _params(self, batch: torch.Tensor, generator: Any) -> Any:
         if self._random and not self.training:
             params = self._eval_params(batch)
         else:
-            params = self.get_random_transformation(batch, generator)
+            params = self._call_hook("get_random_transformation", batch, generator)
             if params is None:  # a deterministic layer: transform with no parameters
                 params = {}
         if isinstance(params, dict) and "input_shape" not in params:
@@ -350,7 +424,10 @@ class Layer(torch.nn.Module):
         return params
 
     def _images_out(self, batch: torch.Tensor, params: Any) -> torch.Tensor:
-        out = self._to_float(batch) if params is None else self.transform_images(batch, params)
+        if params is None:
+            out = self._to_float(batch)
+        else:
+            out = self._call_hook("transform_images", batch, params)
         if (
             out.ndim == 4
             and not batch.is_contiguous()
@@ -365,12 +442,15 @@ class Layer(torch.nn.Module):
         ``generator``: a ``torch.Generator`` or a ``numpy.random.Generator`` to draw from
         (random layers; see ``RandomLayer``); deterministic layers ignore it.
         """
-        if isinstance(data, dict):
+        is_dict = isinstance(data, dict)
+        if is_dict:
             _targets.check_keys(self, data)
-            batch, single = self._as_batch(data["images"])
-            return self._apply_targets(data, batch, single, self._params(batch, generator))
-        batch, single = self._as_batch(data)
-        return self._unbatch(self._images_out(batch, self._params(batch, generator)), single)
+        # The one place a layer's input is batched and checked: the hooks get the batch.
+        batch, single = self._as_batch(data["images"] if is_dict else data)
+        params = self._params(batch, generator)
+        if is_dict:
+            return self._apply_targets(data, batch, single, params)
+        return self._unbatch(self._images_out(batch, params), single)
 
     def _apply_targets(self, data: dict, batch: torch.Tensor, single: bool, params: Any) -> dict:
         """Apply one draw to every target of ``data`` (a new dict; the input is kept)."""
@@ -452,7 +532,10 @@ class RandomLayer(Layer):
 
     Subclasses draw with ``_uniform(n, low, high, device, generator)`` (shape ``(n,)``),
     ``_rand(shape, device, generator)`` (U[0, 1)) and ``_randn(shape, device, generator)``
-    (standard normal); every value is float32.
+    (standard normal); every value is float32. A layer with Keras's ``factor`` argument
+    checks and keeps it with ``_set_factor`` (and its ``value_range`` with
+    ``_set_value_range``) in its constructor, and draws one value per image from it with
+    ``_draw_factor(images, generator)``.
 
     Example: a photometric layer is a draw and a pixel operation; every other target of a
     dict input passes through untouched (``Layer``'s default ``transform_*`` methods):
@@ -476,6 +559,7 @@ class RandomLayer(Layer):
 
     # buffers (register_buffer), declared for type checkers
     _draws: torch.Tensor
+    _factor: tuple[float, float]  # set by _set_factor, read by _draw_factor
 
     def __init__(
         self,
@@ -557,17 +641,19 @@ class RandomLayer(Layer):
         """``n`` float32 draws from U[low, high) on ``device`` without a host sync."""
         return low + (high - low) * self._rand((n,), device, generator)
 
+    def _draw_factor(
+        self, images: torch.Tensor, generator: Any, bounds: tuple[float, float] | None = None
+    ) -> torch.Tensor:
+        """One float32 draw per image of the batch ``images`` from U[lower, upper): the
+        layer's ``_factor`` pair (``_set_factor``), or ``bounds``. Keras's draw of its
+        ``factor`` (``uniform(shape=(batch_size,), minval=lower, maxval=upper)``)."""
+        lo, hi = self._factor if bounds is None else bounds
+        return self._uniform(images.shape[0], lo, hi, images.device, generator)
+
     def _randn(self, shape: tuple[int, ...], device: torch.device, generator: Any) -> torch.Tensor:
         """float32 standard normal draws of ``shape`` (Box-Muller from two uniform draws)."""
         u = self._rand((2, *shape), device, generator)
         return box_muller(u[0], u[1])
-
-
-def _factor_pair(layer: Layer, name: str, factor: Any, low: float, high: float) -> tuple:
-    """Keras's factor rule: a number f means (-|f|, |f|), a pair (lower, upper) is taken
-    as is; every value in [low, high]. A pair with lower > upper is refused (Keras 3 sorts
-    it silently; tf.keras 2 refused it): it is a mistake more often than not."""
-    return ordered_pair(layer, name, factor, low, high, symmetric=True)
 
 
 def ordered_pair(
@@ -591,14 +677,65 @@ def ordered_pair(
     return lo, hi
 
 
-def from_zero_pair(layer: Layer, name: str, value: Any, high: float = 1.0) -> tuple[float, float]:
-    """Keras's rule for probabilities and magnitudes: a number ``f`` means ``(0, f)``, a pair
-    ``(lower, upper)`` (lower <= upper) is taken as is; every value in ``[0, high]``."""
-    if _is_number(value):
-        if not 0.0 <= value <= high:
-            layer._fail(name, f"must lie in [0, {high}]", value)
-        return 0.0, float(value)
-    return ordered_pair(layer, name, value, 0.0, high, symmetric=False)
+#: How ``factor_pair`` reads a single number ``f`` (a pair is always taken as it is).
+FACTOR_NUMBER_RULES = ("symmetric", "from_low", "both")
+
+
+def factor_pair(
+    layer: Layer,
+    name: str,
+    factor: Any,
+    bounds: tuple[float, float] = (0.0, 1.0),
+    number: str = "from_low",
+) -> tuple[float, float]:
+    """Keras's factor rule (``BaseImagePreprocessingLayer._set_factor``): ``factor`` as a
+    ``(lower, upper)`` pair with every value in ``bounds``.
+
+    A pair ``(lower, upper)`` is taken as it is. A pair with lower > upper is refused
+    (Keras 3 sorts it silently; tf.keras 2 refused it): it is a mistake more often than
+    not. A single number ``f`` reads, by ``number``:
+
+    - ``"symmetric"``: ``(-|f|, |f|)``, Keras's reading with its default bounds (-1, 1)
+      (``RandomBrightness``, ``RandomRotation``, ``RandomTranslation``, ``RandomZoom``);
+    - ``"from_low"``: ``(low, f)``, Keras's reading with bounds (0, high): a probability
+      or a magnitude (``f`` itself within the bounds);
+    - ``"both"``: ``(f, f)``, two magnitudes at once (``RandomContrast``'s ``1 - lower``
+      and ``1 + upper``).
+
+    Raises:
+        ValueError: not a number or a pair of numbers, a reversed pair, or a value outside
+            ``bounds`` (naming the layer and ``name``).
+    """
+    low, high = bounds
+    if number == "symmetric":
+        return ordered_pair(layer, name, factor, low, high, symmetric=True)
+    if isinstance(factor, (list, tuple)):
+        return ordered_pair(layer, name, factor, low, high, symmetric=False)
+    if number == "both":
+        if not (_is_number(factor) and low <= factor <= high):
+            layer._fail(
+                name, f"must be a number in [{low:g}, {high:g}] or a pair of numbers", factor
+            )
+        return float(factor), float(factor)
+    if not _is_number(factor):
+        return ordered_pair(layer, name, factor, low, high, symmetric=False)  # raises
+    if not low <= factor <= high:
+        layer._fail(name, f"must lie in [{low:g}, {high}]", factor)
+    return float(low), float(factor)
+
+
+def value_range_pair(layer: Layer, value_range: Any, strict: bool = True) -> tuple[float, float]:
+    """Keras's ``value_range`` (``_set_value_range``): ``(low, high)``, finite numbers with
+    low < high (``strict``: the layer divides by ``high - low``), else low <= high.
+
+    Raises:
+        ValueError: not a pair of finite numbers, or low > high (low == high when
+            ``strict``), naming the layer.
+    """
+    lo, hi = ordered_pair(layer, "value_range", value_range, -math.inf, math.inf, False)
+    if strict and not lo < hi:
+        layer._fail("value_range", "must be a pair (low, high) with low < high", value_range)
+    return lo, hi
 
 
 def check_bool(layer: Layer, name: str, value: Any) -> bool:
@@ -606,6 +743,98 @@ def check_bool(layer: Layer, name: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         layer._fail(name, "must be True or False", value)
     return bool(value)
+
+
+# ---------------------------------------------------------------- size bounds
+# Every size-like argument has an upper bound, checked at construction (so from_config
+# and layer_from_config too, which build through the constructor) before anything is
+# allocated: a config is data, and 10**9 in it must be a ValueError naming the argument,
+# not gigabytes allocated over a minute before torch fails. Each bound is generous for
+# real use (the reason is given with it) and stated in the layer's docstring.
+
+#: Pixels per image side (Resizing, the crops): a 65,536 x 65,536 float32 image is 16 GiB
+#: per channel.
+MAX_SIDE = 1 << 16
+#: Width of a dense encoding (one_hot / multi_hot / count / tf_idf outputs; CategoryEncoding
+#: num_tokens, Hashing num_bins, lookups' padded max_tokens and OOV indices, Discretization
+#: num_bins): 16,777,216 columns, a 64 MiB float32 row per sample; Keras's largest common
+#: vocabularies and hashing spaces (~1M) fit 16 times.
+MAX_ENCODING_DEPTH = 1 << 24
+#: Samples per FFT frame (MelSpectrogram fft_length / sequence_length / sequence_stride):
+#: 65,536 samples is 1.4 s at 48 kHz, 32x the usual 2,048.
+MAX_FFT_LENGTH = 1 << 16
+#: STFTSpectrogram frame_length / fft_length: its kernels (Keras's convolution form) hold
+#: 2 x (fft_length / 2 + 1) x frame_length float32 values, 268 MiB at 8,192.
+MAX_STFT_LENGTH = 1 << 13
+#: Mel bands (MelSpectrogram num_mel_bins): the filterbank is (fft_length / 2 + 1) x bands
+#: float32, 134 MiB at the largest FFT; speech and music use 40-256.
+MAX_MEL_BINS = 1 << 10
+#: Augmentation ops applied one after another to each image (RandAugment num_ops, AugMix
+#: num_chains and chain_depth): the papers and Keras use 1-3; each op is a pass over the
+#: batch (AugMix keeps a copy of it per chain).
+MAX_OPS = 32
+#: Blur kernel side (RandomGaussianBlur kernel_size): the image is padded by half of it;
+#: 511 px is SimCLR's 10%-of-the-side kernel for a 5,000-px image.
+MAX_KERNEL_SIZE = 511
+#: CLAHE tiles per axis: 256 histogram bins per tile, per channel and image (1M bins at
+#: 64 x 64); OpenCV's default is 8 x 8, and 64 tiles of a 224-px side are 3.5 px wide.
+MAX_TILES = 64
+#: Histogram bins (Equalization bins): 16-bit images have 65,536 levels.
+MAX_BINS = 1 << 16
+#: Boxes per image (MaxNumBoundingBoxes max_number): COCO's most crowded image has under
+#: 100; the output is (batch, max_number, 4).
+MAX_BOXES = 1 << 16
+#: Tokens per sequence (TextVectorization output_sequence_length): the output is (batch,
+#: length) int64; 1,048,576 tokens is a long book.
+MAX_SEQUENCE_LENGTH = 1 << 20
+#: The longest n-gram (TextVectorization ngrams): Keras's examples use 2 or 3.
+MAX_NGRAM = 16
+#: A count that allocates nothing (Hashing's int-mode bins, IntegerLookup max_tokens): the
+#: int64 range the outputs live in.
+MAX_INT64 = 2**63 - 1
+
+
+@overload
+def check_int(
+    layer: Any,
+    name: str,
+    value: Any,
+    low: int,
+    optional: Literal[False] = False,
+    high: int | None = None,
+) -> int: ...
+@overload
+def check_int(
+    layer: Any, name: str, value: Any, low: int, optional: bool, high: int | None = None
+) -> int | None: ...
+
+
+def check_int(
+    layer: Any, name: str, value: Any, low: int, optional: bool = False, high: int | None = None
+) -> int | None:
+    """``value`` as an int in ``[low, high]`` (``high``: one of the bounds above for a
+    size-like argument); None passes when ``optional``.
+
+    Raises:
+        ValueError: not an int (a bool neither), or outside the bounds; names the layer and
+            the argument, and the bounds.
+    """
+    if value is None and optional:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or value < low
+        or (high is not None and value > high)
+    ):
+        if high is None:
+            what = f"must be an int >= {low}"
+        elif high == MAX_INT64:  # the int64 range of the outputs
+            what = f"must be an int in [{low}, 2**63 - 1]"
+        else:
+            what = f"must be an int >= {low} and <= {high}"
+        layer._fail(name, what + (" or None" if optional else ""), value)
+    return int(value)
 
 
 def _is_number(x: Any) -> bool:

@@ -6,11 +6,10 @@ from typing import Any
 
 import torch
 
-from .base import RandomLayer, _factor_pair
-from .contrast import _value_range
+from ._photometric import SeedFirstFactorLayer
 
 
-class RandomBrightness(RandomLayer):
+class RandomBrightness(SeedFirstFactorLayer):
     """Add a random offset per image: ``clip(x + d * (high - low), low, high)``.
 
     Args:
@@ -37,30 +36,16 @@ class RandomBrightness(RandomLayer):
         tensor([[[0.5000, 0.7500, 1.0000]]])
     """
 
-    def __init__(
-        self,
-        factor: float | tuple[float, float],
-        value_range: tuple[float, float] = (0, 255),
-        seed: int | None = None,
-        data_format: str | None = None,
-        dtype: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self.factor = factor
-        self.value_range = value_range
-        self._lower, self._upper = _factor_pair(self, "factor", factor, -1.0, 1.0)
-        self._range = _value_range(self, value_range)
+    _factor_bounds = (-1.0, 1.0)
+    _factor_number = "symmetric"  # a number f reads (-|f|, |f|)
+    _strict_value_range = False  # nothing divides by high - low
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        d = self._uniform(batch.shape[0], self._lower, self._upper, batch.device, generator)
+        d = self._draw_factor(images, generator)
         return {"delta": d * (self._range[1] - self._range[0])}
 
     def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
-        batch, single = self._as_batch(images)
-        x = self._to_float(batch)
+        x = self._to_float(images)
         # One fresh tensor, clipped in place: a second full-size allocation costs as much
         # as the arithmetic on CPU.
-        out = (x + params["delta"].to(x.dtype).view(-1, 1, 1, 1)).clamp_(*self._range)
-        return self._unbatch(out, single)
+        return (x + params["delta"].to(x.dtype).view(-1, 1, 1, 1)).clamp_(*self._range)

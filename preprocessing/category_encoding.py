@@ -8,14 +8,15 @@ import numpy as np
 import torch
 
 from . import _categorical as cat
-from .base import Layer, check_bool
+from .base import MAX_ENCODING_DEPTH, Layer, check_bool
 
 
 class CategoryEncoding(Layer):
     """One-hot, multi-hot or count encoding of integer categories ``0 .. num_tokens - 1``.
 
     Args:
-        num_tokens: the number of categories (>= 1); the encoding's last axis.
+        num_tokens: the number of categories, 1 to 2**24 (``preprocessing.base.
+            MAX_ENCODING_DEPTH``: every output row is this wide); the encoding's last axis.
         output_mode: ``"multi_hot"`` (default; Keras's ``"binary"`` is accepted),
             ``"one_hot"`` or ``"count"``.
         sparse: return a torch sparse COO tensor.
@@ -63,7 +64,7 @@ class CategoryEncoding(Layer):
         self.dtype, self._out_dtype = out_name, cat.torch_dtype(out_name)
         if num_tokens is None:
             self._fail("num_tokens", "must be set (use IntegerLookup for unknown counts)", None)
-        self.num_tokens = cat.check_int(self, "num_tokens", num_tokens, 1)
+        self.num_tokens = cat.check_int(self, "num_tokens", num_tokens, 1, high=MAX_ENCODING_DEPTH)
         mode = "multi_hot" if output_mode == "binary" else output_mode
         self.output_mode = cat.check_choice(
             self, "output_mode", mode, ("one_hot", "multi_hot", "count")

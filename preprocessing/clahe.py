@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from ._photometric import from_255, to_255, value_range_pair
-from .base import Layer, _is_number
+from ._photometric import from_255, to_255
+from .base import MAX_TILES, Layer, _is_number
 
 BINS = 256
 
@@ -145,9 +145,13 @@ def _grid_size(layer: Layer, value: Any) -> tuple[int, int]:
     if (
         not isinstance(value, (list, tuple))
         or len(value) != 2
-        or not all(isinstance(g, int) and not isinstance(g, bool) and g >= 1 for g in value)
+        or not all(
+            isinstance(g, int) and not isinstance(g, bool) and 1 <= g <= MAX_TILES for g in value
+        )
     ):
-        layer._fail("tile_grid_size", "must be a pair of ints >= 1 (rows, columns)", value)
+        layer._fail(
+            "tile_grid_size", f"must be a pair of ints in [1, {MAX_TILES}] (rows, columns)", value
+        )
     return int(value[0]), int(value[1])
 
 
@@ -185,7 +189,9 @@ class ContrastLimitedAdaptiveHistogramEqualization(Layer):
         clip_limit: a number >= 0, default 4.0: the histogram clip in multiples of the
             mean bin count; 0 turns clipping off (plain adaptive equalisation; Keras
             clips only when it is > 0).
-        tile_grid_size: ``(rows, columns)`` of tiles, ints >= 1, default (8, 8).
+        tile_grid_size: ``(rows, columns)`` of tiles, ints in [1, 64], default (8, 8)
+            (``preprocessing.base.MAX_TILES``: a 256-bin histogram per tile, channel and
+            image).
         data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
             package default, ``preprocessing.image_data_format()``.
         dtype: a dtype policy name or None (``preprocessing.dtype_policy``).
@@ -218,19 +224,17 @@ class ContrastLimitedAdaptiveHistogramEqualization(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(data_format=data_format, dtype=dtype, **kwargs)
-        self.value_range, self.clip_limit = value_range, clip_limit
-        self.tile_grid_size = tile_grid_size
-        self._range = value_range_pair(self, value_range)
+        self.clip_limit, self.tile_grid_size = clip_limit, tile_grid_size
+        self._set_value_range(value_range)
         if not _is_number(clip_limit) or clip_limit < 0:
             self._fail("clip_limit", "must be a finite number >= 0", clip_limit)
         self._grid = _grid_size(self, tile_grid_size)
 
     def transform_images(self, images: torch.Tensor, params: object = None) -> torch.Tensor:
-        batch, single = self._as_batch(images)
         out_dtype = self.compute_dtype or (
-            batch.dtype if batch.is_floating_point() else torch.float32
+            images.dtype if images.is_floating_point() else torch.float32
         )
-        x = self._to_nchw(batch)
+        x = self._to_nchw(images)
         lo, hi = self._range
         # Keras's grey level: the value truncated towards zero, clipped to [0, 255].
         if (lo, hi) != (0.0, 255.0):  # Keras maps the range in float32 (a fresh tensor)
@@ -239,4 +243,4 @@ class ContrastLimitedAdaptiveHistogramEqualization(Layer):
             index = x if x.dtype == torch.uint8 else x.clamp(0, 255).to(torch.uint8)
         out = clahe(index, self._grid, float(self.clip_limit))
         out = from_255(out, lo, hi).to(out_dtype)
-        return self._unbatch(self._from_nchw(out), single)
+        return self._from_nchw(out)

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
 
-from .base import RandomLayer, _is_number, ordered_pair
+from ._photometric import SeedFirstFactorLayer
 
 
-def _value_range(layer, value_range: Any) -> tuple[float, float]:
-    return ordered_pair(layer, "value_range", value_range, -math.inf, math.inf, False)
-
-
-class RandomContrast(RandomLayer):
+class RandomContrast(SeedFirstFactorLayer):
     """Scale each channel's deviation from its mean by a random factor per image.
 
     For each image and channel: ``(x - mean) * f + mean`` with ``mean`` over the pixels
@@ -38,37 +33,16 @@ class RandomContrast(RandomLayer):
         ValueError: a bad argument (naming it) or an input that is not rank 3 or 4.
     """
 
-    def __init__(
-        self,
-        factor: float | tuple[float, float],
-        value_range: tuple[float, float] = (0, 255),
-        seed: int | None = None,
-        data_format: str | None = None,
-        dtype: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self.factor = factor
-        self.value_range = value_range
-        if isinstance(factor, (list, tuple)):
-            self._lower, self._upper = ordered_pair(self, "factor", factor, 0.0, 1.0, False)
-        elif _is_number(factor) and 0 <= factor <= 1:
-            self._lower = self._upper = float(factor)
-        else:
-            self._fail("factor", "must be a number in [0, 1] or a pair of numbers", factor)
-        self._range = _value_range(self, value_range)
+    _factor_number = "both"  # a number a reads (a, a): the draw is in [1 - a, 1 + a]
+    _strict_value_range = False  # nothing divides by high - low
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        lo, hi = 1.0 - self._lower, 1.0 + self._upper
-        return {"contrast_factor": self._uniform(batch.shape[0], lo, hi, batch.device, generator)}
+        lower, upper = self._factor
+        return {"contrast_factor": self._draw_factor(images, generator, (1.0 - lower, 1.0 + upper))}
 
     def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
-        batch, single = self._as_batch(images)
-        x = self._to_float(batch)
-        dims = (2, 3) if self.data_format == "channels_first" else (1, 2)
-        mean = x.mean(dim=dims, keepdim=True)
+        x = self._to_float(images)
+        mean = x.mean(dim=self._spatial_axes, keepdim=True)
         f = params["contrast_factor"].to(x.dtype).view(-1, 1, 1, 1)
         # The same arithmetic as ((x - mean) * f + mean).clamp(...) on one fresh tensor.
-        out = (x - mean).mul_(f).add_(mean).clamp_(self._range[0], self._range[1])
-        return self._unbatch(out, single)
+        return (x - mean).mul_(f).add_(mean).clamp_(self._range[0], self._range[1])

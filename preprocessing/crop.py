@@ -137,9 +137,8 @@ class RandomCrop(GeometricLayer, RandomLayer):
         return {"top": top, "left": left}
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        n, dev = batch.shape[0], batch.device
-        h, w = self._hw(batch)
+        n, dev = images.shape[0], images.device
+        h, w = self._hw(images)
         # floor(u * (slack + 1)) is uniform over 0..slack; the clamp guards u -> 1.
         u = self._rand((2, n), dev, generator)  # one draw for both offsets
         top = u[0] * max(h - self.height + 1, 1)

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from . import _categorical as cat
-from .base import Layer, check_bool
+from .base import MAX_ENCODING_DEPTH, Layer, check_bool
 
 
 class Discretization(Layer):
@@ -17,7 +17,8 @@ class Discretization(Layer):
 
     Args:
         bin_boundaries: sorted boundaries (a list of floats); or
-        num_bins: the number of bins ``adapt`` learns (give one of the two).
+        num_bins: the number of bins ``adapt`` learns (give one of the two), at most 2**24
+            (``preprocessing.base.MAX_ENCODING_DEPTH``: the encodings' width).
         epsilon: the error tolerance of ``adapt``'s approximate quantiles (default 0.01;
             smaller is more exact and uses more memory: about ``1 / epsilon`` points).
         output_mode: ``"int"`` (default), ``"one_hot"``, ``"multi_hot"`` or ``"count"``.
@@ -73,7 +74,9 @@ class Discretization(Layer):
         if (bin_boundaries is None) == (num_bins is None):
             both = (bin_boundaries, num_bins)
             self._fail("bin_boundaries/num_bins", "exactly one of the two must be set", both)
-        self.num_bins = cat.check_int(self, "num_bins", num_bins, 0, optional=True)
+        self.num_bins = cat.check_int(
+            self, "num_bins", num_bins, 0, optional=True, high=MAX_ENCODING_DEPTH
+        )
         if (
             isinstance(epsilon, bool)
             or not isinstance(epsilon, (int, float))
@@ -94,15 +97,27 @@ class Discretization(Layer):
             self._set_boundaries(cat.finite_floats(self, "bin_boundaries", bin_boundaries))
         self._summary = np.zeros((2, 0), dtype=np.float32)
 
-    def _set_boundaries(self, bounds: list[float]) -> None:
+    def _check_boundaries(self, bounds: list[float], name: str = "bin_boundaries") -> None:
+        """The boundaries' rules, wherever they come from (argument, adapt, checkpoint)."""
+        cat.finite_floats(self, name, bounds)
         if any(b > a for b, a in zip(bounds, bounds[1:])):
-            self._fail("bin_boundaries", "must be sorted in ascending order", bounds)
+            self._fail(name, "must be sorted in ascending order", bounds[:20])
+        if self.output_mode != "int" and len(bounds) + 1 > MAX_ENCODING_DEPTH:
+            self._fail(name, f"must make at most {MAX_ENCODING_DEPTH} bins", len(bounds) + 1)
+
+    def _set_boundaries(self, bounds: list[float]) -> None:
+        self._check_boundaries(bounds)
         device = self.bin_boundaries.device
         self.bin_boundaries = torch.tensor(bounds, dtype=torch.float32, device=device)
         self._config_values = {"bin_boundaries": [float(b) for b in self.bin_boundaries.tolist()]}
         self._known = True
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        saved = state_dict.get(prefix + "bin_boundaries")
+        if isinstance(saved, torch.Tensor):  # checked before the buffer changes
+            if saved.ndim != 1:
+                self._fail("state_dict['bin_boundaries']", "must be 1-D", tuple(saved.shape))
+            self._check_boundaries(saved.tolist(), "state_dict['bin_boundaries']")
         cat.resize_buffers_from(self, state_dict, prefix, ("bin_boundaries",))
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         if prefix + "bin_boundaries" in state_dict:

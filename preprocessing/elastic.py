@@ -17,8 +17,7 @@ import torch.nn.functional as F
 
 from ._photometric import apply_where
 from .affine import INTERPOLATIONS, sample_pixels
-from .base import RandomLayer, _is_number, from_zero_pair
-from .contrast import _value_range
+from .base import RandomLayer, _is_number
 from .geometric import GeometricLayer
 
 FILL_MODES = ("reflect", "wrap", "constant", "nearest", "mirror")
@@ -91,6 +90,8 @@ class RandomElasticTransform(GeometricLayer, RandomLayer):
         ValueError: a bad argument (naming it) or an input that is not rank 3 or 4.
     """
 
+    _scale: tuple[float, float]  # set by _set_factor
+
     def __init__(
         self,
         factor: float | tuple[float, float] = 1.0,
@@ -118,20 +119,17 @@ class RandomElasticTransform(GeometricLayer, RandomLayer):
             self._fail("fill_mode", f"must be one of {FILL_MODES}", fill_mode)
         if not _is_number(fill_value):
             self._fail("fill_value", "must be a finite number", fill_value)
-        self.factor, self.scale = factor, scale
-        self._factor = from_zero_pair(self, "factor", factor)
-        self._scale = from_zero_pair(self, "scale", scale)
+        self._set_factor(factor)
+        self._set_factor(scale, "scale")
         self.interpolation, self.fill_mode, self.fill_value = interpolation, fill_mode, fill_value
-        self.value_range = value_range
-        self._range = _value_range(self, value_range)
+        self._set_value_range(value_range, strict=False)  # nothing divides by high - low
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        n, dev = batch.shape[0], batch.device
-        h, w = self._hw(batch)
-        probability = self._uniform(n, self._factor[0], self._factor[1], dev, generator)
+        n, dev = images.shape[0], images.device
+        h, w = self._hw(images)
+        probability = self._draw_factor(images, generator)
         apply = self._uniform(n, 0.0, 1.0, dev, generator) < probability
-        distortion = self._uniform(n, self._scale[0], self._scale[1], dev, generator)
+        distortion = self._draw_factor(images, generator, self._scale)
         noise = self._randn((2, n, h, w), dev, generator)
         return {
             "apply_transform": apply,
@@ -171,7 +169,9 @@ class RandomElasticTransform(GeometricLayer, RandomLayer):
         )
 
     def transform_images(self, images: torch.Tensor, params: Any) -> torch.Tensor:
-        return super().transform_images(images, params).clamp(*self._range)
+        x = self._to_nchw(self._to_float(images))
+        out = self.warp(x, params, self._image_interpolation).clamp(*self._range)
+        return self._from_nchw(out)
 
     def move_boxes(self, boxes: torch.Tensor, params: Any, height: int, width: int):
         src = self.source_grid(params, height, width) + 0.5  # continuous coordinates

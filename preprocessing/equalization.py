@@ -6,8 +6,8 @@ from typing import Any
 
 import torch
 
-from ._photometric import from_255, to_255, value_range_pair
-from .base import Layer
+from ._photometric import from_255, to_255
+from .base import MAX_BINS, Layer, check_int
 
 
 def equalize(x: torch.Tensor, bins: int) -> torch.Tensor:
@@ -54,7 +54,8 @@ class Equalization(Layer):
 
     Args:
         value_range: ``(low, high)`` of the input values (low < high), default (0, 255).
-        bins: the number of histogram bins, an int >= 2 (default 256).
+        bins: the number of histogram bins, an int in [2, 65536] (default 256;
+            ``preprocessing.base.MAX_BINS``: a histogram per image and channel).
         data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
             package default, ``preprocessing.image_data_format()``.
         dtype: a dtype policy name or None (``preprocessing.dtype_policy``).
@@ -84,20 +85,18 @@ class Equalization(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(data_format=data_format, dtype=dtype, **kwargs)
-        self.value_range, self.bins = value_range, bins
-        self._range = value_range_pair(self, value_range)
-        if isinstance(bins, bool) or not isinstance(bins, int) or bins < 2:
-            self._fail("bins", "must be an int >= 2", bins)
+        self._set_value_range(value_range)
+        self.bins = bins
+        check_int(self, "bins", bins, 2, high=MAX_BINS)
 
     def get_random_transformation(self, images: torch.Tensor, generator: object = None):
         return {}  # deterministic, but identity in eval() (_random)
 
     def transform_images(self, images: torch.Tensor, params: object = None) -> torch.Tensor:
-        batch, single = self._as_batch(images)
-        x = self._to_nchw(self._to_float(batch))
+        x = self._to_nchw(self._to_float(images))
         lo, hi = self._range
         y = to_255(x, lo, hi)
         b, c, h, w = y.shape
         out = equalize(y.reshape(b * c, h * w), self.bins).reshape(b, c, h, w)
         out = from_255(out, lo, hi)
-        return self._unbatch(self._from_nchw(out), single)
+        return self._from_nchw(out)

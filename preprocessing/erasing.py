@@ -8,8 +8,7 @@ from typing import Any
 import torch
 
 from . import _regions
-from .base import RandomLayer, _is_number, from_zero_pair
-from .contrast import _value_range
+from .base import RandomLayer, _is_number
 
 
 class RandomErasing(RandomLayer):
@@ -56,6 +55,8 @@ class RandomErasing(RandomLayer):
         4
     """
 
+    _scale: tuple[float, float]  # set by _set_factor
+
     def __init__(
         self,
         factor: float | tuple[float, float] = 1.0,
@@ -68,22 +69,19 @@ class RandomErasing(RandomLayer):
         **kwargs: Any,
     ) -> None:
         super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self.factor, self.scale = factor, scale
-        self._factor = from_zero_pair(self, "factor", factor)
-        self._scale = from_zero_pair(self, "scale", scale)
+        self._set_factor(factor)
+        self._set_factor(scale, "scale")
         ok = fill_value is None or _is_number(fill_value)
         if isinstance(fill_value, (list, tuple)):
             ok = len(fill_value) > 0 and all(_is_number(v) for v in fill_value)
         if not ok:
             self._fail("fill_value", "must be None, a number or one number per channel", fill_value)
         self.fill_value = fill_value
-        self.value_range = value_range
-        self._range = _value_range(self, value_range)
+        self._set_value_range(value_range, strict=False)  # nothing divides by high - low
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        n, dev = batch.shape[0], batch.device
-        h, w = self._hw(batch)
+        n, dev = images.shape[0], images.device
+        h, w = self._hw(images)
         u = self._rand((6, n), dev, generator)
         lo, hi = self._scale
         side = torch.sqrt(lo + (hi - lo) * u[0:2])  # Keras's mix_weight: [width, height]
@@ -93,7 +91,7 @@ class RandomErasing(RandomLayer):
         params = {"corners": torch.stack([x0, x1, y0, y1], 1), "apply_erasing": u[5] < p}
         if self.fill_value is None:
             # Noise for the largest window the scale allows, read from its top-left corner.
-            c = batch.shape[self._channel_axis]
+            c = images.shape[self._channel_axis]
             most_h = min(h, math.ceil(math.sqrt(hi) * h) + 1)
             most_w = min(w, math.ceil(math.sqrt(hi) * w) + 1)
             params["noise"] = self._randn((n, c, most_h, most_w), dev, generator)
@@ -114,8 +112,7 @@ class RandomErasing(RandomLayer):
         return fill.clamp(*self._range).to(x.dtype)
 
     def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
-        batch, single = self._as_batch(images)
-        x = self._to_nchw(self._to_float(batch))
+        x = self._to_nchw(self._to_float(images))
         h, w = x.shape[2], x.shape[3]
         window = _regions.pixel_window(params["corners"], h, w)
         low, high = self._range
@@ -126,7 +123,7 @@ class RandomErasing(RandomLayer):
             fill = (noise.to(x.device) * high).clamp_(low, high).to(x.dtype)
         active = params["apply_erasing"]
         if _regions.on_host(x):
-            out = x.clone() if x.data_ptr() == batch.data_ptr() else x  # keep the input
+            out = x.clone() if x.data_ptr() == images.data_ptr() else x  # keep the input
             if noise is None:
                 pick = lambda i, y0, y1, x0, x1: fill  # noqa: E731
             else:
@@ -146,4 +143,4 @@ class RandomErasing(RandomLayer):
                 )
                 fill = fill.gather(3, cols.view(-1, 1, 1, w).expand(-1, fill.shape[1], h, w))
             out = torch.where(mask, fill, x)
-        return self._unbatch(self._from_nchw(out), single)
+        return self._from_nchw(out)

@@ -108,8 +108,7 @@ class RandomFlip(AffineLayer):
         return None  # exact copies: joins any run of matrix layers in a Pipeline
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        n, dev = batch.shape[0], batch.device
+        n, dev = images.shape[0], images.device
         # Two independent coins per image, always drawn, so a seed gives the same
         # horizontal decisions whatever the mode.
         coins = self._uniform(2 * n, 0.0, 1.0, dev, generator) < 0.5
@@ -138,12 +137,10 @@ class RandomFlip(AffineLayer):
         return flip_batch(x, params["flip_h"], params["flip_v"], 2, 3, self.mode)
 
     def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
-        batch, single = self._as_batch(images)
-        h_axis, w_axis = (2, 3) if self.data_format == "channels_first" else (1, 2)
-        x = self._to_float(batch)
-        out = flip_batch(x, params["flip_h"], params["flip_v"], h_axis, w_axis, self.mode)
-        return self._unbatch(out, single)
+        h_axis, w_axis = self._spatial_axes
+        x = self._to_float(images)
+        return flip_batch(x, params["flip_h"], params["flip_v"], h_axis, w_axis, self.mode)
 
     def transform_segmentation_masks(self, masks: torch.Tensor, params: Any) -> torch.Tensor:
-        h_axis, w_axis = (2, 3) if self.data_format == "channels_first" else (1, 2)
+        h_axis, w_axis = self._spatial_axes
         return flip_batch(masks, params["flip_h"], params["flip_v"], h_axis, w_axis, self.mode)

@@ -8,8 +8,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ._photometric import _eager_cpu, apply_where, value_range_pair
-from .base import RandomLayer, from_zero_pair
+from ._photometric import _eager_cpu, apply_where
+from .base import MAX_KERNEL_SIZE, RandomLayer
 
 
 def gaussian_taps(sigma: torch.Tensor, size: int) -> torch.Tensor:
@@ -131,9 +131,14 @@ def _blur_chunks(
 def _kernel_size(layer: RandomLayer, value: Any) -> tuple[int, int]:
     pair = value if isinstance(value, (list, tuple)) else (value, value)
     if len(pair) != 2 or not all(
-        isinstance(k, int) and not isinstance(k, bool) and k >= 1 and k % 2 == 1 for k in pair
+        isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= MAX_KERNEL_SIZE and k % 2
+        for k in pair
     ):
-        layer._fail("kernel_size", "must be an odd int >= 1 or a pair of them (x, y)", value)
+        layer._fail(
+            "kernel_size",
+            f"must be an odd int in [1, {MAX_KERNEL_SIZE}] or a pair of them (x, y)",
+            value,
+        )
     return int(pair[0]), int(pair[1])
 
 
@@ -154,7 +159,8 @@ class RandomGaussianBlur(RandomLayer):
         factor: a number ``a`` in [0, 1] draws ``p`` from ``[0, a]``; a pair ``(lo, hi)``
             (``0 <= lo <= hi <= 1``) from ``[lo, hi]``. Default 1.0.
         kernel_size: the kernel's size in pixels, an odd int (default 3), or a pair of odd
-            ints (along x, along y).
+            ints (along x, along y); at most 511 (``preprocessing.base.MAX_KERNEL_SIZE``:
+            the image is padded by half of it).
         sigma: a number ``s >= 0`` draws each deviation from ``[0, s]``, a pair
             ``(lo, hi)`` (``0 <= lo <= hi``) from ``[lo, hi]``; in pixels. Default 1.0.
         value_range: ``(low, high)`` of the input values (low < high), default (0, 255).
@@ -179,6 +185,8 @@ class RandomGaussianBlur(RandomLayer):
         tensor([0.0000, 0.1238, 0.2042, 0.1238, 0.0000])
     """
 
+    _sigma: tuple[float, float]  # set by _set_factor
+
     def __init__(
         self,
         factor: float | tuple[float, float] = 1.0,
@@ -191,25 +199,21 @@ class RandomGaussianBlur(RandomLayer):
         **kwargs: Any,
     ) -> None:
         super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self.factor, self.kernel_size, self.sigma = factor, kernel_size, sigma
-        self.value_range = value_range
-        self._factor = from_zero_pair(self, "factor", factor)
-        self._size = _kernel_size(self, kernel_size)
-        self._sigma = from_zero_pair(self, "sigma", sigma, high=math.inf)
-        self._range = value_range_pair(self, value_range)
+        self._set_factor(factor)
+        self.kernel_size, self._size = kernel_size, _kernel_size(self, kernel_size)
+        self._set_factor(sigma, "sigma", bounds=(0.0, math.inf))
+        self._set_value_range(value_range)
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        n, dev = batch.shape[0], batch.device
-        p = self._uniform(n, *self._factor, dev, generator)
+        n, dev = images.shape[0], images.device
+        p = self._draw_factor(images, generator)
         apply = self._rand((n,), dev, generator) < p
         lo, hi = self._sigma
         sigma = lo + (hi - lo) * self._rand((n, 2), dev, generator) + 1e-6
         return {"should_apply_blur": apply, "blur_factor": sigma}
 
     def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
-        batch, single = self._as_batch(images)
-        x = self._to_nchw(self._to_float(batch))
+        x = self._to_nchw(self._to_float(images))
         sigma, (low, high) = params["blur_factor"], self._range
         # Every output is clipped: blur clips its images while they are in cache, and
         # the images left as they were are clipped on their way into the output.
@@ -219,4 +223,4 @@ class RandomGaussianBlur(RandomLayer):
             lambda s, i: blur(s, sigma[i], self._size, clip=(low, high)),
             rest=lambda s: s.clamp(low, high),
         )
-        return self._unbatch(self._from_nchw(out), single)
+        return self._from_nchw(out)

@@ -193,10 +193,9 @@ class GeometricLayer(Layer):
         return (shape[-2], shape[-1]) if self.data_format == "channels_first" else shape[-3:-1]
 
     def transform_images(self, images: torch.Tensor, params: Any) -> torch.Tensor:
-        batch, single = self._as_batch(images)
-        x = self._to_nchw(self._to_float(batch))
+        x = self._to_nchw(self._to_float(images))
         out = self.warp(x, params, self._image_interpolation)
-        return self._unbatch(self._from_nchw(out), single)
+        return self._from_nchw(out)
 
     def transform_segmentation_masks(self, masks: torch.Tensor, params: Any) -> torch.Tensor:
         x = self._to_nchw(masks)

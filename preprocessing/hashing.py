@@ -9,7 +9,7 @@ import torch
 
 from . import _categorical as cat
 from . import _hash
-from .base import Layer, check_bool
+from .base import MAX_ENCODING_DEPTH, MAX_INT64, Layer, check_bool
 
 
 def _check_salt(layer: Layer, salt: Any) -> list[int] | None:
@@ -33,9 +33,11 @@ def _is_strings(x: Any) -> bool:
     return np.asarray(x).dtype.kind in "USO"
 
 
-def _hash_any(layer: Layer, x: Any, salt, encoding: str = "utf-8") -> tuple[torch.Tensor, Any]:
-    """int64 hashes (uint64 bits) of strings or integers (floats are truncated to int64
-    first, as Keras); returns ``(hashes shaped like x, the values as tensor or array)``."""
+def _buckets(layer: Layer, x: Any, salt, bins: int) -> tuple[torch.Tensor, Any]:
+    """``hash % bins`` of strings or integers (floats are truncated to int64 first, as
+    Keras), int64; returns ``(buckets shaped like x, the values as tensor or array)``.
+    Strings are hashed and reduced in numpy (a compiled binding where installed:
+    ``_hash_native``), integers in torch (any device, ``torch.export``)."""
     if _is_strings(x):
         arr = np.asarray(x)
         flat = arr.reshape(-1)
@@ -43,14 +45,26 @@ def _hash_any(layer: Layer, x: Any, salt, encoding: str = "utf-8") -> tuple[torc
             flat = flat.tolist()
             if not all(isinstance(v, (str, bytes)) for v in flat):
                 layer._fail("input", "must hold only strings (or be numeric)", arr.dtype)
-        return _hash.hash_strings(flat, salt, encoding).reshape(arr.shape), arr
+        out = _hash.string_buckets(flat, salt, bins, "utf-8")
+        return torch.from_numpy(out.reshape(arr.shape)), arr
     t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
     if t.is_complex() or t.dtype == torch.bool:
         layer._fail("input", "must be strings or numbers", f"dtype {t.dtype}")
     if t.is_floating_point():
         t = t.to(torch.int64)  # Keras: floats are first normalised to int64
     t = t.to(torch.int64)
-    return _hash.hash_int64(t, salt).reshape(t.shape), t
+    return _hash.unsigned_mod(_hash.hash_int64(t, salt).reshape(t.shape), bins), t
+
+
+def _check_encoded_bins(layer: Any) -> None:
+    """An encoding's rows are ``num_bins`` wide: bounded (``int`` mode allocates nothing)."""
+    if layer.output_mode != "int" and layer.num_bins > MAX_ENCODING_DEPTH:
+        layer._fail(
+            "num_bins",
+            f"must be at most {MAX_ENCODING_DEPTH} with output_mode={layer.output_mode!r} "
+            "(the width of every output row)",
+            layer.num_bins,
+        )
 
 
 def _int_or_float_dtype(layer: Layer, dtype: Any, output_mode: Any, num_bins: int) -> str:
@@ -70,7 +84,9 @@ class Hashing(Layer):
     SipHash-2-4 keyed by the salt. Outputs equal Keras's for the same inputs.
 
     Args:
-        num_bins: the number of bins, the mask bin included (1 to 2**63 - 1: int64 outputs).
+        num_bins: the number of bins, the mask bin included: 1 to 2**63 - 1 in ``int``
+            mode (int64 outputs), at most 2**24 in the encodings (``preprocessing.base.
+            MAX_ENCODING_DEPTH``: every output row is this wide).
         mask_value: a value sent to bin 0 (the others hash into ``1 .. num_bins - 1``);
             None (default): no mask bin.
         salt: an int (used for both keys) or a pair of ints: SipHash-2-4 keys; None:
@@ -113,7 +129,7 @@ class Hashing(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.num_bins = cat.check_int(self, "num_bins", num_bins, 1, high=2**63 - 1)
+        self.num_bins = cat.check_int(self, "num_bins", num_bins, 1, high=MAX_INT64)
         out_name = _int_or_float_dtype(self, dtype, output_mode, num_bins)
         self.dtype, self._out_dtype = out_name, cat.torch_dtype(out_name)
         if mask_value is not None and (
@@ -125,6 +141,7 @@ class Hashing(Layer):
         self.output_mode = cat.check_choice(
             self, "output_mode", output_mode, ("int", "one_hot", "multi_hot", "count")
         )
+        _check_encoded_bins(self)
         self.sparse = check_bool(self, "sparse", sparse)
         if self.sparse and self.output_mode == "int":
             self._fail("sparse", "needs output_mode other than 'int'", True)
@@ -134,8 +151,7 @@ class Hashing(Layer):
         masked = self.mask_value is not None and bins > 1
         if masked:
             bins -= 1
-        h, values = _hash_any(self, inputs, self.salt)
-        out = _hash.unsigned_mod(h, bins)
+        out, values = _buckets(self, inputs, self.salt, bins)
         if masked:
             out = torch.where(self._mask_positions(values), 0, out + 1)
         out = cat.encode(out, self.output_mode, self.num_bins, self._out_dtype)
@@ -167,7 +183,8 @@ class HashedCrossing(Layer):
     integer (TensorFlow's ``SparseCrossHashed``). Outputs equal Keras's.
 
     Args:
-        num_bins: the number of bins (1 to 2**63 - 1).
+        num_bins: the number of bins (1 to 2**63 - 1; at most 2**24 for ``one_hot``:
+            ``preprocessing.base.MAX_ENCODING_DEPTH``).
         output_mode: ``"int"`` (default) or ``"one_hot"``.
         sparse: a torch sparse COO tensor for ``one_hot``.
         dtype: the output dtype (Keras's): ``int`` mode ``"int64"`` (default) or
@@ -202,10 +219,11 @@ class HashedCrossing(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.num_bins = cat.check_int(self, "num_bins", num_bins, 1, high=2**63 - 1)
+        self.num_bins = cat.check_int(self, "num_bins", num_bins, 1, high=MAX_INT64)
         out_name = _int_or_float_dtype(self, dtype, output_mode, num_bins)
         self.dtype, self._out_dtype = out_name, cat.torch_dtype(out_name)
         self.output_mode = cat.check_choice(self, "output_mode", output_mode, ("int", "one_hot"))
+        _check_encoded_bins(self)
         self.sparse = check_bool(self, "sparse", sparse)
         if self.sparse and self.output_mode == "int":
             self._fail("sparse", "needs output_mode='one_hot'", True)

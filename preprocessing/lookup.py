@@ -14,7 +14,11 @@ bytes concatenated in ``vocabulary_bytes`` (uint8) with their end offsets in
 ``get_config()["vocabulary"]`` as the JSON list ``get_vocabulary()`` returns (special
 tokens first), with ``idf_weights`` beside it. So ``layer_from_config(serialize_layer(l))``
 alone rebuilds an adapted layer, and ``load_state_dict`` loads a vocabulary into any layer
-of the same class and arguments (the buffers take the checkpoint's sizes).
+of the same class and arguments (the buffers take the checkpoint's sizes). A checkpoint's
+vocabulary passes the checks a ``vocabulary=`` argument does, before any buffer changes:
+at most ``max_tokens`` entries, no repeats, the special tokens only first; for
+StringLookup, ``vocabulary_ends`` non-negative, non-decreasing and within
+``vocabulary_bytes``, the bytes UTF-8; ``idf_weights`` finite, one per index.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import torch
 
 from . import _categorical as cat
 from . import _hash
-from .base import Layer, check_bool
+from .base import MAX_ENCODING_DEPTH, Layer, check_bool
 
 
 class _IndexLookup(Layer):
@@ -43,8 +47,12 @@ class _IndexLookup(Layer):
     idf_weights: torch.Tensor
 
     def _init_lookup(self, args: dict[str, Any]) -> None:
+        # No bound of its own: it only caps the vocabulary (the encodings' width is bounded
+        # below, with pad_to_max_tokens).
         self.max_tokens = cat.check_int(self, "max_tokens", args["max_tokens"], 2, optional=True)
-        self.num_oov_indices = cat.check_int(self, "num_oov_indices", args["num_oov_indices"], 0)
+        self.num_oov_indices = cat.check_int(
+            self, "num_oov_indices", args["num_oov_indices"], 0, high=MAX_ENCODING_DEPTH
+        )
         self.invert = check_bool(self, "invert", args["invert"])
         mode = args["output_mode"]
         mode = {"binary": "multi_hot", "tf-idf": "tf_idf"}.get(mode, mode)
@@ -55,6 +63,18 @@ class _IndexLookup(Layer):
         self.salt = self._check_salt(args["salt"])
         if self.pad_to_max_tokens and self.max_tokens is None:
             self._fail("pad_to_max_tokens", "needs max_tokens", True)
+        if (
+            self.pad_to_max_tokens
+            and self.output_mode != "int"
+            and self.max_tokens is not None
+            and self.max_tokens > MAX_ENCODING_DEPTH
+        ):
+            self._fail(
+                "max_tokens",
+                f"must be at most {MAX_ENCODING_DEPTH} with pad_to_max_tokens (the width of "
+                f"every {self.output_mode} row)",
+                self.max_tokens,
+            )
         if self.invert and self.output_mode != "int":
             self._fail("output_mode", "must be 'int' when invert=True", self.output_mode)
         if self.sparse and self.output_mode == "int":
@@ -197,10 +217,33 @@ class _IndexLookup(Layer):
         self._config_values = {"vocabulary": vocab, "idf_weights": idf}
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # A checkpoint is data: its vocabulary passes the checks a vocabulary= argument
+        # does (set_vocabulary), before any buffer changes, so a bad one leaves the layer
+        # as it was instead of silently remapping tokens.
+        tokens = self._tokens_from_state(state_dict, prefix)
+        if tokens is not None:
+            self._check_tokens(tokens, self.get_vocabulary()[: self._token_start_index()])
+            self._check_idf_state(state_dict.get(prefix + "idf_weights"), len(tokens))
         cat.resize_buffers_from(self, state_dict, prefix, self._state_buffers + ("idf_weights",))
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self._read_buffers()
         self._sync_config()
+
+    def _check_idf_state(self, idf: Any, num_tokens: int) -> None:
+        """A checkpoint's ``idf_weights``: finite, one per index (or ``max_tokens`` with
+        ``pad_to_max_tokens``), as ``set_vocabulary`` makes them."""
+        if not isinstance(idf, torch.Tensor) or idf.numel() == 0:
+            return
+        size = self._token_start_index() + num_tokens
+        sizes = {size, self._padded_size()} if self.pad_to_max_tokens else {size}
+        if idf.ndim != 1 or idf.shape[0] not in sizes:
+            self._fail("state_dict['idf_weights']", f"must be 1-D with {size} entries", idf.shape)
+        if not bool(torch.isfinite(idf).all()):
+            self._fail("state_dict['idf_weights']", "must be finite", idf[:10].tolist())
+
+    def _tokens_from_state(self, state_dict: dict, prefix: str) -> list | None:
+        """The vocabulary a checkpoint holds (validated), or None when it holds none."""
+        raise NotImplementedError
 
     # ----------------------------------------------------------------- adapt
     def adapt(
@@ -341,8 +384,10 @@ class StringLookup(_IndexLookup):
 
     Args:
         max_tokens: the most indices (special tokens included) ``adapt`` may create; None
-            for no limit; at least 2.
-        num_oov_indices: OOV indices (default 1); with more, an OOV string goes to
+            for no limit; at least 2; with ``pad_to_max_tokens`` in an encoding mode (the
+            width of every output row) at most 2**24 (``preprocessing.base.
+            MAX_ENCODING_DEPTH``); otherwise it only caps the vocabulary.
+        num_oov_indices: OOV indices, 0 to 2**24 (default 1); with more, an OOV string goes to
             ``FarmHash64(s) % num_oov_indices`` (SipHash-2-4 with ``salt``); with 0, an OOV
             input raises.
         mask_token: a token for masked input: index 0 in ``int`` mode, dropped from the
@@ -421,6 +466,28 @@ class StringLookup(_IndexLookup):
         start = self._token_start_index()
         self._index = {t: start + i for i, t in enumerate(self._tokens)}
 
+    def _tokens_from_state(self, state_dict: dict, prefix: str) -> list | None:
+        data = state_dict.get(prefix + "vocabulary_bytes")
+        ends = state_dict.get(prefix + "vocabulary_ends")
+        if data is None and ends is None:
+            return None
+        if not isinstance(data, torch.Tensor) or data.dtype != torch.uint8 or data.ndim != 1:
+            self._fail("state_dict['vocabulary_bytes']", "must be a 1-D uint8 tensor", data)
+        if not isinstance(ends, torch.Tensor) or ends.dtype != torch.int64 or ends.ndim != 1:
+            self._fail("state_dict['vocabulary_ends']", "must be a 1-D int64 tensor", ends)
+        steps = torch.diff(ends, prepend=ends.new_zeros(1))
+        if ends.numel() and (bool((steps < 0).any()) or int(ends[-1]) > data.numel()):
+            self._fail(
+                "state_dict['vocabulary_ends']",
+                f"must be non-negative, non-decreasing end offsets within the {data.numel()} "
+                "vocabulary bytes",
+                ends[:10].tolist(),
+            )
+        try:
+            return cat.unpack_strings(data, ends, "utf-8")
+        except UnicodeDecodeError as e:
+            self._fail("state_dict['vocabulary_bytes']", f"must be UTF-8 text ({e.reason})", e)
+
     def _as_token(self, value: Any, what: str) -> str:
         if isinstance(value, bytes):
             return cat.decode(self, value, self.encoding, what)
@@ -465,8 +532,9 @@ class StringLookup(_IndexLookup):
         if self.num_oov_indices == 1:
             found[missing] = start
         else:
-            h = _hash.hash_strings([flat[i] for i in missing], self.salt, self.encoding)
-            found[missing] = _hash.unsigned_mod(h, self.num_oov_indices).numpy() + start
+            oov = [flat[i] for i in missing]
+            bins = _hash.string_buckets(oov, self.salt, self.num_oov_indices, self.encoding)
+            found[missing] = bins + start
         return found
 
     def _invert(self, inputs: Any) -> np.ndarray:
@@ -557,6 +625,14 @@ class IntegerLookup(_IndexLookup):
     def _read_buffers(self) -> None:
         self._tokens = self.vocabulary.tolist()
         self._derive()
+
+    def _tokens_from_state(self, state_dict: dict, prefix: str) -> list | None:
+        vocab = state_dict.get(prefix + "vocabulary")
+        if vocab is None:
+            return None
+        if not isinstance(vocab, torch.Tensor) or vocab.dtype != torch.int64 or vocab.ndim != 1:
+            self._fail("state_dict['vocabulary']", "must be a 1-D int64 tensor", vocab)
+        return vocab.tolist()
 
     def _derive(self) -> None:
         keys, order = torch.sort(self.vocabulary)

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .base import Layer
+from .base import MAX_BOXES, Layer, check_int
 
 
 class MaxNumBoundingBoxes(Layer):
@@ -20,7 +20,8 @@ class MaxNumBoundingBoxes(Layer):
     through unchanged (the dtype too: this layer computes nothing on pixels).
 
     Args:
-        max_number: the number of boxes per image (an int >= 1).
+        max_number: the number of boxes per image, an int in [1, 65536]
+            (``preprocessing.base.MAX_BOXES``: the output is ``(batch, max_number, 4)``).
         fill_value: the value of added boxes' coordinates and labels; default -1.
         data_format: the images' layout (kept in the config, as every image layer's; the
             boxes do not depend on it). None: ``preprocessing.image_data_format()``.
@@ -56,8 +57,7 @@ class MaxNumBoundingBoxes(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(data_format=data_format, **kwargs)
-        if isinstance(max_number, bool) or not isinstance(max_number, int) or max_number < 1:
-            self._fail("max_number", "must be an int >= 1", max_number)
+        check_int(self, "max_number", max_number, 1, high=MAX_BOXES)
         if isinstance(fill_value, bool) or not isinstance(fill_value, int):
             self._fail("fill_value", "must be an int", fill_value)
         self.max_number, self.fill_value = max_number, fill_value

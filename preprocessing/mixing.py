@@ -13,7 +13,7 @@ import torch
 
 from . import _regions
 from ._random import GAMMA_TRIES, beta_from_gammas, log_standard_gamma
-from .base import RandomLayer, _is_number, from_zero_pair
+from .base import RandomLayer, _is_number
 
 
 class _MixingLayer(RandomLayer):
@@ -128,19 +128,16 @@ class MixUp(_MixingLayer):
         self.alpha = alpha
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        n, dev = batch.shape[0], batch.device
+        n, dev = images.shape[0], images.device
         perm = self._permutation(n, dev, generator)
         weight = self._beta(torch.full((n,), float(self.alpha), device=dev), dev, generator)
         return {"mix_weight": weight, "label_weight": weight, "permutation_order": perm}
 
     def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
-        batch, single = self._as_batch(images)
-        x = self._to_float(batch)
+        x = self._to_float(images)
         w = params["mix_weight"].to(x.device, x.dtype).view(-1, 1, 1, 1)
         # x_perm + w * (x - x_perm): exact when an image is its own partner.
-        out = torch.lerp(self._partner(x, params, "images"), x, w)
-        return self._unbatch(out, single)
+        return torch.lerp(self._partner(x, params, "images"), x, w)
 
     def transform_bounding_boxes(self, bounding_boxes: dict, params: Any) -> dict:
         boxes, labels = bounding_boxes["boxes"], bounding_boxes["labels"]
@@ -216,13 +213,11 @@ class CutMix(_MixingLayer):
         **kwargs: Any,
     ) -> None:
         super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self.factor = factor
-        self._factor = from_zero_pair(self, "factor", factor)
+        self._set_factor(factor)
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        n, dev = batch.shape[0], batch.device
-        h, w = self._hw(batch)
+        n, dev = images.shape[0], images.device
+        h, w = self._hw(images)
         u = self._rand((3, n), dev, generator)
         lo, hi = self._factor
         alpha = (lo + (hi - lo) * u[0, :1] + 1e-6).expand(n)  # one per call, as Keras
@@ -255,10 +250,9 @@ class CutMix(_MixingLayer):
         return torch.where(_regions.window_mask(window, h, w), x.index_select(0, perm), x)
 
     def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
-        batch, single = self._as_batch(images)
-        x = self._to_nchw(self._to_float(batch))
-        out = self._paste(x, self._to_nchw(batch), params)
-        return self._unbatch(self._from_nchw(out), single)
+        x = self._to_nchw(self._to_float(images))
+        out = self._paste(x, self._to_nchw(images), params)
+        return self._from_nchw(out)
 
     def transform_segmentation_masks(self, masks: torch.Tensor, params: Any) -> torch.Tensor:
         # Masks of another size than the images are refused before (``_targets``).

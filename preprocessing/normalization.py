@@ -35,9 +35,15 @@ class Normalization(Layer):
 
     The statistics live in buffers ``mean`` and ``variance`` (in ``state_dict`` and in
     exported programs), float64 without a policy; ``adapt`` computes in float64 whatever
-    the policy. A feature of zero variance is only centred (scale 1, as
-    scikit-learn's ``StandardScaler``; Keras divides by its 1e-7 floor, which turns a value
-    5 off the mean into 5e7); ``adapt`` stores zero for a feature that is constant up to
+    the policy. After ``adapt`` (or ``load_state_dict``) ``get_config()`` carries them as
+    ``mean``/``variance`` too, so ``layer_from_config(serialize_layer(layer))`` alone
+    rebuilds an adapted layer. Statistics from ``adapt`` and from a checkpoint pass the
+    constructor's checks (finite, variance >= 0, shaped like the kept axes) before the
+    layer changes: data holding a NaN or inf raises instead of storing a NaN mean.
+
+    A feature of zero variance is only centred (scale 1, as scikit-learn's
+    ``StandardScaler``; Keras divides by its 1e-7 floor, which turns a value 5 off the mean
+    into 5e7); ``adapt`` stores zero for a feature that is constant up to
     rounding (scikit-learn's bound, ``var <= n eps var + (n eps mean)^2``). Other standard
     deviations are floored at 1e-7, as Keras.
 
@@ -49,8 +55,9 @@ class Normalization(Layer):
     integer inputs come back as float32.
 
     Raises:
-        ValueError: a bad argument, a call before the statistics are known, or an input
-            whose rank or kept-axis sizes do not match.
+        ValueError: a bad argument, a call before the statistics are known, an input
+            whose rank or kept-axis sizes do not match; in ``adapt``, data whose statistics
+            are not finite; in ``load_state_dict``, statistics that are not (naming them).
 
     Example:
         >>> import torch
@@ -89,7 +96,9 @@ class Normalization(Layer):
         self.register_buffer("mean", torch.zeros(0, dtype=self.variable_dtype))
         self.register_buffer("variance", torch.zeros(0, dtype=self.variable_dtype))
         if mean is not None:
-            self._set_stats(self._as_stat("mean", mean), self._as_stat("variance", variance))
+            self._set_stats(
+                self._as_stat("mean", mean), self._as_stat("variance", variance), "mean/variance"
+            )
 
     # ------------------------------------------------------------------ axes
     def _resolve_axis(self, axis: Any) -> tuple[int, ...]:
@@ -119,20 +128,64 @@ class Normalization(Layer):
             shape[axis] = size
         return torch.from_numpy(arr.reshape(shape).copy())
 
-    def _set_stats(self, mean: torch.Tensor, variance: torch.Tensor) -> None:
+    def _check_stats(self, mean: Any, variance: Any, source: str) -> None:
+        """The statistics' rules, wherever they come from: the constructor (``source``
+        ``"mean/variance"``), ``adapt`` (``"adapt data"``) or a checkpoint
+        (``"state_dict"``): float tensors of one shape ``(1|n, 1|n, 1|n)`` with size 1 off
+        the kept axes, finite, the variance >= 0 (a NaN or inf mean would make every output
+        of its feature NaN)."""
+        of = {"adapt data": "the adapted ", "state_dict": "state_dict's "}.get(source, "")
+        for t in (mean, variance):
+            if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+                self._fail(f"{of}mean/variance", "must be float tensors", type(t).__name__)
         if mean.shape != variance.shape:
-            self._fail("mean/variance", "must have the same shape", (mean.shape, variance.shape))
+            shapes = (tuple(mean.shape), tuple(variance.shape))
+            self._fail(f"{of}mean/variance", "must have the same shape", shapes)
+        off = [a for a in range(3) if a not in self._keep]
+        if mean.ndim != 3 or any(mean.shape[a] != 1 for a in off):
+            self._fail(
+                f"{of}mean/variance",
+                f"must have shape (1|n, 1|n, 1|n) with size 1 off the kept axes {self._keep}",
+                tuple(mean.shape),
+            )
+        if not bool(torch.isfinite(mean).all()):
+            why = " (the data holds NaN or inf, or values beyond float64's range)"
+            what = "must be finite" + (why if source == "adapt data" else "")
+            self._fail(f"{of}mean", what, mean.reshape(-1)[:10].tolist())
+        if not bool((torch.isfinite(variance) & (variance >= 0)).all()):
+            got = variance.reshape(-1)[:10].tolist()
+            self._fail(f"{of}variance", "must be finite and >= 0", got)
+
+    def _set_stats(self, mean: torch.Tensor, variance: torch.Tensor, source: str) -> None:
+        self._check_stats(mean, variance, source)
         device = self.mean.device
         self.mean = mean.to(device=device, dtype=self.variable_dtype)
         self.variance = variance.to(device=device, dtype=self.variable_dtype)
+        if source != "mean/variance":  # learnt: the config carries them (get_config)
+            learnt = {"mean": self.mean, "variance": self.variance}
+            self._config_values = {k: self._as_config(v) for k, v in learnt.items()}
+
+    def _as_config(self, stat: torch.Tensor) -> Any:
+        """A statistic as the constructor's ``mean=``/``variance=`` takes it: a number, or
+        nested lists shaped like the kept axes (``_as_stat``'s inverse)."""
+        if not self._keep:
+            return float(stat.reshape(-1)[0])
+        off = tuple(a for a in range(3) if a not in self._keep)
+        return stat.squeeze(off).tolist() if off else stat.tolist()
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        mean, var = state_dict.get(prefix + "mean"), state_dict.get(prefix + "variance")
+        learnt = [t for t in (mean, var) if isinstance(t, torch.Tensor) and t.numel()]
+        if learnt:  # checked before any buffer changes: a bad checkpoint changes nothing
+            self._check_stats(mean, var, "state_dict")
         # The buffers' shapes are only known once adapted; take them from the checkpoint.
         for name in ("mean", "variance"):
             key = prefix + name
             if key in state_dict:
                 setattr(self, name, torch.empty_like(state_dict[key], dtype=self.variable_dtype))
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        if learnt:
+            self._set_stats(self.mean, self.variance, "state_dict")
 
     # --------------------------------------------------------------- tabular
     @staticmethod
@@ -189,18 +242,16 @@ class Normalization(Layer):
         return super().forward(data, generator)
 
     def transform_images(self, images: torch.Tensor, params: Any = None) -> torch.Tensor:
-        batch, single = self._as_batch(images)
         if self.mean.numel() == 0:
             raise ValueError("Normalization: no statistics; call adapt() or pass mean and variance")
-        self._check_kept_sizes(batch)
-        x = self._to_float(batch)
+        self._check_kept_sizes(images)
+        x = self._to_float(images)
         # Zero variance: scale 1 (scikit-learn); otherwise Keras's floor on the deviation.
         std = torch.where(self.variance == 0, 1.0, self.variance.sqrt().clamp_min(_EPSILON))
         mean, std = self.mean.to(x.dtype), std.to(x.dtype)
         # One fresh tensor, then in place: a second full-size allocation costs as much
         # as the arithmetic on CPU.
-        out = (x * std).add_(mean) if self.invert else (x - mean).div_(std)
-        return self._unbatch(out, single)
+        return (x * std).add_(mean) if self.invert else (x - mean).div_(std)
 
     def _check_kept_sizes(self, batch: torch.Tensor) -> None:
         """Each kept axis must match the statistics (or they are size 1 and broadcast);
@@ -242,8 +293,9 @@ class Normalization(Layer):
         for large values or float16 input.
 
         Raises:
-            ValueError: ``data`` is empty, an element has the wrong rank, or the kept
-                axes change size between batches.
+            ValueError: ``data`` is empty, an element has the wrong rank, the kept axes
+                change size between batches, or the data holds NaN or inf (the statistics
+                would not be finite; the layer keeps the ones it had).
         """
         if steps is not None and (
             isinstance(steps, bool) or not isinstance(steps, int) or steps < 1
@@ -267,7 +319,8 @@ class Normalization(Layer):
         # variance after rounding is zero (scale 1), not a tiny deviation to divide by.
         eps = float(np.finfo(np.float64).eps)
         constant = var <= count * eps * var + (count * mean * eps) ** 2
-        self._set_stats(mean, torch.where(constant, torch.zeros_like(var), var))
+        var = torch.where(constant, torch.zeros_like(var), var)
+        self._set_stats(mean, var, "adapt data")  # the constructor's rules; config too
 
     def _stream_moments(self, batches: Any, steps: int | None, bar: Any) -> tuple:
         """(count, mean, M2) of all ``batches`` (mean None when there was no element)."""

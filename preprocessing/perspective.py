@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from .affine import AffineLayer
-from .base import _is_number, from_zero_pair
+from .base import _is_number
 
 
 def homography(start: torch.Tensor, end: torch.Tensor) -> torch.Tensor:
@@ -85,15 +85,14 @@ class RandomPerspective(AffineLayer):
         )
         if not _is_number(scale) or not 0.0 <= scale <= 1.0:
             self._fail("scale", "must be a number in [0, 1]", scale)
-        self.factor, self.scale = factor, scale
-        self._factor = from_zero_pair(self, "factor", factor)
+        self._set_factor(factor)
+        self.scale = scale
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        n, dev = batch.shape[0], batch.device
-        h, w = self._hw(batch)
+        n, dev = images.shape[0], images.device
+        h, w = self._hw(images)
         # Keras's order of draws: probability, threshold, corner offsets.
-        probability = self._uniform(n, self._factor[0], self._factor[1], dev, generator)
+        probability = self._draw_factor(images, generator)
         apply = self._uniform(n, 0.0, 1.0, dev, generator) < probability
         half = 0.5 * float(self.scale)
         offsets = self._uniform(n * 8, -half, half, dev, generator).view(n, 4, 2)

@@ -97,13 +97,13 @@ class Pipeline(Layer):
         self._config_values = {"layers": [serialize_layer(x) for x in built]}
 
     def forward(self, data: Any, generator: Any = None) -> Any:
-        if isinstance(data, dict):
+        is_dict = isinstance(data, dict)
+        if is_dict:
             _targets.check_keys(self, data)
-            batch, single = self._as_batch(data["images"])
-            x: Any = dict(data, images=self._unbatch(self._to_float(batch), single))
-        else:
-            batch, single = self._as_batch(data)
-            x = self._unbatch(self._to_float(batch), single)
+        batch, single = self._as_batch(data["images"] if is_dict else data)
+        x: Any = self._unbatch(self._to_float(batch), single)
+        if is_dict:
+            x = dict(data, images=x)
         for group in _groups([cast(Layer, m) for m in self.layers]):
             anchor = None
             if len(group) > 1:  # only AffineLayers form groups of several
@@ -127,7 +127,7 @@ class Pipeline(Layer):
         h, w = self._hw(batch)
         matrix = None
         for layer in group:
-            m = layer.matrix(layer.get_random_transformation(batch, generator), h, w)
+            m = layer.matrix(layer._call_hook("get_random_transformation", batch, generator), h, w)
             # Layer A then B samples the input at M_A @ M_B @ p.
             matrix = m if matrix is None else matrix @ m
         params: dict[str, Any] = {

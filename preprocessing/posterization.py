@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 
-from ._photometric import from_255, to_255, value_range_pair
-from .base import RandomLayer, _is_number, ordered_pair
+from ._photometric import FactorLayer, from_255, to_255
+from .base import _is_number
 
 
-class RandomPosterization(RandomLayer):
+class RandomPosterization(FactorLayer):
     """Keep only the ``bits`` most significant bits of each 8-bit channel value, ``bits``
     drawn per image (Keras 3's ``RandomPosterization``; PIL's ``ImageOps.posterize``).
 
@@ -41,37 +41,27 @@ class RandomPosterization(RandomLayer):
         tensor([[[  0.,   0.,  64., 192., 192.]]])
     """
 
-    def __init__(
-        self,
-        factor: int | tuple[int, int],
-        value_range: tuple[float, float] = (0, 255),
-        data_format: str | None = None,
-        seed: int | None = None,
-        dtype: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self.factor, self.value_range = factor, value_range
-        pair: tuple[Any, Any] = (
-            (1, factor)
-            if _is_number(factor)
-            else ordered_pair(self, "factor", factor, 1, 8, symmetric=False)
-        )
-        if not all(float(b).is_integer() and 1 <= b <= 8 for b in pair):
-            self._fail("factor", "must be an int in [1, 8] or a pair of them", factor)
-        self._bits = (int(pair[0]), int(pair[1]))
-        self._range = value_range_pair(self, value_range)
+    _factor_bounds = (1, 8)  # bits kept; a number b reads (1, b)
+    _bits: tuple[int, int]
+
+    def _take_factor(self, factor: Any) -> None:
+        ints = "must be an int in [1, 8] or a pair of them"
+        bits = cast(float, factor)
+        if _is_number(factor) and not (float(bits).is_integer() and 1 <= bits <= 8):
+            self._fail("factor", ints, factor)
+        lo, hi = self._set_factor(factor, bounds=self._factor_bounds)
+        if not (lo.is_integer() and hi.is_integer()):
+            self._fail("factor", ints, factor)
+        self._bits = (int(lo), int(hi))
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
         lo, hi = self._bits
-        u = self._rand((batch.shape[0],), batch.device, generator)
+        u = self._rand((images.shape[0],), images.device, generator)
         bits = (lo + (u * (hi - lo + 1)).floor()).clamp_(max=hi).to(torch.uint8)
         return {"shift_factor": 8 - bits}
 
     def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
-        batch, single = self._as_batch(images)
-        x = self._to_float(batch)
+        x = self._to_float(images)
         lo, hi = self._range
         q = to_255(x, lo, hi)
         # Truncating to an int and clearing the low s bits is floor(v / 2**s) * 2**s for
@@ -79,5 +69,4 @@ class RandomPosterization(RandomLayer):
         step = torch.pow(2.0, params["shift_factor"].to(x.dtype)).view(-1, 1, 1, 1)
         q = q.clamp(0.0, 255.0) if q is x else q.clamp_(0.0, 255.0)
         q = q.div_(step).floor_().mul_(step)
-        out = from_255(q, lo, hi)
-        return self._unbatch(out, single)
+        return from_255(q, lo, hi)

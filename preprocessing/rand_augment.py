@@ -8,9 +8,8 @@ from typing import Any
 import torch
 
 from ._augment_ops import apply_slot, build_ops, draw_slots
-from ._photometric import value_range_pair
 from .affine import INTERPOLATIONS
-from .base import RandomLayer, from_zero_pair
+from .base import MAX_OPS, RandomLayer, check_int
 from .bounding_boxes import check_format
 
 OPS = (
@@ -52,7 +51,8 @@ class RandAugment(RandomLayer):
 
     Args:
         value_range: ``(low, high)`` of the input values (low < high), default (0, 255).
-        num_ops: operations per image, an int >= 0 (default 2).
+        num_ops: operations per image, an int in [0, 32] (default 2;
+            ``preprocessing.base.MAX_OPS``: each is a pass over the batch).
         factor: the magnitude, a number ``f`` in [0, 1] meaning ``(0, f)`` or a pair
             ``(lower, upper)`` in [0, 1]; default 0.5.
         interpolation: ``"bilinear"`` (default) or ``"nearest"``, for the geometric ops.
@@ -96,18 +96,16 @@ class RandAugment(RandomLayer):
         **kwargs: Any,
     ) -> None:
         super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self.value_range, self.num_ops, self.factor = value_range, num_ops, factor
-        self.interpolation, self.bounding_box_format = interpolation, bounding_box_format
-        value_range_pair(self, value_range)
-        if isinstance(num_ops, bool) or not isinstance(num_ops, int) or num_ops < 0:
-            self._fail("num_ops", "must be an int >= 0", num_ops)
+        self.num_ops, self.interpolation = num_ops, interpolation
+        self.bounding_box_format = bounding_box_format
+        self._set_value_range(value_range)
+        check_int(self, "num_ops", num_ops, 0, high=MAX_OPS)
         if interpolation not in INTERPOLATIONS:
             self._fail("interpolation", f"must be one of {INTERPOLATIONS}", interpolation)
         check_format(self, bounding_box_format)
-        magnitude = from_zero_pair(self, "factor", factor)
         self.ops = build_ops(
             OPS,
-            magnitude,
+            self._set_factor(factor),  # the magnitude range (lower, upper)
             value_range,
             interpolation,
             seed,
@@ -119,13 +117,12 @@ class RandAugment(RandomLayer):
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
         """``{"layer_idxes": (B, num_ops) int64 op indices, "transforms": [one dict per
         slot: {op name: that op's parameters for the batch}]}``."""
-        batch, _ = self._as_batch(images)
-        n, dev = batch.shape[0], batch.device
+        n, dev = images.shape[0], images.device
         u = self._rand((n, self.num_ops), dev, generator)
         choice = (u * len(self.ops)).to(torch.int64).clamp_(max=len(self.ops) - 1)
         return {
             "layer_idxes": choice,
-            "transforms": draw_slots(self.ops, batch, self.num_ops, generator),
+            "transforms": draw_slots(self.ops, images, self.num_ops, generator),
         }
 
     def _per_slot(self, method: str, value: Any, params: dict[str, Any], n: int) -> Any:
@@ -135,9 +132,7 @@ class RandAugment(RandomLayer):
         return value
 
     def transform_images(self, images: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
-        batch, single = self._as_batch(images)
-        out = self._per_slot("transform_images", self._to_float(batch), params, batch.shape[0])
-        return self._unbatch(out, single)
+        return self._per_slot("transform_images", self._to_float(images), params, images.shape[0])
 
     def transform_bounding_boxes(self, bounding_boxes: dict, params: Any) -> dict:
         n = bounding_boxes["boxes"].shape[0]

@@ -95,11 +95,9 @@ class Rescaling(Layer):
         return torch.tensor(value, dtype=like.dtype, device=like.device)
 
     def transform_images(self, images: torch.Tensor, params: Any = None) -> torch.Tensor:
-        batch, single = self._as_batch(images)
-        x = self._to_float(batch)
+        x = self._to_float(images)
         # One fresh tensor, offset in place (the same arithmetic as x * scale + offset).
-        out = (x * self._per_channel(self.scale, x)).add_(self._per_channel(self.offset, x))
-        return self._unbatch(out, single)
+        return (x * self._per_channel(self.scale, x)).add_(self._per_channel(self.offset, x))
 
 
 def _plain(value: Any) -> Any:

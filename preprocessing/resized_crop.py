@@ -35,11 +35,13 @@ def _cubic(t: torch.Tensor, a: float) -> torch.Tensor:
     return torch.where(t < 1.0, near, torch.where(t < 2.0, far, torch.zeros_like(t)))
 
 
-def _taps_plain(length: torch.Tensor, out: int, mode: str):
+def _taps_plain(length: torch.Tensor, out: int, mode: str, dtype: torch.dtype):
     """(index, weight) of shape (B, out, K) into a crop of ``length`` pixels, as torch's
-    non-antialiased kernels compute them (scale = length / out in float32)."""
-    scale = (length.to(torch.float32) / out).view(-1, 1)
-    o = torch.arange(out, device=length.device, dtype=torch.float32).view(1, -1)
+    non-antialiased kernels compute them (scale = length / out in ``dtype``: float32, or
+    float64 for float64 images, as torch's CPU kernels compute in the images' opmath type;
+    float32 source coordinates put ~1.5e-6 of error into a float64 bicubic downscale)."""
+    scale = (length.to(dtype) / out).view(-1, 1)
+    o = torch.arange(out, device=length.device, dtype=dtype).view(1, -1)
     last = (length - 1).view(-1, 1)
     if mode in ("nearest", "nearest-exact"):
         src = o * scale if mode == "nearest" else (o + 0.5) * scale
@@ -54,25 +56,26 @@ def _taps_plain(length: torch.Tensor, out: int, mode: str):
         return idx, torch.stack([1.0 - frac, frac], dim=-1)
     i0 = src.floor()
     frac = (src - i0).unsqueeze(-1)
-    offsets = torch.arange(-1, 3, device=length.device, dtype=torch.float32)
+    offsets = torch.arange(-1, 3, device=length.device, dtype=dtype)
     weights = _cubic(frac - offsets, -0.75)
     idx = (i0.long().unsqueeze(-1) + offsets.long()).clamp(min=0)
     return torch.minimum(idx, last.unsqueeze(-1)), weights
 
 
-def _taps_antialias(length: torch.Tensor, out: int, mode: str, max_length: int):
+def _taps_antialias(length: torch.Tensor, out: int, mode: str, max_length: int, dtype: torch.dtype):
     """(index, weight) (B, out, K) of torch's antialiased kernels (bilinear: triangle;
-    bicubic: Keys with a = -0.5), widened by the downscale factor, normalised."""
+    bicubic: Keys with a = -0.5), widened by the downscale factor, normalised; computed in
+    ``dtype`` (see ``_taps_plain``)."""
     half = 1.0 if mode == "bilinear" else 2.0  # interp_size / 2
-    scale = (length.to(torch.float32) / out).view(-1, 1)
+    scale = (length.to(dtype) / out).view(-1, 1)
     support = torch.where(scale >= 1.0, half * scale, torch.full_like(scale, half))
     inv = torch.where(scale >= 1.0, 1.0 / scale, torch.ones_like(scale))
-    o = torch.arange(out, device=length.device, dtype=torch.float32).view(1, -1)
+    o = torch.arange(out, device=length.device, dtype=dtype).view(1, -1)
     center = scale * (o + 0.5)
     xmin = (center - support + 0.5).trunc().clamp_min(0.0)
-    xmax = torch.minimum((center + support + 0.5).trunc(), length.view(-1, 1).float())
+    xmax = torch.minimum((center + support + 0.5).trunc(), length.view(-1, 1).to(dtype))
     k = int(math.ceil(2.0 * half * max(max_length / out, 1.0))) + 2  # static tap count
-    j = torch.arange(k, device=length.device, dtype=torch.float32)
+    j = torch.arange(k, device=length.device, dtype=dtype)
     pos = xmin.unsqueeze(-1) + j  # (B, out, K)
     t = (pos - center.unsqueeze(-1) + 0.5) * inv.unsqueeze(-1)
     w = (1.0 - t.abs()).clamp_min(0.0) if mode == "bilinear" else _cubic(t, -0.5)
@@ -106,11 +109,12 @@ def resize_windows(
     b, c, h, w = x.shape
     out_h, out_w = size
     aa = antialias and mode in ("bilinear", "bicubic")
+    dt = torch.float64 if x.dtype == torch.float64 else torch.float32
     rows, row_w = (
-        _taps_antialias(crop_h, out_h, mode, h) if aa else _taps_plain(crop_h, out_h, mode)
+        _taps_antialias(crop_h, out_h, mode, h, dt) if aa else _taps_plain(crop_h, out_h, mode, dt)
     )
     cols, col_w = (
-        _taps_antialias(crop_w, out_w, mode, w) if aa else _taps_plain(crop_w, out_w, mode)
+        _taps_antialias(crop_w, out_w, mode, w, dt) if aa else _taps_plain(crop_w, out_w, mode, dt)
     )
     rows = rows + top.view(-1, 1, 1)
     cols = cols + left.view(-1, 1, 1)
@@ -234,9 +238,8 @@ class RandomResizedCrop(GeometricLayer, RandomLayer):
         self.antialias = check_bool(self, "antialias", antialias)
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        n, dev = batch.shape[0], batch.device
-        h, w = self._hw(batch)
+        n, dev = images.shape[0], images.device
+        h, w = self._hw(images)
         area = self._uniform(n * _TRIES, *self.scale, dev, generator).view(n, _TRIES) * (h * w)
         log_lo, log_hi = math.log(self.ratio[0]), math.log(self.ratio[1])
         aspect = torch.exp(self._uniform(n * _TRIES, log_lo, log_hi, dev, generator))

@@ -7,20 +7,16 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .base import Layer, _is_number, check_bool
+from .base import MAX_SIDE, Layer, _is_number, check_bool
 from .geometric import GeometricLayer, window_matrix
 
 # Keras's torch backend maps its names onto these F.interpolate modes.
 _MODES = {"bilinear": "bilinear", "nearest": "nearest-exact", "bicubic": "bicubic"}
 
 
-# A sanity bound on output sides: 65,536 px (a 65,536 x 65,536 float32 image is 16 GiB per
-# channel). Keras checks nothing; an absurd size would fail later, deep in torch.
-MAX_SIDE = 1 << 16
-
-
 def _check_size(layer: Layer, height: Any, width: Any) -> None:
     for name, v in (("height", height), ("width", width)):
+        # Keras checks nothing; an absurd size would fail later, deep in torch.
         if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_SIDE:
             layer._fail(name, f"must be an int in [1, {MAX_SIDE}]", v)
 

@@ -7,7 +7,6 @@ from typing import Any
 import torch
 
 from .affine import AffineLayer, radians, rotation_matrix
-from .base import _factor_pair
 
 
 class RandomRotation(AffineLayer):
@@ -66,13 +65,10 @@ class RandomRotation(AffineLayer):
             dtype,
             **kwargs,
         )
-        self.factor = factor
-        self._lower, self._upper = _factor_pair(self, "factor", factor, -1.0, 1.0)
+        self._set_factor(factor, bounds=(-1.0, 1.0), number="symmetric")
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        turns = self._uniform(batch.shape[0], self._lower, self._upper, batch.device, generator)
-        return {"angle": radians(turns)}
+        return {"angle": radians(self._draw_factor(images, generator))}
 
     def matrix(self, params, height: int, width: int) -> torch.Tensor:
         return rotation_matrix(params["angle"], height, width)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
-from ._photometric import per_image, value_range_pair
-from .base import RandomLayer, from_zero_pair
+from ._photometric import FactorLayer, per_image
 
 
-class RandomSharpness(RandomLayer):
+class RandomSharpness(FactorLayer):
     """Sharpen or blur each image by a random amount (Keras 3's ``RandomSharpness``).
 
     Per image ``f`` is drawn from ``factor``'s range and ``s = 2 f``; the image becomes
@@ -48,27 +45,8 @@ class RandomSharpness(RandomLayer):
                  [0., 0., 0.]]])
     """
 
-    def __init__(
-        self,
-        factor: float | tuple[float, float],
-        value_range: tuple[float, float] = (0, 255),
-        data_format: str | None = None,
-        seed: int | None = None,
-        dtype: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self.factor, self.value_range = factor, value_range
-        self._factor = from_zero_pair(self, "factor", factor)
-        self._range = value_range_pair(self, value_range)
-
-    def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        return {"factor": self._uniform(batch.shape[0], *self._factor, batch.device, generator)}
-
     def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
-        batch, single = self._as_batch(images)
-        x = self._to_nchw(self._to_float(batch))
+        x = self._to_nchw(self._to_float(images))
         out = x.clone()
         if x.shape[2] > 2 and x.shape[3] > 2:
             # smooth(x) - x = (box3x3(x) - 9 x) / 13 inside the border; the 3x3 box sum
@@ -81,4 +59,4 @@ class RandomSharpness(RandomLayer):
             inner = out[:, :, 1:-1, 1:-1]
             inner.mul_(1.0 - 9.0 * w).add_(box.mul_(w))
         out = out.clamp_(*self._range)
-        return self._unbatch(self._from_nchw(out), single)
+        return self._from_nchw(out)

@@ -89,8 +89,7 @@ class RandomShear(AffineLayer):
         self._y = _shear_pair(self, "y_factor", y_factor)
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        n, dev = batch.shape[0], batch.device
+        n, dev = images.shape[0], images.device
         # Keras's order of draws: the sign, then y, then x.
         invert = torch.where(self._uniform(n, 0.0, 1.0, dev, generator) > 0.5, -1.0, 1.0)
         shear_y = self._uniform(n, self._y[0], self._y[1], dev, generator)

@@ -6,8 +6,8 @@ from typing import Any
 
 import torch
 
-from ._photometric import from_255, per_image, to_255, value_range_pair
-from .base import RandomLayer, from_zero_pair
+from ._photometric import from_255, per_image, to_255
+from .base import RandomLayer
 
 
 class Solarization(RandomLayer):
@@ -45,6 +45,10 @@ class Solarization(RandomLayer):
         tensor([[[  0., 100.,  55.,   0.]]])
     """
 
+    # set by _set_factor
+    _addition_factor: tuple[float, float]
+    _threshold_factor: tuple[float, float]
+
     _checks_layout = False
 
     def __init__(
@@ -58,25 +62,19 @@ class Solarization(RandomLayer):
         **kwargs: Any,
     ) -> None:
         super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
-        self.addition_factor, self.threshold_factor = addition_factor, threshold_factor
-        self.value_range = value_range
-        self._addition = from_zero_pair(self, "addition_factor", addition_factor)
-        self._threshold = from_zero_pair(self, "threshold_factor", threshold_factor)
-        self._range = value_range_pair(self, value_range)
+        self._set_factor(addition_factor, "addition_factor")
+        self._set_factor(threshold_factor, "threshold_factor")
+        self._set_value_range(value_range)
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        n, dev = batch.shape[0], batch.device
-        a = self._uniform(n, *self._addition, dev, generator) * 255.0
-        t = self._uniform(n, *self._threshold, dev, generator) * 255.0
+        a = self._draw_factor(images, generator, self._addition_factor) * 255.0
+        t = self._draw_factor(images, generator, self._threshold_factor) * 255.0
         return {"additions": a, "thresholds": t}
 
     def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
-        batch, single = self._as_batch(images)
-        x = self._to_float(batch)
+        x = self._to_float(images)
         lo, hi = self._range
         y = to_255(x, lo, hi)
         a = per_image(params["additions"], x)
         y = (y + a if y is x else y.add_(a)).clamp_(0.0, 255.0)
-        out = from_255(torch.where(y < per_image(params["thresholds"], x), y, 255.0 - y), lo, hi)
-        return self._unbatch(out, single)
+        return from_255(torch.where(y < per_image(params["thresholds"], x), y, 255.0 - y), lo, hi)

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from . import _categorical as cat
-from .base import Layer, check_bool
+from .base import MAX_FFT_LENGTH, MAX_MEL_BINS, MAX_STFT_LENGTH, Layer, check_bool
 
 _MEL_BREAK_FREQUENCY_HERTZ = 700.0
 _MEL_HIGH_FREQUENCY_Q = 1127.0
@@ -67,8 +67,8 @@ def linear_to_mel_weight_matrix(
     return F.pad(weights, (0, 0, 1, 0))
 
 
-def _positive_int(layer: Layer, name: str, value: Any) -> int:
-    return cat.check_int(layer, name, value, 1)
+def _positive_int(layer: Layer, name: str, value: Any, high: int) -> int:
+    return cat.check_int(layer, name, value, 1, high=high)
 
 
 def _positive_float(layer: Layer, name: str, value: Any, allow_zero: bool = False) -> float:
@@ -95,7 +95,10 @@ class MelSpectrogram(Layer):
     sampling rate), ``power_to_db=True``, ``top_db=80.0``, ``mag_exp=2.0``,
     ``min_power=1e-10``, ``ref_power=1.0``, ``dtype`` (a dtype policy name: the input is
     cast to its compute dtype first; None: see Output); ``**kwargs``: Keras's base-layer
-    arguments (see ``Layer``).
+    arguments (see ``Layer``). Bounds (``preprocessing.base``; Keras has none, and 10**9
+    allocated gigabytes before torch failed): ``fft_length``, ``sequence_length`` and
+    ``sequence_stride`` at most 65,536 samples (``MAX_FFT_LENGTH``), ``num_mel_bins`` at
+    most 1,024 (``MAX_MEL_BINS``).
 
     Input: float audio ``(time,)`` or ``(batch, time)`` (other dtypes become float32).
     Output: ``(..., num_mel_bins, frames)`` float32 (float64 input stays float64), frames
@@ -140,16 +143,21 @@ class MelSpectrogram(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(dtype=dtype, **kwargs)
-        self.fft_length = _positive_int(self, "fft_length", fft_length)
-        self.sequence_stride = _positive_int(self, "sequence_stride", sequence_stride)
+        self.fft_length = _positive_int(self, "fft_length", fft_length, MAX_FFT_LENGTH)
+        self.sequence_stride = _positive_int(
+            self, "sequence_stride", sequence_stride, MAX_FFT_LENGTH
+        )
         self.sequence_length = _positive_int(
-            self, "sequence_length", fft_length if sequence_length is None else sequence_length
+            self,
+            "sequence_length",
+            fft_length if sequence_length is None else sequence_length,
+            MAX_FFT_LENGTH,
         )
         if self.sequence_length > self.fft_length:
             self._fail("fft_length", "must be >= sequence_length", (fft_length, sequence_length))
         self.window = window if window is None or isinstance(window, str) else list(window)
-        self.sampling_rate = _positive_int(self, "sampling_rate", sampling_rate)
-        self.num_mel_bins = _positive_int(self, "num_mel_bins", num_mel_bins)
+        self.sampling_rate = cat.check_int(self, "sampling_rate", sampling_rate, 1)
+        self.num_mel_bins = _positive_int(self, "num_mel_bins", num_mel_bins, MAX_MEL_BINS)
         self.min_freq = _positive_float(self, "min_freq", min_freq, allow_zero=True)
         self.max_freq = _positive_float(
             self, "max_freq", int(sampling_rate / 2) if max_freq is None else max_freq
@@ -224,7 +232,11 @@ class STFTSpectrogram(Layer):
     ``padding="valid"`` or ``"same"`` (TensorFlow's), ``expand_dims=False``,
     ``data_format`` (None: the package default, ``channels_first``), ``dtype`` (a dtype
     policy name: the input is cast to its compute dtype first; None: float dtypes are
-    kept); ``**kwargs``: Keras's base-layer arguments (see ``Layer``).
+    kept); ``**kwargs``: Keras's base-layer arguments (see ``Layer``). Bounds:
+    ``frame_length`` and ``fft_length`` at most 8,192 samples
+    (``preprocessing.base.MAX_STFT_LENGTH``: the cosine and sine kernels hold ``2 *
+    (fft_length // 2 + 1) * frame_length`` float32 values, 268 MiB there; Keras has no
+    bound).
 
     Input: float ``(batch, channels, time)`` (``channels_first``) or
     ``(batch, time, channels)``. Output (``channels_first``): ``(batch, channels * bins,
@@ -269,11 +281,15 @@ class STFTSpectrogram(Layer):
     ) -> None:
         super().__init__(data_format=data_format, dtype=dtype, **kwargs)
         self.mode = cat.check_choice(self, "mode", mode, self.MODES)
-        self.frame_length = _positive_int(self, "frame_length", frame_length)
-        self.frame_step = cat.check_int(self, "frame_step", frame_step, 1, optional=True)
+        self.frame_length = _positive_int(self, "frame_length", frame_length, MAX_STFT_LENGTH)
+        self.frame_step = cat.check_int(
+            self, "frame_step", frame_step, 1, optional=True, high=MAX_STFT_LENGTH
+        )
         if frame_step is not None and frame_step > frame_length:
             self._fail("frame_step", "must not exceed frame_length", frame_step)
-        self.fft_length = cat.check_int(self, "fft_length", fft_length, 1, optional=True)
+        self.fft_length = cat.check_int(
+            self, "fft_length", fft_length, 1, optional=True, high=MAX_STFT_LENGTH
+        )
         if fft_length is not None and fft_length < frame_length:
             self._fail("fft_length", "must be >= frame_length", fft_length)
         self._step = frame_step or self.frame_length // 2

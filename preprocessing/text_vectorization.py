@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from . import _categorical as cat
-from .base import Layer, check_bool
+from .base import MAX_NGRAM, MAX_SEQUENCE_LENGTH, Layer, check_bool
 from .lookup import StringLookup
 
 # Keras's DEFAULT_STRIP_REGEX (text_vectorization.py), the same in Python's re as in RE2.
@@ -54,7 +54,8 @@ class TextVectorization(Layer):
     1 is ``[UNK]``, the vocabulary follows).
 
     Args:
-        max_tokens: the vocabulary's size limit (special tokens included), or None.
+        max_tokens: the vocabulary's size limit (special tokens included), or None (the
+            bounds are ``StringLookup``'s).
         standardize: ``"lower_and_strip_punctuation"`` (default: ASCII letters lowered,
             as ``tf.strings.lower``, and Keras's punctuation regex removed), ``"lower"``,
             ``"strip_punctuation"``, None, or a callable ``str -> str`` (applied to each
@@ -62,12 +63,14 @@ class TextVectorization(Layer):
         split: ``"whitespace"`` (default: runs of ASCII whitespace), ``"character"``
             (Unicode code points), a callable ``str -> list[str]``, or None: each string
             is one token and the output has the input's shape (any rank), as Keras's.
-        ngrams: None, an int ``n`` (n-grams of 1 .. n) or a tuple of widths; needs a
-            ``split`` (Keras also n-grams the last axis of unsplit input; not here).
+        ngrams: None, an int ``n`` (n-grams of 1 .. n) or a tuple of widths, each at most
+            16 (``preprocessing.base.MAX_NGRAM``); needs a ``split`` (Keras also n-grams
+            the last axis of unsplit input; not here).
         output_mode: ``"int"`` (default), ``"multi_hot"``, ``"count"``, ``"tf_idf"``, or
             ``"one_hot"`` (only with ``split=None``: one token per string).
         output_sequence_length: ``int`` mode: pad with 0 or truncate every row to this
-            length (default: the longest row of the batch).
+            length, at most 1,048,576 (``preprocessing.base.MAX_SEQUENCE_LENGTH``; default:
+            the longest row of the batch).
         pad_to_max_tokens, vocabulary, idf_weights, sparse, encoding: as ``StringLookup``.
         ragged: ``int`` mode: return the rows unpadded, as a numpy object array of int64
             arrays (datapipe's ragged component; ``to_torch()`` makes it a nested tensor),
@@ -133,7 +136,12 @@ class TextVectorization(Layer):
         if self.output_mode == "one_hot" and split is not None:
             self._fail("output_mode", "'one_hot' needs split=None (one token per string)", mode)
         self.output_sequence_length = cat.check_int(
-            self, "output_sequence_length", output_sequence_length, 1, optional=True
+            self,
+            "output_sequence_length",
+            output_sequence_length,
+            1,
+            optional=True,
+            high=MAX_SEQUENCE_LENGTH,
         )
         if self.output_mode != "int" and output_sequence_length is not None:
             self._fail(
@@ -160,16 +168,17 @@ class TextVectorization(Layer):
             return None
         if isinstance(ngrams, list):
             ngrams = tuple(ngrams)  # JSON has no tuples
-        is_int = isinstance(ngrams, int) and not isinstance(ngrams, bool)
-        if is_int and ngrams >= 1:
+
+        def width(w: Any) -> bool:
+            return isinstance(w, int) and not isinstance(w, bool) and 1 <= w <= MAX_NGRAM
+
+        if width(ngrams):
             return ngrams
-        if (
-            isinstance(ngrams, tuple)
-            and ngrams
-            and all(isinstance(w, int) and not isinstance(w, bool) and w >= 1 for w in ngrams)
-        ):
+        if isinstance(ngrams, tuple) and ngrams and all(width(w) for w in ngrams):
             return ngrams
-        self._fail("ngrams", "must be None, an int >= 1 or a tuple of ints >= 1", ngrams)
+        self._fail(
+            "ngrams", f"must be None, an int >= 1 or a tuple of them, each <= {MAX_NGRAM}", ngrams
+        )
 
     # ------------------------------------------------------------- delegation
     def get_vocabulary(self, include_special_tokens: bool = True) -> list[str]:

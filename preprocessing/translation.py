@@ -7,7 +7,6 @@ from typing import Any
 import torch
 
 from .affine import AffineLayer, translation_matrix
-from .base import _factor_pair
 
 
 class RandomTranslation(AffineLayer):
@@ -36,6 +35,10 @@ class RandomTranslation(AffineLayer):
         tensor([[[0., 0., 1., 2.]]])
     """
 
+    # set by _set_factor
+    _height_factor: tuple[float, float]
+    _width_factor: tuple[float, float]
+
     def __init__(
         self,
         height_factor: float | tuple[float, float],
@@ -59,17 +62,13 @@ class RandomTranslation(AffineLayer):
             dtype,
             **kwargs,
         )
-        self.height_factor = height_factor
-        self.width_factor = width_factor
-        self._h = _factor_pair(self, "height_factor", height_factor, -1.0, 1.0)
-        self._w = _factor_pair(self, "width_factor", width_factor, -1.0, 1.0)
+        self._set_factor(height_factor, "height_factor", (-1.0, 1.0), "symmetric")
+        self._set_factor(width_factor, "width_factor", (-1.0, 1.0), "symmetric")
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        n, dev = batch.shape[0], batch.device
-        h, w = self._hw(batch)
-        dy = self._uniform(n, self._h[0], self._h[1], dev, generator) * h
-        dx = self._uniform(n, self._w[0], self._w[1], dev, generator) * w
+        h, w = self._hw(images)
+        dy = self._draw_factor(images, generator, self._height_factor) * h
+        dx = self._draw_factor(images, generator, self._width_factor) * w
         return {"dy": dy, "dx": dx}
 
     def matrix(self, params, height: int, width: int) -> torch.Tensor:

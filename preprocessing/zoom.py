@@ -7,7 +7,6 @@ from typing import Any
 import torch
 
 from .affine import AffineLayer, zoom_matrix
-from .base import _factor_pair
 
 
 class RandomZoom(AffineLayer):
@@ -29,6 +28,10 @@ class RandomZoom(AffineLayer):
     Raises:
         ValueError: a bad argument (naming it) or an input that is not rank 3 or 4.
     """
+
+    # set by _set_factor; a _width_factor of None: the width zooms as the height
+    _height_factor: tuple[float, float]
+    _width_factor: tuple[float, float] | None
 
     def __init__(
         self,
@@ -53,25 +56,24 @@ class RandomZoom(AffineLayer):
             dtype,
             **kwargs,
         )
-        self.height_factor = height_factor
-        self.width_factor = width_factor
-        self._h = _factor_pair(self, "height_factor", height_factor, -1.0, 1.0)
-        if self._h[0] <= -1.0:
+        # A zoom of 1 + (-1) = 0 has no inverse: the lower end is open.
+        lower, _ = self._set_factor(height_factor, "height_factor", (-1.0, 1.0), "symmetric")
+        if lower <= -1.0:
             self._fail("height_factor", "must lie in (-1, 1]", height_factor)
-        self._w = None
+        self.width_factor, self._width_factor = None, None
         if width_factor is not None:
-            self._w = _factor_pair(self, "width_factor", width_factor, -1.0, 1.0)
-            if self._w[0] <= -1.0:
+            lower, _ = self._set_factor(width_factor, "width_factor", (-1.0, 1.0), "symmetric")
+            if lower <= -1.0:
                 self._fail("width_factor", "must lie in (-1, 1]", width_factor)
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        batch, _ = self._as_batch(images)
-        n, dev = batch.shape[0], batch.device
-        zoom_h = self._uniform(n, 1.0 + self._h[0], 1.0 + self._h[1], dev, generator)
-        if self._w is None:
+        lo, hi = self._height_factor
+        zoom_h = self._draw_factor(images, generator, (1.0 + lo, 1.0 + hi))
+        if self._width_factor is None:
             zoom_w = zoom_h
         else:
-            zoom_w = self._uniform(n, 1.0 + self._w[0], 1.0 + self._w[1], dev, generator)
+            lo, hi = self._width_factor
+            zoom_w = self._draw_factor(images, generator, (1.0 + lo, 1.0 + hi))
         return {"height_zoom": zoom_h, "width_zoom": zoom_w}
 
     def matrix(self, params, height: int, width: int) -> torch.Tensor:

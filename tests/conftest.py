@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import threading
 import time
 
+import differential
 import pytest
-from harness import own_shm_segments, settle_processes
+from harness import FakeClock, own_shm_segments, settle_processes
 from hypothesis import settings
 from PIL import Image
 
@@ -95,3 +97,33 @@ def clean_env(monkeypatch):
 def small_bomb_limit(monkeypatch):
     """Pillow's decompression-bomb limit lowered so that a 64x64 image is over twice it."""
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)
+
+
+# ---- statistics: a fake clock for timing-derived verdicts ----------------------------------
+@pytest.fixture
+def stats_clock(monkeypatch) -> FakeClock:
+    """A ``FakeClock`` read by every clock of ``datapipe.stats`` (the stage recorder, the
+    profile's wall time and step time, ``InputBoundTimer``): stage times, input-bound
+    fractions and verdicts are then exact functions of the ``stats_clock.sleep(dt)`` calls
+    the test makes in place of real work (threads' own timings are not covered: a parallel
+    stage's workers report theirs from the engine's clocks)."""
+    import datapipe.stats  # noqa: F401 - the modules patched below
+
+    modules = ("recorder", "profile", "training")
+    targets = [(sys.modules[f"datapipe.stats.{m}"], "perf_counter") for m in modules]
+    return FakeClock(monkeypatch, *targets)
+
+
+# ---- differential tests: the anchors' results from golden files, or live ---------------------
+@pytest.fixture(params=differential.REFERENCE_PARAMS)
+def ref(request) -> differential.Reference:
+    """``ref(fn, *args)``: the reference library's result, read from the test module's golden
+    file (``[golden]``, the default run) or computed by the installed library (``[live]``,
+    ``pytest -m differential``); see tests/differential.py."""
+    return differential.Reference(request, live=request.param == "live")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if differential.WRITE:
+        for path in differential.write_goldens():
+            print(f"\nwrote {path.relative_to(differential.GOLDENS.parent.parent)}")

@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import pickle
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -122,6 +123,37 @@ def fail_at(bad: set[int]) -> Callable[[Any], int]:
     return f
 
 
+# ---- fake clocks ------------------------------------------------------------------------------
+class FakeClock:
+    """A clock that only the test moves, for results derived from timing (the tuner's
+    decisions, a profile's verdict, the input-bound split): it stands in for the clock
+    functions the code under test reads (``monkeypatch.setattr(owner, name, clock)`` for
+    each ``(owner, name)`` target) and reads ``now`` seconds, which only ``sleep(dt)``
+    (the test's stand-in for work that takes ``dt`` seconds) moves. Such results are then
+    exact functions of the durations the test declares, whatever the machine's load.
+
+    ``sleep`` may be called from several threads (a parallel map's workers): each call
+    adds its ``dt`` once, under a lock.
+
+    >>> clock = FakeClock(None)
+    >>> clock(), clock.sleep(0.25), clock()
+    (0.0, None, 0.25)
+    """
+
+    def __init__(self, monkeypatch: Any, *targets: tuple[Any, str], start: float = 0.0):
+        self.now = float(start)
+        self._lock = threading.Lock()
+        for owner, name in targets:
+            monkeypatch.setattr(owner, name, self)
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, dt: float) -> None:
+        with self._lock:
+            self.now += dt
+
+
 # ---- scripts (examples/, benchmarks/) -------------------------------------------------------
 def load_script(path: Path, name: str) -> ModuleType:
     """Import the script at ``path`` as module ``name``, as ``python path`` would see it: its
@@ -155,3 +187,44 @@ def settle_processes(deadline_s: float = 2.0) -> list[multiprocessing.Process]:
     while time.monotonic() < end and worker_processes():
         time.sleep(0.02)
     return worker_processes()
+
+
+_MEMORY_LIMITED = """
+import resource, sys
+{setup}
+def _vm_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmSize in /proc/self/status")
+_limit = _vm_bytes() + {headroom}
+resource.setrlimit(resource.RLIMIT_AS, (_limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+{body}
+"""
+
+
+def run_under_memory_limit(
+    setup: str, body: str, headroom_mb: int, timeout_s: float = 120.0
+) -> Any:
+    """Run ``setup`` then ``body`` (Python source) in a fresh interpreter whose address space
+    is capped (``RLIMIT_AS``) at what it uses after ``setup`` plus ``headroom_mb``: code that
+    would allocate far more fails at once with ``MemoryError`` instead of swapping the
+    machine. Returns the ``subprocess.CompletedProcess`` (text ``stdout``/``stderr``)."""
+    import subprocess
+    import textwrap
+
+    root = Path(__file__).resolve().parents[1]
+    code = _MEMORY_LIMITED.format(
+        setup=textwrap.dedent(setup), headroom=headroom_mb << 20, body=textwrap.dedent(body)
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "tests")])}
+    env.setdefault("OMP_NUM_THREADS", "1")  # each OpenMP thread reserves address space
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env=env,
+        cwd=str(root),
+    )

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import torch
 
+import preprocessing as pp
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -81,7 +83,16 @@ def test_readme_feature_layers_example_runs() -> None:
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)\n```", readme, flags=re.S)
     code = next(b for b in blocks if "pp.TextVectorization" in b)
-    exec(compile(code, "README feature layers example", "exec"), {})
+    scope: dict = {}
+    exec(compile(code, "README feature layers example", "exec"), scope)
+    # The README's promises, as its example shows them: an adapted layer's JSON config
+    # alone rebuilds it (moments and vocabulary in the config), and a size past its bound
+    # is a ValueError naming it.
+    config = __import__("json").loads(scope["config"])["config"]
+    assert config["vocabulary"][0] == "[UNK]" and "cat" in config["vocabulary"]
+    mean = pp.serialize_layer(scope["scaler"])["config"]["mean"]
+    assert len(mean) == 3 and all(abs(m - 5.0) < 0.5 for m in mean)
+    assert scope["refused"].startswith("MelSpectrogram: fft_length must be an int >= 1 and <=")
 
 
 def test_readme_sequences_example_runs():

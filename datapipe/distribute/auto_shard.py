@@ -83,6 +83,8 @@ import weakref
 import zlib
 from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
+import numpy as np
+
 from datapipe._context import IterContext, origin, walk
 from datapipe._rewrites import copy_node, replace_inputs
 from datapipe.dataset import REWRITES, UNKNOWN_CARDINALITY, Dataset
@@ -407,11 +409,27 @@ class _Builder:
 def _source_order(src: Any, units: list) -> Any:
     """``order_of`` for ``worker_share``: reads a share's units (positions in the sorted
     ``units``) in the order the source lists them."""
-    where = {u: t for t, u in enumerate(src.files)}
+    files = src.files
+    if getattr(files, "same_table", None) is not None and files.same_table(units):
+        return _path_list_order(files, units)
+    where = {u: t for t, u in enumerate(files)}
 
     def order_of(positions: Any) -> list | None:
         order = sorted(range(len(positions)), key=lambda j: where[units[int(positions[j])]])
         return None if order == list(range(len(positions))) else order
+
+    return order_of
+
+
+def _path_list_order(files: Any, units: Any) -> Any:
+    """``_source_order`` for a ``PathList`` and a view of it, in numpy (no strings)."""
+    at = np.full(files.table_size(), -1, dtype=np.int64)
+    at[files.rows()] = np.arange(len(files))
+    source_pos = at[units.rows()]
+
+    def order_of(positions: Any) -> Any:
+        order = np.argsort(source_pos[np.asarray(positions, dtype=np.int64)], kind="stable")
+        return None if np.array_equal(order, np.arange(len(order))) else order
 
     return order_of
 

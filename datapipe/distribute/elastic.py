@@ -303,8 +303,11 @@ def _reread_points(dataset: Any, states: list[dict], policy: str | None) -> list
     """``states`` (copies) whose random-access shard point counts as taken only what its
     restored chain will not read again: ops that recompute what they had not delivered
     (a parallel ``map``) re-read those positions after a restore, so no one has delivered
-    them and they go back to the rest. Found by restoring each chain once (cheap for an
-    index pool: nothing is computed) and asking its shard point where it stands."""
+    them and they go back to the rest. Found by restoring each chain once and asking its
+    shard point where it stands. Every new worker must find the same point (each divides
+    the rest by it), so the restore computes on this thread with no worker reading ahead
+    (``computing_inline``): the point is then the state's alone, however far the old
+    chain's parallel map had read when it was saved or reads during the restore."""
     out = []
     for state in states:
         copy = dict(state)
@@ -318,7 +321,12 @@ def _reread(dataset: Any, chain: dict, policy: str | None, state: dict) -> dict:
     cut = chain["cuts"][0]
     if cut.get("kind") != "index" or not cut.get("taken"):
         return chain
-    built = build_chain(dataset, tuple(int(e) for e in state["epoch"]), _adopt(chain, policy, None))
+    from datapipe.parallel.engine import computing_inline
+
+    with computing_inline():
+        built = build_chain(
+            dataset, tuple(int(e) for e in state["epoch"]), _adopt(chain, policy, None)
+        )
     try:
         live = built.ctx.cuts.get(0)
         at = None if live is None else int(live.taken)
@@ -326,6 +334,9 @@ def _reread(dataset: Any, chain: dict, policy: str | None, state: dict) -> dict:
         built.root.close()
     if at is None or not 0 <= at < int(cut["taken"]):
         return chain
+    # The restored ops read from ``at`` on again, so their state predates the share's end
+    # (if the reader had reached it): they read a continuation, the chain is not drained.
+    cut = {k: v for k, v in cut.items() if k != "ended"}
     return {**chain, "cuts": [{**cut, "taken": at}, *chain["cuts"][1:]]}
 
 

@@ -32,7 +32,7 @@ import numpy as np
 from datapipe._iterator import OpIterator
 from datapipe._random_access import RandomAccessIterator
 from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
-from datapipe.distribute.share import Base, Share, Split
+from datapipe.distribute.share import Base, SeededOrder, Share, Split
 
 _PULL = 4096  # most input elements a StreamCut pulls at once
 
@@ -141,9 +141,11 @@ class ShareAccess:
             segs = []
             for k, seg in enumerate(self.share.segments):
                 if isinstance(seg, Split) and seg.order is None:
-                    # (segment 0 draws as the source would: one worker of one, same order)
-                    perm = ctx.rng(node, epoch, *([k] if k else [])).permutation(len(seg))
-                    seg = Split(seg.offset, seg.step, seg.count, seg.base, tuple(perm.tolist()))
+                    # (segment 0 draws as the source would: one worker of one, same order);
+                    # the order is its seeds, so a checkpoint of it is O(1) (share.py)
+                    seq = ctx.seed_sequence(node, epoch, *([k] if k else []))
+                    order = SeededOrder(np.atleast_1d(seq.entropy).tolist(), len(seg))
+                    seg = Split(seg.offset, seg.step, seg.count, seg.base, order)
                 segs.append(seg)
             self._orders = (epoch, Share(segs))
         return self._orders[1]
@@ -170,7 +172,8 @@ def pool_positions(share: Share, indices: Sequence[int]) -> np.ndarray:
         inside = (idx >= start) if size is None else (idx >= start) & (idx < start + size)
         if inside.any():
             local = idx[inside] - start
-            out[inside] = seg.positions(0, int(local.max()) + 1)[local]
+            lo = int(local.min())  # only the range asked for: a chunk of a long share
+            out[inside] = seg.positions(lo, int(local.max()) + 1)[local - lo]
         if size is None:
             break
         start += size
@@ -369,6 +372,9 @@ class UnitCut(_Cut):
 def sorted_units(src: Any) -> list:
     """A file source's units in sorted order: the pool FILE sharding splits (the same in
     every process, whatever order each process listed them in)."""
+    sorted_files = getattr(src, "sorted_files", None)
+    if sorted_files is not None:  # list_files: numpy buffers, sorted without strings
+        return sorted_files()
     files = src.files
     order = sorted(range(len(files)), key=lambda t: (str(files[t]), t))
     return [files[t] for t in order]

@@ -63,6 +63,57 @@ class Base:
 WHOLE = Base()
 
 
+class SeededOrder:
+    """A permutation of ``range(n)`` given by its seeds: numpy's
+    ``Generator(PCG64(SeedSequence(entropy))).permutation(n)``, drawn on first use and
+    kept (int64). A checkpoint holds the seeds, ``n`` and the prefix ``limit`` -- a few
+    integers -- instead of ``n`` positions (a shuffling ``list_files``'s share of 640k
+    files was a 640k-entry list in every state). Indexing and ``np.asarray`` give the
+    positions (of the prefix)."""
+
+    __slots__ = ("entropy", "n", "limit", "_perm")
+
+    def __init__(self, entropy: Sequence[int], n: int, limit: int | None = None):
+        self.entropy = tuple(int(e) for e in entropy)
+        self.n, self.limit = int(n), None if limit is None else min(int(limit), int(n))
+        self._perm: np.ndarray | None = None
+
+    def array(self) -> np.ndarray:
+        if self._perm is None:
+            rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(self.entropy)))
+            self._perm = rng.permutation(self.n)
+        return self._perm if self.limit is None else self._perm[: self.limit]
+
+    def __len__(self) -> int:
+        return self.n if self.limit is None else self.limit
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.array()[i]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self.array()
+        return a if dtype is None else a.astype(dtype)
+
+    def prefix(self, t: int) -> SeededOrder:
+        out = SeededOrder(self.entropy, self.n, min(t, len(self)))
+        out._perm = self._perm  # the same permutation: share the drawn array
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SeededOrder):
+            return NotImplemented
+        return (self.entropy, self.n, len(self)) == (other.entropy, other.n, len(other))
+
+    def __hash__(self) -> int:
+        return hash((self.entropy, self.n, len(self)))
+
+    def __repr__(self) -> str:
+        return f"SeededOrder(n={self.n}, limit={self.limit})"
+
+    def to_state(self) -> dict:
+        return {"entropy": list(self.entropy), "n": self.n, "limit": self.limit}
+
+
 @dataclass(frozen=True)
 class Split:
     """See the module docstring. ``seek`` (streams only): ``(position, input state)`` of a
@@ -74,7 +125,7 @@ class Split:
     step: int
     count: int | None
     base: Base = WHOLE
-    order: tuple[int, ...] | None = None
+    order: tuple[int, ...] | SeededOrder | None = None
     seek: Any = field(default=None, compare=False)
     accounted: bool = False
 
@@ -91,11 +142,15 @@ class Split:
 
     def positions(self, start: int, stop: int) -> np.ndarray:
         j = np.arange(start, stop, dtype=np.int64)
-        if self.order is not None:
-            j = np.asarray(self.order, dtype=np.int64)[start:stop]
+        if isinstance(self.order, SeededOrder):
+            j = self.order.array()[start:stop]
+        elif self.order is not None:
+            j = np.asarray(self.order[start:stop], dtype=np.int64)
         return self.base.at(self.offset + self.step * j)
 
     def prefix(self, t: int) -> Split:
+        if isinstance(self.order, SeededOrder):
+            return replace(self, order=self.order.prefix(t))
         if self.order is not None:
             return replace(self, order=self.order[:t])
         return replace(self, count=t if self.count is None else min(t, self.count))
@@ -106,7 +161,9 @@ class Split:
             "count": None if self.count is None else int(self.count),
             "base": self.base.to_state(),
         }
-        if self.order is not None:
+        if isinstance(self.order, SeededOrder):
+            s["seeded_order"] = self.order.to_state()
+        elif self.order is not None:
             s["order"] = [int(j) for j in self.order]
         if self.seek is not None:
             s["seek"] = {"at": int(self.seek[0]), "input": self.seek[1]}
@@ -232,17 +289,32 @@ def _segment(s: dict) -> Segment:
     if "pad" in s:
         return Pad(tuple(int(p) for p in s["pad"]))
     offset, step = (int(v) for v in s["split"])
-    order = s.get("order")
+    order: Any = s.get("order")
+    if order is not None:
+        order = tuple(int(j) for j in order)
+    elif "seeded_order" in s:
+        order = _seeded_order(s["seeded_order"], s["count"])
     seek = s.get("seek")
     return Split(
         offset,
         step,
         None if s["count"] is None else int(s["count"]),
         Base.from_state(s["base"]),
-        None if order is None else tuple(int(j) for j in order),
+        order,
         None if seek is None else (int(seek["at"]), seek["input"]),
         bool(s.get("accounted", False)),
     )
+
+
+def _seeded_order(doc: dict, count: Any) -> SeededOrder:
+    """A ``SeededOrder`` from a state, its size checked before the permutation is drawn:
+    it is the segment's own ``count`` (a permutation of the segment's elements)."""
+    n, limit = int(doc["n"]), doc.get("limit")
+    if count is None or n != int(count):
+        raise ValueError(f"a seeded order of {n} elements for a segment of {count}")
+    if limit is not None and not 0 <= int(limit) <= n:
+        raise ValueError(f"a seeded order's prefix of {limit} out of [0, {n}]")
+    return SeededOrder([int(e) for e in doc["entropy"]], n, limit)
 
 
 @overload

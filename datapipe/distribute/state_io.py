@@ -29,6 +29,9 @@ from typing import Any, cast
 
 import numpy as np
 
+from datapipe._redact import redact_url
+from datapipe.io._bounded import npy_header
+
 TAG = "__dp__"
 _FORMAT = "datapipe-state-1"
 
@@ -239,17 +242,8 @@ def _check_archive(data: bytes, limit: int) -> None:
                     f"its entries hold over {limit} bytes once decompressed (entry "
                     f"{info.filename!r} brings them to {total}); pass max_bytes= to allow more"
                 )
-            with zf.open(info) as f:
-                fmt = np.lib.format
-                version = fmt.read_magic(f)
-                read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-                shape, _, dtype = read(f)
-                nbytes = math.prod(shape) * dtype.itemsize
-                if nbytes > info.file_size - f.tell():
-                    raise ValueError(
-                        f"entry {info.filename!r} declares an array of shape {shape} and dtype "
-                        f"{dtype} ({nbytes} bytes) but holds {info.file_size} bytes"
-                    )
+            with zf.open(info) as f:  # np.load would allocate the declared shape first
+                npy_header(f, info.file_size, f"entry {info.filename!r}", None)
 
 
 def _read_archive(data: bytes) -> Any:
@@ -326,5 +320,5 @@ def load_state(path: str | os.PathLike, max_bytes: int | None = None) -> Any:
     except OSError as e:
         if isinstance(e, FileNotFoundError):
             raise
-        raise ValueError(f"load_state: cannot read {path!r}: {e}") from e
-    return state_from_bytes(data, repr(path), max_bytes)
+        raise ValueError(redact_url(f"load_state: cannot read {path!r}: {e}")) from e
+    return state_from_bytes(data, repr(redact_url(path)), max_bytes)

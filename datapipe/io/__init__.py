@@ -7,6 +7,8 @@ Public names (also exported from ``datapipe``):
 - Remote paths: every path argument also takes a URL (``s3://``, ``gs://``, ``https://``,
   ``memory://``, ...) read and written through fsspec (``pip install "datapipe[remote]"``),
   with retries on transient errors (``set_remote_retries``); see ``datapipe.io._remote``.
+  ``redact_url`` is what every message and log record that names a URL goes through
+  (user info and secret query values become ``***``).
 - Sharded record formats: ``TFRecordDataset`` (tf.data; CRCs checked), ``WebDataset``
   (WebDataset tar shards: one dict per sample) with ``TarShardWriter`` /
   ``write_webdataset`` and ``decode_sample``.
@@ -26,6 +28,7 @@ Public names (also exported from ``datapipe``):
   ``SchemaMismatchError``, ``NullValueError``; each names the file (``.path``).
 """
 
+from datapipe._redact import redact_url
 from datapipe.errors import (
     FileReadError,
     ImageDecodeError,
@@ -78,6 +81,7 @@ __all__ = [
     "load_image",
     "max_file_bytes",
     "read_file",
+    "redact_url",
     "resize_image",
     "remote_retries",
     "save_dataset",

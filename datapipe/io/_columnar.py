@@ -29,13 +29,14 @@ from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._lazy import lazy_module
 from datapipe._positions import error_from_state, error_to_state
+from datapipe._redact import redact_url
 from datapipe._spec import TensorSpec, batched_spec
 from datapipe._validate import check_bool, check_optional_int
 from datapipe.dataset import UNKNOWN_CARDINALITY
 from datapipe.errors import FileReadError, NullValueError, SchemaMismatchError, annotate
 from datapipe.io import _remote as remote
 from datapipe.io._remote import is_url
-from datapipe.io._safe_files import is_regular_file
+from datapipe.io._safe_files import is_regular_file, not_regular_reason
 from datapipe.io.file_source import FileSource, unit_path
 from datapipe.io.files import match_files
 
@@ -69,7 +70,7 @@ def resolve_paths(paths: Any, op: str) -> list[str]:
         elif not os.path.exists(p):
             raise FileNotFoundError(f"{op}: no such file {p!r}")
         elif not is_regular_file(p):  # pyarrow would block on a FIFO, read a device for ever
-            raise FileReadError("not a regular file; only regular files are read", p)
+            raise FileReadError(not_regular_reason(p), p)
         else:
             out.append(p)
     if not out:
@@ -86,7 +87,7 @@ def _resolve_url(url: str, op: str) -> list[str]:
         return [url]
     found = [u for rel, u in remote.find(url, op) if not _hidden(rel)]
     if not found:
-        raise FileNotFoundError(f"{op}: directory {url!r} holds no data files")
+        raise FileNotFoundError(f"{op}: directory {redact_url(url)!r} holds no data files")
     return found
 
 

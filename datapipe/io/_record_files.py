@@ -198,8 +198,13 @@ class RecordFileIterator(OpIterator):
         self.count = int(state["count"])
         self.pending = error_from_state(state.get("pending_error"), self.op_name)
         for i, s in enumerate(state["slots"]):
-            if s is not None:
+            if s is None:
+                continue
+            try:
                 self.slots[i] = self._open(int(s[0]), int(s[1]), int(s[2]))
+            except FileReadError as e:  # e.g. a corrupt header where the file resumes:
+                if self.pending is None:  # raised at the next element, as when reading
+                    self.pending = annotate(self.op_name, self.count, e, e.path)
 
     def _close_slots(self) -> None:
         for i, s in enumerate(self.slots):

@@ -60,6 +60,19 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def not_regular_reason_of(mode: int) -> str:
+    return f"{_kind(mode)}, not a regular file; only regular files are read"
+
+
+def not_regular_reason(path: str) -> str:
+    """The message for ``path`` that is not a regular file: what it is ("a FIFO (named
+    pipe), not a regular file; ..."), as ``open_regular`` says it."""
+    try:
+        return not_regular_reason_of(os.stat(path).st_mode)
+    except OSError:
+        return "a broken link, not a regular file; only regular files are read"
+
+
 def _is_url(path: str) -> bool:
     if "://" not in path:  # the fast path of every local file
         return False
@@ -103,9 +116,7 @@ def open_regular(path: str, max_bytes: int | None | object = None) -> BinaryIO:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise FileReadError(
-                f"{_kind(st.st_mode)}, not a regular file; only regular files are read", path
-            )
+            raise FileReadError(not_regular_reason_of(st.st_mode), path)
         if isinstance(max_bytes, int) and st.st_size > max_bytes:
             raise FileReadError(_too_large(st.st_size, max_bytes), path)
         if hasattr(os, "set_blocking"):

@@ -52,10 +52,12 @@ class CsvDataset(ColumnarSource):
     naming the file, the data row (counted from 1 after the header) and the column — at
     construction when the value is in the first block, else when that file is read — and
     ``column_types={name: "string"}`` reads such a column as text. Columns with fewer
-    numbers than other values are text. The cardinality is unknown until read. Other
-    arguments, elements and errors are those of ``ParquetDataset``; ``delimiter`` and
+    numbers than other values are text. A quoted value may hold line breaks (RFC 4180, as
+    tf.data's ``CsvDataset``). The cardinality is unknown until read. Other arguments,
+    elements and errors are those of ``ParquetDataset``; ``delimiter`` and
     ``read_options`` / ``parse_options`` / ``convert_options`` (pyarrow.csv objects) pass
-    through to pyarrow.
+    through to pyarrow. Differences from tf.data's ``CsvDataset``: D-TF-24 of
+    ``docs/guides/differences.md``.
 
     Example:
         >>> import datapipe as dp, os, tempfile
@@ -82,7 +84,13 @@ class CsvDataset(ColumnarSource):
         nulls_as_nan: bool = False,
     ):
         self._read_options = read_options
-        self._parse_options = parse_options or pacsv.ParseOptions(delimiter=delimiter)
+        # Quoted values may hold line breaks (tf.data's CsvDataset and RFC 4180 allow them);
+        # without newlines_in_values pyarrow splits a file into blocks at any line break, and
+        # a value that spans a block boundary breaks the file's parse (the outcome would
+        # depend on where the blocks fall, i.e. on the file's size).
+        self._parse_options = parse_options or pacsv.ParseOptions(
+            delimiter=delimiter, newlines_in_values=True
+        )
         conv = convert_options or pacsv.ConvertOptions()
         if column_types is not None:
             if not isinstance(column_types, Mapping):
@@ -108,11 +116,12 @@ class CsvDataset(ColumnarSource):
                 first_block = reader.read_next_batch()
             except StopIteration:
                 first_block = None
-        except (pa.ArrowInvalid, OSError) as e:
+            names = reader.schema.names  # the header's bytes decoded: not text, not a CSV
+        except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as e:
             raise FileReadError(f"cannot parse as CSV: {e}", path) from e
         self._first_schema = reader.schema
         reader.close()
-        missing = set(self._convert_options.column_types) - set(reader.schema.names)
+        missing = set(self._convert_options.column_types) - set(names)
         if missing:
             raise SchemaMismatchError(
                 f"column_types names columns the file does not have: {sorted(missing)}", path

@@ -17,6 +17,7 @@ from typing import Any
 
 from datapipe._iterator import OpIterator
 from datapipe._progress import progress_bar
+from datapipe._redact import redact_url
 from datapipe._spec import common_spec, spec_from_json
 from datapipe.dataset import Dataset, UnaryDataset
 from datapipe.io._remote import filesystem, is_remote, localize
@@ -79,7 +80,8 @@ class FileCacheDataset(UnaryDataset):
             # the input's (a spec inferred from the first element), never incompatible.
             if common_spec(stored, self.element_spec) is None:
                 raise ValueError(
-                    f"cache: {self._filename!r} holds elements of spec {stored}, but the input's "
+                    f"cache: {redact_url(self._filename)!r} holds elements of spec {stored}, "
+                    "but the input's "
                     f"spec is {self.element_spec}; delete the cache directory or use another "
                     "filename"
                 )
@@ -163,7 +165,8 @@ class CacheWriteIterator(OpIterator):
     def set_state(self, state: dict) -> None:
         if state.get("mode") != "write":
             raise ValueError(
-                f"cache: the checkpoint was taken while reading the cache {self.ds._filename!r}, "
+                "cache: the checkpoint was taken while reading the cache "
+                f"{redact_url(self.ds._filename)!r}, "
                 "which is no longer complete; restart the epoch"
             )
         self._abort()  # the elements before the checkpoint are not in this writer

@@ -33,6 +33,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from datapipe._redact import redact_url
 from datapipe.dataset import Dataset
 
 Unit = Any  # str | tuple[str, int]
@@ -71,7 +72,7 @@ class FileSource(Dataset):
         for u in units:
             if u not in known:
                 raise ValueError(
-                    f"{self._name}: with_files got {u!r}, which is not one of its files"
+                    redact_url(f"{self._name}: with_files got {u!r}, which is not one of its files")
                 )
         out = copy.copy(self)
         out._iterations = itertools.count()

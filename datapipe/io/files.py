@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import copy
 import glob
+import itertools
 import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from datapipe._redact import redact_url
 from datapipe._spec import TensorSpec
 from datapipe._validate import check_bool, check_seed
+from datapipe.io._path_list import PathList
 from datapipe.io._remote import glob as remote_glob
 from datapipe.io._remote import is_url
 from datapipe.io.file_source import FileSource
@@ -35,7 +39,7 @@ def match_files(
             continue
         found.update(f for f in glob.glob(p, recursive=True) if os.path.isfile(f))
     if not found:
-        listing = ", ".join(repr(p) for p in patterns)
+        listing = ", ".join(repr(redact_url(p)) for p in patterns)
         raise FileNotFoundError(f"{op}: no files match the pattern(s) {listing}")
     return sorted(found)
 
@@ -47,8 +51,13 @@ class FileListDataset(FileSource):
     the shuffle is a permutation of indices drawn per epoch, so state is one integer and
     ``with_files`` (FILE sharding) restricts the list before shuffling.
 
+    The paths are held in numpy buffers (``datapipe.io._path_list.PathList``: ~35 bytes
+    per ImageNet-style path instead of ~120 as Python strings), and ``files`` is that
+    ``PathList`` (a read-only sequence of ``str``).
+
     Args:
-        files: the paths, in the order read when not shuffled.
+        files: the paths, in the order read when not shuffled (a sequence of ``str`` or
+            a ``PathList``).
         labels: optional array, one label per file.
         shuffle: draw a new permutation of the files each epoch.
         seed: op seed (default: derived from ``Options.seed`` and the op's position).
@@ -59,13 +68,13 @@ class FileListDataset(FileSource):
 
     def __init__(
         self,
-        files: Sequence[str],
+        files: Sequence[str] | PathList,
         labels: np.ndarray | None = None,
         shuffle: bool = False,
         seed: int | None = None,
     ):
         super().__init__()
-        self._files = tuple(files)
+        self._files: PathList = PathList.from_paths(files)  # type: ignore[assignment]
         self._labels = None if labels is None else np.asarray(labels)
         if self._labels is not None and len(self._labels) != len(self._files):
             raise ValueError(
@@ -95,10 +104,45 @@ class FileListDataset(FileSource):
         out._seed = int(seed)
         return out
 
-    def _restrict(self, units: tuple) -> None:
-        if self._labels is not None:
-            pos = {f: i for i, f in enumerate(self._files)}
-            self._labels = self._labels[[pos[u] for u in units]]
+    def sorted_files(self) -> PathList:
+        """The paths in sorted order (FILE auto-sharding's pool), computed in numpy."""
+        return self._files.sorted_view()
+
+    def with_files(self, units: Sequence[Any]) -> FileListDataset:
+        """A copy that reads only ``units`` (each must be one of ``self.files``), in that
+        order: a view of the same ``PathList`` (no strings made), or any sequence of paths.
+
+        Raises:
+            ValueError: a unit is not one of this source's files (names it).
+        """
+        mine = self._files
+        if not mine.same_table(units):
+            units = self._view_of(units)
+        assert isinstance(units, PathList)
+        at = np.full(mine.table_size(), -1, dtype=np.int64)  # table row -> our position
+        at[mine.rows()] = np.arange(len(mine))
+        pos = at[units.rows()]
+        if len(pos) and pos.min() < 0:
+            bad = units[int(np.flatnonzero(pos < 0)[0])]
+            raise ValueError(f"{self._name}: with_files got {bad!r}, which is not one of its files")
+        out = copy.copy(self)
+        out._iterations = itertools.count()
+        out._files = units
+        out._labels = None if self._labels is None else self._labels[pos]
+        return out
+
+    def _view_of(self, units: Sequence[Any]) -> PathList:
+        """``units`` (paths) as a view of our ``PathList``: a path listed twice is the same
+        position each time (its last)."""
+        where = {p: j for j, p in enumerate(self._files)}
+        pos = []
+        for u in units:
+            if u not in where:
+                raise ValueError(
+                    f"{self._name}: with_files got {u!r}, which is not one of its files"
+                )
+            pos.append(where[u])
+        return self._files.take(np.asarray(pos, dtype=np.int64))
 
     @property
     def element_spec(self) -> Any:
@@ -135,11 +179,12 @@ class _FileListAccess:
 
     def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
         order = self._order(epoch)
-        idx = [int(i) for i in indices] if order is None else order[list(indices)].tolist()
+        idx = indices if order is None else order[np.asarray(indices, dtype=np.int64)]
         files, labels = self.ds._files, self.ds._labels
+        paths = files.paths(idx)
         if labels is None:
-            return [files[i] for i in idx]
-        return [(files[i], labels[i]) for i in idx]
+            return paths
+        return list(zip(paths, labels[np.asarray(idx, dtype=np.int64)]))
 
 
 def list_files(

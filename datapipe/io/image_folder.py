@@ -12,12 +12,13 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from datapipe._image_format import resolve_data_format
+from datapipe._redact import redact_url
 from datapipe._validate import check_bool, check_int, check_seed
 from datapipe.dataset import AUTOTUNE, Dataset
+from datapipe.image_format import resolve_data_format
 from datapipe.io import _remote as remote
+from datapipe.io._path_list import PathList, PathListBuilder
 from datapipe.io._remote import is_url
-from datapipe.io._safe_files import is_regular_file
 from datapipe.io.files import FileListDataset
 from datapipe.io.image_resize import resize_image
 from datapipe.io.images import load_image
@@ -53,7 +54,7 @@ def _class_dirs(directory: str, class_names: Sequence[str] | None) -> list[str]:
     if not set(class_names) <= set(subdirs):
         raise ValueError(
             f"image_dataset_from_directory: class_names {list(class_names)} do not match the "
-            f"subdirectories of {directory!r}: {subdirs} (or a subset of them)"
+            f"subdirectories of {redact_url(directory)!r}: {subdirs} (or a subset of them)"
         )
     return list(class_names)
 
@@ -70,51 +71,67 @@ def _ancestors(path: str) -> frozenset:
         path = parent
 
 
-def _walk(root: str, follow_links: bool, top: str) -> list[tuple[str, list[str]]]:
-    """``(dirpath, files)`` below ``root`` (``os.walk``), sorted by path. With
+def _walk(root: str, follow_links: bool, top: str) -> list[tuple[str, list[str], list[str]]]:
+    """``(dirpath, image names, skipped names)`` of every directory below ``root``, sorted
+    by path, each list of names sorted. Image names end in an allowed extension and are
+    regular files after following links; skipped ones are not (a FIFO would block
+    ``open`` for ever, a device never ends; broken links). ``os.scandir``'s entry types
+    tell regular files without a ``stat`` per file (only links are followed). With
     ``follow_links``, a directory link that leads back to a directory above it (up to and
     past ``top``, the dataset's directory) is a loop and is not entered: it would list the
     same images over and over (or other classes' images as this one's)."""
     out: list = []
-    chains: dict = {}
-    outer = _ancestors(top) if follow_links else frozenset()
-    for dirpath, dirs, files in os.walk(root, followlinks=follow_links):
+    stack = [(root, _ancestors(top) if follow_links else frozenset())]
+    while stack:
+        dirpath, above = stack.pop()
         st = os.stat(dirpath)
         key = (st.st_dev, st.st_ino)
-        above = chains.get(os.path.dirname(dirpath), outer)
         if key in above:
             logger.warning("image_dataset_from_directory: %r is a link loop; skipped", dirpath)
-            dirs[:] = []
             continue
-        chains[dirpath] = above | {key}
-        out.append((dirpath, files))
+        chain = above | {key} if follow_links else above
+        try:
+            entries = list(os.scandir(dirpath))
+        except OSError:  # os.walk's default: an unreadable directory is passed over
+            continue
+        images, skipped = [], []
+        for e in entries:
+            name = e.name
+            if name.lower().endswith(ALLOWLIST_FORMATS) and e.is_file():
+                images.append(name)  # the common case first: one type check per image
+            elif e.is_dir():
+                if follow_links or not e.is_symlink():
+                    stack.append((e.path, chain))
+            elif name.lower().endswith(ALLOWLIST_FORMATS):
+                skipped.append(name)
+        out.append((dirpath, sorted(images), skipped))
     return sorted(out, key=lambda x: x[0])
 
 
-def _walk_images(root: str, follow_links: bool, top: str) -> list[str]:
-    """Image files below ``root``: names ending in an allowed extension that are regular
-    files (a FIFO would block ``open`` for ever, a device never ends; they are skipped
-    with a warning, as are broken links). Below a URL: the objects fsspec lists as files,
-    in the same order (by directory, then name)."""
+def _walk_images(root: str, follow_links: bool, top: str, into: PathListBuilder) -> int:
+    """Add the image files below ``root`` to ``into`` (see ``_walk``), by directory, then
+    name; return how many. Below a URL: the objects fsspec lists as files, in the same
+    order."""
     if is_url(root):
         found = remote.find(root, _OP)
         found.sort(key=lambda f: (f[0].rpartition("/")[0], f[0].rpartition("/")[2]))
-        return [url for rel, url in found if rel.lower().endswith(ALLOWLIST_FORMATS)]
-    out: list = []
+        urls = [url for rel, url in found if rel.lower().endswith(ALLOWLIST_FORMATS)]
+        into.add_paths(urls)
+        return len(urls)
+    count = 0
     skipped: list = []
-    for dirpath, files in _walk(root, follow_links, top):
-        for f in sorted(files):
-            if f.lower().endswith(ALLOWLIST_FORMATS):
-                path = os.path.join(dirpath, f)
-                (out if is_regular_file(path) else skipped).append(path)
+    for dirpath, images, bad in _walk(root, follow_links, top):
+        into.add(os.path.join(dirpath, ""), images, is_sorted=True)
+        count += len(images)
+        skipped += [os.path.join(dirpath, b) for b in bad]
     if skipped:
         logger.warning(
             "image_dataset_from_directory: skipped %d entries that are not regular files "
             "(FIFOs, devices, broken links), e.g. %r",
             len(skipped),
-            skipped[0],
+            sorted(skipped)[0],
         )
-    return out
+    return count
 
 
 def index_directory(
@@ -122,36 +139,39 @@ def index_directory(
     labels: Any,
     class_names: Sequence[str] | None,
     follow_links: bool = False,
-) -> tuple[list[str], np.ndarray | None, list[str] | None]:
+) -> tuple[PathList, np.ndarray | None, list[str] | None]:
     """Keras's file index: classes in sorted (or ``class_names``) order, files sorted by
-    ``os.walk`` within each class. Returns ``(paths, labels int64 or None, class_names)``."""
+    ``os.walk`` within each class. Returns ``(paths, labels int64 or None, class_names)``;
+    the paths are a ``PathList`` (numpy buffers: ~35 bytes a file, not ~120)."""
+    builder = PathListBuilder()
     if labels == "inferred":
         names = _class_dirs(directory, class_names)
-        paths: list[str] = []
-        idx: list[int] = []
-        for i, name in enumerate(names):
-            found = _walk_images(os.path.join(directory, name), follow_links, directory)
-            paths += found
-            idx += [i] * len(found)
-        return paths, np.asarray(idx, dtype=np.int64), names
+        counts = [
+            _walk_images(os.path.join(directory, name), follow_links, directory, builder)
+            for name in names
+        ]
+        idx = np.repeat(np.arange(len(names), dtype=np.int64), counts)
+        return builder.build(), idx, names
     if class_names is not None:
         raise ValueError(
             "image_dataset_from_directory: class_names can only be given with labels='inferred'"
         )
-    paths = _walk_images(directory, follow_links, os.path.dirname(os.path.abspath(directory)))
+    top = os.path.dirname(os.path.abspath(directory))
+    _walk_images(directory, follow_links, top, builder)
+    paths = builder.build()
     if labels is None:
         return paths, None, None
     if isinstance(labels, str) or len(labels) != len(paths):
         got = labels if isinstance(labels, str) else f"{len(labels)} labels"
         raise ValueError(
             f"image_dataset_from_directory: labels must be 'inferred', None or one label per "
-            f"file; got {got} for {len(paths)} files in {directory!r}"
+            f"file; got {got} for {len(paths)} files in {redact_url(directory)!r}"
         )
     lab = np.asarray(labels, dtype=np.int64)
     return paths, lab, [str(v) for v in sorted(set(lab.tolist()))]
 
 
-def _split(paths: list, labels: Any, validation_split: float | None, subset: str | None):
+def _split(paths: PathList, labels: Any, validation_split: float | None, subset: str | None):
     if not validation_split:
         return paths, labels
     num_val = int(validation_split * len(paths))
@@ -324,7 +344,7 @@ def _build(paths, labels, loader, batch_size, shuffle, seed, num_parallel_calls,
         ds = ds.batch(batch_size)
     ds = ds.prefetch(AUTOTUNE)
     ds.class_names = class_names  # Keras sets both attributes on the returned dataset
-    ds.file_paths = list(paths)
+    ds.file_paths = paths  # a PathList: a read-only sequence of str (Keras: a list)
     return ds
 
 
@@ -400,7 +420,9 @@ def image_dataset_from_directory(
         A Dataset of ``(images, labels)`` batches (``images``: ``float32``
         ``(batch, c, h, w)``, or ``(batch, h, w, c)`` channels-last, in [0, 255]), or of
         images only when ``label_mode`` or ``labels`` is None; with attributes
-        ``class_names`` and ``file_paths``.
+        ``class_names`` and ``file_paths`` (a read-only sequence of ``str`` held in
+        numpy buffers, ``datapipe.io._path_list.PathList``; ``list(ds.file_paths)``
+        for a list, which Keras returns).
 
     Raises:
         ValueError: bad arguments (as Keras), no images found, ``binary`` without exactly
@@ -460,7 +482,7 @@ def image_dataset_from_directory(
     if shuffle:  # Keras's global shuffle of the index, so that the split is the same as Keras's
         s = int(np.random.randint(1_000_000)) if seed is None else seed
         order = np.random.RandomState(s).permutation(len(paths))
-        paths = [paths[i] for i in order]
+        paths = paths.take(order)
         labs = None if labs is None else labs[order]
     loader = ImageFolderLoader(
         image_size,
@@ -478,7 +500,8 @@ def image_dataset_from_directory(
         p, lab = _split(paths, labs, validation_split, sub)
         if not p:
             raise ValueError(
-                f"image_dataset_from_directory: no {sub or ''} images found in {directory!r} "
+                f"image_dataset_from_directory: no {sub or ''} images found in "
+                f"{redact_url(directory)!r} "
                 f"(allowed formats: {', '.join(ALLOWLIST_FORMATS)})".replace("no  ", "no ")
             )
         if verbose and validation_split:

@@ -36,6 +36,7 @@ from datapipe import _structure as nest
 from datapipe._iterator import OpIterator
 from datapipe._lazy import lazy_module
 from datapipe._progress import progress_bar
+from datapipe._redact import redact_url
 from datapipe._spec import (
     TensorSpec,
     cast_without_loss,
@@ -362,7 +363,7 @@ def read_meta(path: str) -> dict:
         FileReadError: ``path`` is not a complete saved dataset (names it and says why).
     """
     if not (remote.isdir(path) if is_remote(path) else os.path.isdir(path)):
-        raise FileNotFoundError(f"load: no saved dataset at {path!r}")
+        raise FileNotFoundError(f"load: no saved dataset at {redact_url(path)!r}")
     if not is_complete(path):
         raise FileReadError(
             "not a complete saved dataset (no _COMPLETE marker: the writer did not finish)",

@@ -21,6 +21,7 @@ import io
 import json
 import math
 import os
+import re
 import tarfile
 import uuid
 from collections.abc import Iterable, Mapping
@@ -28,8 +29,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from datapipe._redact import redact_url
 from datapipe._validate import check_int
 from datapipe.io import _remote as remote
+from datapipe.io._bounded import MAX_HEADER_BYTES
 from datapipe.io._remote import is_remote, localize
 from datapipe.io.webdataset import IMAGE_EXTENSIONS, KEY, split_name
 
@@ -95,9 +98,47 @@ def encode_value(value: Any, field: str, where: str) -> bytes:
     )
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _faithful(name: str) -> str | None:
+    """Why the member name ``name`` would not come back as written (from this library's
+    reader, webdataset's, or ``tar -x`` into a directory), or None when it would."""
+    if _CONTROL.search(name):
+        return "holds a control character (tar cuts a name at NUL; others garble listings)"
+    if name.startswith("/"):
+        return "is absolute (extracting it would write outside the target directory)"
+    if "\\" in name:
+        return "holds '\\' (a path separator on Windows: extraction would split it)"
+    parts = name.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return (
+            "has an empty, '.' or '..' path component ('..' escapes the target directory "
+            "on extraction; tar -x drops the others, so a re-packed shard changes the key)"
+        )
+    try:
+        encoded = name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid Unicode text (it has no UTF-8 form for the tar header)"
+    if len(encoded) > MAX_HEADER_BYTES // 2:
+        return (
+            f"is {len(encoded)} bytes long; a reader refuses headers over "
+            f"{MAX_HEADER_BYTES} bytes (datapipe.io._bounded)"
+        )
+    return None
+
+
 def _check_name(key: Any, field: str) -> None:
+    """Refuse a key or field that a shard cannot hold faithfully, naming it."""
     if not isinstance(key, str) or not key:
         raise ValueError(f"{_OP}: a sample's __key__ must be a non-empty str, got {key!r}")
+    why = _faithful(f"{key}.{field}")
+    if why is not None:
+        shown = key if len(key) <= 200 else f"{key[:200]}... ({len(key)} characters)"
+        raise ValueError(
+            f"{_OP}: sample {shown!r}, field {field[:200]!r}: the member name {why}; "
+            "choose another key or field name"
+        )
     k, f = split_name(f"{key}.{field}")
     if k != key or f != field or "/" in field:
         raise ValueError(
@@ -129,9 +170,15 @@ class TarShardWriter:
     Fields whose name starts with ``_`` (``__url__``, ...) are not written, so samples
     read by ``WebDataset`` can be written again as they are.
 
+    Keys are refused when their member name ``<key>.<field>`` could not be read back as
+    written or would escape a directory it is extracted into: a control character (tar
+    cuts names at NUL), a leading ``/``, a ``\\``, an empty, ``.`` or ``..`` component,
+    text with no UTF-8 form, more than 512 KiB (half the readers' header bound). So
+    ``tar -x`` of a shard writes only below its target directory.
+
     Raises:
         ValueError: a bad pattern or bound (here); a bad key or field name (at ``write``,
-            naming them).
+            naming them and why).
         TypeError: a value with no encoding (at ``write``, naming the key and field).
         FileNotFoundError: the local directory of ``pattern`` does not exist.
 
@@ -160,10 +207,12 @@ class TarShardWriter:
         except (TypeError, ValueError) as e:
             raise ValueError(
                 f"{_OP}: pattern must hold one %-format for the shard index, e.g. "
-                f"'train-%06d.tar'; got {pattern!r} ({e})"
+                f"'train-%06d.tar'; got {redact_url(pattern)!r} ({e})"
             ) from None
         if pattern % 0 == pattern % 1:
-            raise ValueError(f"{_OP}: pattern {pattern!r} gives every shard the same name")
+            raise ValueError(
+                f"{_OP}: pattern {redact_url(pattern)!r} gives every shard the same name"
+            )
         self.remote = is_remote(pattern)
         parent = os.path.dirname(os.path.abspath(pattern % 0))
         if not self.remote and not os.path.isdir(parent):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from collections.abc import Sequence
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 
@@ -16,10 +17,69 @@ from datapipe._spec import TensorSpec
 from datapipe._validate import check_int
 from datapipe.dataset import Dataset
 from datapipe.errors import FileReadError, annotate
-from datapipe.io._safe_files import open_regular
+from datapipe.io._compression import open_compressed
+from datapipe.io._safe_files import max_file_bytes, open_regular
 from datapipe.io.file_source import FileSource
 
 _READ_HINT = 1 << 16  # bytes of lines read per refill of one file's buffer
+
+
+class _LineReader:
+    """Whole lines (with their ``"\\n"``) of a binary stream, none longer than
+    ``max_file_bytes()``, in blocks of about ``hint`` bytes.
+
+    ``readlines(hint)`` reads a line whole however long it is: a gzip stream of zeros
+    (~1000x) with no newline is gigabytes from a few megabytes on disk. Here a line that
+    has no end within the bound raises before more is read: memory stays within the bound
+    plus one block. (About the cost of ``readlines``: one ``split`` per block.)"""
+
+    def __init__(self, f: Any, path: str):
+        self.f, self.path = f, path
+        self.pieces: list[bytes] = []  # the start of a line that continues past a block
+        self.held = 0  # their bytes
+        self.error: FileReadError | None = None  # a long line, after the lines before it
+
+    def read(self, hint: int, line: int) -> list[bytes]:
+        """The next whole lines (at least one; [] at the end); ``line`` is the number of
+        the first of them, for the error. A line over the bound raises after the lines
+        before it were returned (at the next call).
+
+        Raises:
+            FileReadError: a line longer than ``max_file_bytes()`` (names the file, the
+                line and the bound).
+        """
+        if self.error is not None:
+            raise self.error
+        limit = max_file_bytes()
+        while True:
+            data = self.f.read(hint)
+            if not data:  # the end: a last line without "\n"
+                tail, self.pieces, self.held = b"".join(self.pieces), [], 0
+                return [tail] if tail else []
+            cut = data.rfind(b"\n")
+            first = (data.find(b"\n") if cut >= 0 else len(data)) + self.held
+            if limit is not None and first > limit:
+                raise self._too_long(line, limit)
+            if cut < 0:
+                self.pieces.append(data)
+                self.held += len(data)
+                continue
+            block = b"".join([*self.pieces, data[: cut + 1]])
+            self.pieces, self.held = [data[cut + 1 :]], len(data) - cut - 1
+            lines = [part + b"\n" for part in block.split(b"\n")[:-1]]
+            if limit is not None and limit < hint:  # a block may hold a longer line
+                long = next((i for i, x in enumerate(lines) if len(x) - 1 > limit), None)
+                if long is not None:
+                    self.error = self._too_long(line + long, limit)
+                    return lines[:long]  # at least the first line: it passed above
+            return lines
+
+    def _too_long(self, line: int, limit: int) -> FileReadError:
+        return FileReadError(
+            f"line {line} is longer than max_file_bytes() ({limit} bytes; "
+            "datapipe.io.set_max_file_bytes changes it)",
+            self.path,
+        )
 
 
 def _file_list(filenames: Any, op: str) -> tuple[str, ...]:
@@ -41,7 +101,8 @@ class TextLineDataset(FileSource):
 
     Args:
         filenames: a path or a list of paths.
-        compression_type: ``None`` or ``""`` (plain text) or ``"GZIP"``.
+        compression_type: ``None`` or ``""`` (plain text), ``"GZIP"`` or ``"ZLIB"`` (a
+            zlib stream, ``zlib.compress``'s format), as tf.data.
         buffer_size: ignored (kept for tf.data's signature); files are read in 64 KiB
             blocks of lines.
         num_parallel_reads: read this many files at once, interleaving their lines one by
@@ -56,7 +117,9 @@ class TextLineDataset(FileSource):
 
     Raises (at iteration):
         OSError: a file is missing or unreadable (names it).
-        FileReadError: a line is not valid text in ``encoding``, or a GZIP file is corrupt
+        FileReadError: a line is not valid text in ``encoding``, a line is longer than
+            ``datapipe.io.max_file_bytes()`` (default 1 GiB: a compressed file of one
+            endless line would otherwise be read whole), or a GZIP file is corrupt
             (names the file and the line number).
 
     Example:
@@ -80,12 +143,12 @@ class TextLineDataset(FileSource):
         super().__init__()
         self._files = _file_list(filenames, self._name)
         comp = (compression_type or "").upper()
-        if comp not in ("", "GZIP"):
+        if comp not in ("", "GZIP", "ZLIB"):
             raise ValueError(
-                f"{self._name}: compression_type must be None, '' or 'GZIP', "
+                f"{self._name}: compression_type must be None, '', 'GZIP' or 'ZLIB', "
                 f"got {compression_type!r}"
             )
-        self._gzip = comp == "GZIP"
+        self._compression = comp
         k = 1 if num_parallel_reads is None else num_parallel_reads
         k = check_int(self._name, "num_parallel_reads", k, 1, (-1,), ">= 1 or AUTOTUNE")
         self._cycle = 2 if k == -1 else k  # AUTOTUNE: two files at once
@@ -106,12 +169,13 @@ class _OpenFile:
         self.ds, self.file_index, self.path = ds, file_index, ds._files[file_index]
         self.lines_read = 0
         raw = open_regular(self.path)  # a FIFO or a device would block or never end
-        self.f: BinaryIO | gzip.GzipFile = (
-            gzip.GzipFile(fileobj=raw, mode="rb") if ds._gzip else raw
-        )
         self.raw = raw
-        if offset:
-            self.f.seek(offset)
+        try:
+            self.f: Any = open_compressed(raw, ds._compression, offset)
+        except (OSError, EOFError, zlib.error) as e:
+            raw.close()
+            raise FileReadError(f"cannot read from offset {offset}: {e}", self.path) from e
+        self.lines = _LineReader(self.f, self.path)
         self.offset = offset
         self.buf: list[bytes] = []
         self.pos = 0
@@ -124,8 +188,11 @@ class _OpenFile:
         and marks the file ``broken`` (the rest of it is skipped)."""
         if self.pos >= len(self.buf):
             try:
-                self.buf, self.pos = self.f.readlines(_READ_HINT), 0
-            except (OSError, EOFError, gzip.BadGzipFile) as e:
+                self.buf, self.pos = self.lines.read(_READ_HINT, self.lines_read + 1), 0
+            except FileReadError:
+                self.broken = True
+                raise
+            except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as e:
                 self.broken = True
                 raise FileReadError(
                     f"cannot read line {self.lines_read + 1}: {e}", self.path

@@ -15,7 +15,6 @@ project.
 
 from __future__ import annotations
 
-import gzip
 import os
 import struct
 import zlib
@@ -26,8 +25,10 @@ import numpy as np
 
 from datapipe._spec import TensorSpec
 from datapipe.errors import FileReadError
+from datapipe.io._bounded import read_declared
+from datapipe.io._compression import open_compressed
 from datapipe.io._record_files import RecordFileSource, RecordReader, cycle_of, file_list
-from datapipe.io._safe_files import max_file_bytes, open_regular
+from datapipe.io._safe_files import open_regular
 
 _LENGTH = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
@@ -62,7 +63,8 @@ class TFRecordDataset(RecordFileSource):
     Args:
         filenames: a path or URL (``s3://...``, ``https://...``: fsspec, see
             ``datapipe.io._remote``), or a list of them.
-        compression_type: ``None`` or ``""`` (uncompressed) or ``"GZIP"``.
+        compression_type: ``None`` or ``""`` (uncompressed), ``"GZIP"`` or ``"ZLIB"``
+            (``datapipe.io._compression``), as tf.data.
         buffer_size: ignored (kept for tf.data's signature); local files are read through
             Python's buffered I/O, remote ones in 1 MiB range requests.
         num_parallel_reads: read this many files at once, one record from each in turn
@@ -73,10 +75,12 @@ class TFRecordDataset(RecordFileSource):
             num_parallel_calls=AUTOTUNE)``.
 
     Elements: ``bytes`` (the serialized record, e.g. a ``tf.train.Example``); spec
-    ``TensorSpec((), object)``. Cardinality is unknown. A record longer than
-    ``datapipe.io.max_file_bytes()`` is refused (a corrupt length cannot allocate memory).
+    ``TensorSpec((), object)``. Cardinality is unknown. A record whose length field declares
+    more than ``datapipe.io.max_file_bytes()`` is refused before it is read, and a length
+    within it is read in chunks that grow with the bytes the file holds
+    (``datapipe.io._bounded``): a corrupt or hostile length cannot allocate memory.
 
-    State: each open file's byte offset (uncompressed offset for GZIP) and record count; a
+    State: each open file's byte offset (uncompressed offset when compressed) and record count; a
     checkpoint resumes at the next record. FILE auto-sharding gives each worker its own
     files; checkpoints taken under FILE resume on another number of workers.
 
@@ -114,12 +118,12 @@ class TFRecordDataset(RecordFileSource):
         super().__init__()
         self._files = file_list(filenames, self._name)
         comp = (compression_type or "").upper()
-        if comp not in ("", "GZIP"):
+        if comp not in ("", "GZIP", "ZLIB"):
             raise ValueError(
-                f"{self._name}: compression_type must be None, '' or 'GZIP', got "
-                f"{compression_type!r} (ZLIB-compressed TFRecords are not supported)"
+                f"{self._name}: compression_type must be None, '', 'GZIP' or 'ZLIB', got "
+                f"{compression_type!r}"
             )
-        self._gzip = comp == "GZIP"
+        self._compression = comp
         self._cycle = cycle_of(self._name, num_parallel_reads)
         _crc32c()  # fail at construction, not at the first record
 
@@ -128,17 +132,15 @@ class TFRecordDataset(RecordFileSource):
         return TensorSpec((), np.dtype(object))
 
     def open_reader(self, file_index: int, offset: int) -> RecordReader:
-        return _TFRecordReader(self._files[file_index], offset, self._gzip)
+        return _TFRecordReader(self._files[file_index], offset, self._compression)
 
 
 class _TFRecordReader(RecordReader):
-    def __init__(self, path: str, offset: int, gz: bool):
+    def __init__(self, path: str, offset: int, compression: str):
         self.path, self.offset, self.crc32c = path, offset, _crc32c()
         self.raw = open_regular(path)  # local: regular files only; URL: size-checked, retried
         try:
-            self.f = gzip.GzipFile(fileobj=self.raw, mode="rb") if gz else self.raw
-            if offset:
-                self.f.seek(offset)
+            self.f = open_compressed(self.raw, compression, offset)
         except BaseException:
             self.raw.close()
             raise
@@ -152,7 +154,7 @@ class _TFRecordReader(RecordReader):
 
     def read(self, n: int) -> list:
         out: list = []
-        f, crc, limit = self.f, self.crc32c, max_file_bytes()
+        f, crc = self.f, self.crc32c
         while len(out) < n:
             start = self.offset
             try:
@@ -164,9 +166,10 @@ class _TFRecordReader(RecordReader):
                 (length,) = _LENGTH.unpack_from(header)
                 if _mask(crc(header[:8])) != _CRC.unpack_from(header, 8)[0]:
                     return self._end(out, "the CRC of its length does not match", start)
-                if limit is not None and length > limit:
-                    return self._end(out, f"its length {length} is over the limit", start)
-                data = f.read(length)
+                try:  # bounded; memory grows with the bytes there, not with the length
+                    data = read_declared(f, length, "its length field", None)
+                except FileReadError as e:
+                    return self._end(out, e.reason, start)
                 footer = f.read(4)
             except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
                 return self._end(out, f"cannot read: {type(e).__name__}: {e}", start)

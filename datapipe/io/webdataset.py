@@ -33,6 +33,7 @@ import numpy as np
 
 from datapipe._spec import TensorSpec
 from datapipe.errors import FileReadError
+from datapipe.io._bounded import check_declared, npy_header, open_tar_stream
 from datapipe.io._record_files import (
     END,
     RecordFileSource,
@@ -40,7 +41,7 @@ from datapipe.io._record_files import (
     cycle_of,
     file_list,
 )
-from datapipe.io._safe_files import max_file_bytes, open_regular
+from datapipe.io._safe_files import open_regular
 
 KEY, URL = "__key__", "__url__"
 _SKIP_META = re.compile(r"__[^/]*__($|/)")
@@ -65,7 +66,10 @@ def _image(data: bytes) -> np.ndarray:
 
 
 def _npy(data: bytes) -> np.ndarray:
-    return np.load(io.BytesIO(data), allow_pickle=False)
+    f = io.BytesIO(data)
+    npy_header(f, len(data), "the .npy field", None)  # a shape larger than its bytes: refused
+    f.seek(0)
+    return np.load(f, allow_pickle=False)
 
 
 DEFAULT_DECODERS: dict[str, Callable[[bytes], Any]] = {
@@ -179,7 +183,12 @@ class WebDataset(RecordFileSource):
     Elements: ``{"__key__": str, "__url__": str, <field>: bytes | decoded value}``. The
     spec is read from the first sample (``TensorSpec((), object)`` for ``bytes``/``str``;
     decoded arrays keep their rank and dtype with unknown sizes). Cardinality is unknown.
-    A member larger than ``datapipe.io.max_file_bytes()`` is refused.
+
+    Bounds (``datapipe.io._bounded``): every size a shard declares is checked before it
+    is read, so a small hostile shard (a ``.tar.gz`` inflates ~1000x) cannot allocate
+    more: a member against ``datapipe.io.max_file_bytes()`` (1 GiB by default), a GNU
+    long-name or PAX header against 1 MiB (``MAX_HEADER_BYTES``), a ``.npy`` field's
+    shape against its bytes. The error names the shard and the member.
 
     State: each open shard's byte offset of its next sample's first member (in the
     uncompressed stream for ``.tar.gz``, which is re-read up to it on resume) and sample
@@ -187,10 +196,12 @@ class WebDataset(RecordFileSource):
     FILE resume on another number of workers.
 
     Raises (at iteration):
-        FileReadError: a shard is missing, not a tar file, truncated or corrupt (names the
-            shard and the byte offset; the rest of the shard is skipped), a sample repeats
-            a field or lacks one (names the key; that sample is skipped), a field does not
-            decode.
+        FileReadError: a shard is missing, not a tar file, truncated or corrupt, or
+            declares a member or header over its bound (names the shard, the member and
+            the byte offset; the rest of the shard is skipped); a sample repeats a field,
+            lacks one of ``fields``, or (``fields=None``) has another set of fields than
+            the first sample (names the key, its fields and the expected ones; that
+            sample is skipped); a field does not decode.
 
     Example:
         >>> import datapipe as dp, os, tempfile
@@ -271,6 +282,8 @@ class _TarReader(RecordReader):
         self.ds, self.path, self.offset, self.fields = ds, path, offset, fields
         self.keep = None if fields is None else set(fields)
         self.ahead: tuple | None = None  # the next sample's first member, already read
+        # A member header that failed after a whole sample was read: raised after it.
+        self.deferred: Exception | None = None
         self.raw = open_regular(path)  # local: regular files only; URL: size-checked, retried
         try:
             magic = self.raw.read(2)
@@ -281,7 +294,7 @@ class _TarReader(RecordReader):
             if offset:
                 self.f.seek(offset)
             self.base = offset
-            self.tar = tarfile.open(fileobj=self.f, mode="r|")
+            self.tar = open_tar_stream(self.f, path, offset)  # bounded (datapipe.io._bounded)
         except (tarfile.TarError, EOFError, zlib.error) as e:
             self.raw.close()
             raise FileReadError(f"not a readable tar shard at byte {offset}: {e}", path) from e
@@ -306,13 +319,7 @@ class _TarReader(RecordReader):
             return key, field, info if keep else None, self.base + info.offset
 
     def _data(self, info: tarfile.TarInfo, at: int) -> bytes:
-        limit = max_file_bytes()
-        if limit is not None and info.size > limit:
-            raise FileReadError(
-                f"member {info.name!r} at byte {at} holds {info.size} bytes, over the "
-                "limit of datapipe.io.max_file_bytes()",
-                self.path,
-            )
+        check_declared(info.size, f"member {info.name!r} at byte {at}", self.path)
         member = self.tar.extractfile(info)
         assert member is not None  # a regular file (_next keeps no other kind)
         data = member.read()
@@ -320,25 +327,33 @@ class _TarReader(RecordReader):
             raise tarfile.ReadError(f"member {info.name!r} at byte {at} is truncated")
         return data
 
-    def _sample(self) -> dict | None:
+    def _sample(self) -> tuple[dict, list] | None:
+        """``(sample, the names of all its fields)``: fields not kept are named, not read."""
         member = self.ahead if self.ahead is not None else self._member()
         self.ahead = None
         if member is None:
             return None
         key, start = member[0], member[3]
         sample: dict = {KEY: key, URL: self.path}
+        names: list = []
         while member is not None and member[0] == key:
             field, info = member[1], member[2]
-            if field in sample:
+            if field in names:
                 raise _SampleError(
                     key, f"sample {key!r} at byte {start} repeats the field {field!r}"
                 )
+            names.append(field)
             if info is not None:
                 sample[field] = self._data(info, member[3])
-            member = self._member()
+            try:
+                member = self._member()
+            except _READ_ERRORS as e:  # the next header: this sample's members are read
+                self.deferred, self.ahead = e, None
+                self.offset = self.base + self.tar.offset  # the header that failed
+                return sample, names
         self.ahead = member
         self.offset = END if member is None else member[3]
-        return sample
+        return sample, names
 
     def read(self, n: int) -> list:
         out: list = []
@@ -346,11 +361,14 @@ class _TarReader(RecordReader):
             start = self.offset
             try:
                 try:
+                    if self.deferred is not None:  # after the sample before it
+                        failed, self.deferred = self.deferred, None
+                        raise failed
                     sample = self._sample()
                 except _SampleError as e:
                     self._skip_bad(e)
                     return out
-            except (tarfile.TarError, OSError, EOFError, zlib.error, FileReadError) as e:
+            except _READ_ERRORS as e:
                 self.broken = True
                 why = (
                     e.reason
@@ -365,7 +383,7 @@ class _TarReader(RecordReader):
                 break
             self.records += 1
             try:
-                out.append(self._finish(sample))
+                out.append(self._finish(*sample))
             except FileReadError as e:
                 self.error = e
                 return out
@@ -381,16 +399,25 @@ class _TarReader(RecordReader):
         self.records += 1
         self.error = FileReadError(f"{e}; the sample is skipped", self.path)
 
-    def _finish(self, sample: dict) -> dict:
-        """Check the fields (and decode): ``FileReadError`` names the key and the shard."""
+    def _finish(self, sample: dict, names: list) -> dict:
+        """Check the fields (and decode): ``FileReadError`` names the key, the sample's
+        fields and the shard. ``fields=``: each must be there (others are not read);
+        ``fields=None``: exactly the first sample's."""
         if self.fields is not None:
-            have = [k for k in sample if k not in (KEY, URL)]
-            missing = [f for f in self.fields if f not in sample]
-            if missing or (not self.ds._explicit and len(have) != len(self.fields)):
+            missing = [f for f in self.fields if f not in names]
+            extra = [] if self.ds._explicit else sorted(set(names) - set(self.fields))
+            if missing or extra:
+                why = (
+                    f"it lacks {missing}"
+                    if missing
+                    else f"{extra} would be dropped (fields=None reads samples with the "
+                    "first sample's fields; pass fields= to read a subset)"
+                )
                 raise FileReadError(
-                    f"sample {sample[KEY]!r} has the fields {sorted(have)}, expected "
-                    f"{sorted(self.fields)} (the first sample's, or fields=); pass fields= to "
-                    "read a subset",
+                    f"sample {sample[KEY]!r} has the fields {sorted(names)}, expected "
+                    f"{sorted(self.fields)}"
+                    + ("" if self.ds._explicit else " (the first sample's)")
+                    + f": {why}",
                     self.path,
                 )
             sample = {KEY: sample[KEY], URL: sample[URL], **{f: sample[f] for f in self.fields}}
@@ -405,6 +432,9 @@ class _TarReader(RecordReader):
             if self.f is not self.raw:
                 self.f.close()
             self.raw.close()
+
+
+_READ_ERRORS = (tarfile.TarError, OSError, EOFError, zlib.error, FileReadError)
 
 
 class _SampleError(Exception):

@@ -11,8 +11,9 @@ counters, caches of inferred specs, per-worker stores). Values:
   values their closures capture and the module-level names they read (to a depth of
   ``_DEPTH`` objects), so editing a ``map`` function's body or a constant it uses gives
   another fingerprint;
-- other objects: their class and attributes (``nn.Module`` layers: parameters included);
-  an object without attributes is its class only (never its ``repr``, which may hold a
+- other objects: their class and attributes, ``__slots__`` included (``nn.Module``
+  layers: parameters included; ``functools.partial``: its function and arguments); an
+  object without attributes is its class only (never its ``repr``, which may hold a
   memory address that differs per process).
 
 Unseeded ops have no seed in the graph, so their fingerprint does not change from run to
@@ -22,6 +23,7 @@ run (tf.data: a ``shuffle`` without a seed snapshots to one fingerprint).
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import itertools
 import types
@@ -34,7 +36,7 @@ from datapipe._spec import is_torch
 # Attributes of Dataset nodes that are not the op's arguments.
 _BOOKKEEPING = frozenset(
     {"_iterations", "_origin", "_spec_cache", "_worker_stores", "_store", "_spec", "_inputs"}
-    | {"_snapshot_dirs"}
+    | {"_snapshot_dirs", "_entropy"}  # _entropy: an unseeded op's bits (_context.op_entropy)
 )
 _DEPTH = 4  # objects followed through closures, globals and attributes
 # Values whose repr is their whole content, the same in every process.
@@ -150,11 +152,27 @@ class _Hasher:
         self.put("object", type(v).__module__, type(v).__qualname__)
         if depth <= 0 or self._again(v):
             return
-        attrs = getattr(v, "__dict__", None)
-        if isinstance(attrs, dict):
-            for name in sorted(attrs):
-                self.put(name)
-                self.value(attrs[name], depth - 1)
+        for name, attr in _attributes(v):
+            self.put(name)
+            self.value(attr, depth - 1)
+
+
+def _attributes(v: Any) -> list[tuple[str, Any]]:
+    """An object's state by name: its ``__dict__`` and its ``__slots__`` (a slotted
+    wrapper's function is its whole content); a ``functools.partial``'s function and
+    arguments (kept in neither)."""
+    out: dict[str, Any] = {}
+    if isinstance(v, functools.partial):
+        out.update(func=v.func, args=v.args, keywords=v.keywords)
+    attrs = getattr(v, "__dict__", None)
+    if isinstance(attrs, dict):
+        out.update(attrs)
+    for cls in type(v).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__") and hasattr(v, name):
+                out.setdefault(name, getattr(v, name))
+    return sorted(out.items())
 
 
 def _global_names(c: types.CodeType) -> list[str]:

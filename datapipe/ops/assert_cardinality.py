@@ -73,7 +73,7 @@ class AssertCardinalityDataset(RandomAccessUnaryDataset):
         if known != UNKNOWN_CARDINALITY and known != self._expected:
             raise ValueError(
                 f"assert_cardinality: the input is known to have {_elements(known)}, but "
-                f"{_elements(self._expected)} were asserted"
+                f"the asserted cardinality is {_elements(self._expected)}"
             )
 
     def cardinality(self) -> int:

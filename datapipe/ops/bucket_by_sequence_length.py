@@ -20,7 +20,7 @@ from datapipe._validate import check_bool, check_int
 from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import BatchShapeError, annotate
 from datapipe.ops.group_by_window import as_key
-from datapipe.ops.padded_batch import _Component, _is_shape, _up_to
+from datapipe.ops.padded_batch import _Component, _is_shape, _shape_dims, _up_to
 
 _OP = "bucket_by_sequence_length"
 
@@ -31,15 +31,11 @@ def _int_list(name: str, values: Any, minimum: int | None) -> list[int]:
     return [check_int(_OP, f"{name}[{i}]", v, minimum=minimum) for i, v in enumerate(values)]
 
 
-def _dims(shape: Any) -> tuple | None:
-    """A padded shape as a tuple of int/None (-1 means None, as in padded_batch)."""
-    if shape is None:
-        return None
-    dims = list(shape.as_list()) if hasattr(shape, "as_list") else list(shape)
-    out = tuple(None if d is None or int(d) == -1 else int(d) for d in dims)
-    if any(d is not None and d < 0 for d in out):
-        raise ValueError(f"{_OP}: padded shape {shape} has a negative dimension")
-    return out
+def _dims(shape: Any, path: str) -> tuple | None:
+    """A padded shape as a tuple of int/None (-1 means None), checked as padded_batch
+    checks it (``ValueError`` for a shape that is not 1-D, ``TypeError`` for sizes that
+    are not integers)."""
+    return None if shape is None else tuple(_shape_dims(shape, path, _OP))
 
 
 class BucketBySequenceLengthDataset(Dataset):
@@ -159,13 +155,12 @@ class BucketBySequenceLengthDataset(Dataset):
         if padded_shapes is None:
             shapes: list = [None] * len(paths)
         else:
-            shapes = [
-                _dims(s) for s in _up_to(spec, padded_shapes, "padded_shapes", _is_shape, _OP)
-            ]
+            given = _up_to(spec, padded_shapes, "padded_shapes", _is_shape, _OP)
+            shapes = [_dims(s, p) for s, p in zip(given, paths)]
         if padding_values is None or not nest.is_nested(padding_values):
             values = [padding_values] * len(paths)
         else:
-            values = _up_to(spec, padding_values, "padding_values", lambda v: True, _OP)
+            values = _up_to(spec, padding_values, "padding_values", lambda v: True, _OP, True)
         for v in values:
             if v is not None and np.ndim(v) != 0:
                 raise ValueError(f"{_OP}: padding values must be scalars, got {v!r}")

@@ -9,6 +9,7 @@ from typing import Any
 
 from datapipe._iterator import OpIterator, pull_exactly
 from datapipe.dataset import Dataset, RandomAccessUnaryDataset
+from datapipe.errors import PipelineBrokenError
 
 
 class _CacheStore:
@@ -38,8 +39,10 @@ class CacheDataset(RandomAccessUnaryDataset):
     object, another thread's iterator) reads the recorded elements instead of running
     the input again (tf.data's in-memory ``cache``).
 
-    As in tf.data, a pass that stops early (``take``, ``break``, an error) is not cached;
-    random ops before ``cache`` are therefore frozen to the first complete pass. The cache
+    As in tf.data, a pass that stops early (``take``, ``break``, a broken pipeline) is not
+    cached, and a pass that goes on past an element's error to its end is: without the
+    failed elements (tf.data's ``MemoryWriterIterator``), so later passes do not fail or
+    recompute them. Random ops before ``cache`` are frozen to the first complete pass. The cache
     belongs to this Dataset object: build the pipeline once and iterate it many times.
 
     The iterator state is the position (plus, while the first pass is still running, the
@@ -153,6 +156,12 @@ class CacheIterator(OpIterator):
             return out
         try:
             got = self._filling().next_chunk(n)
+        except Exception as e:
+            # One element's error: the pass goes on without it, and is cached when it ends
+            # (tf.data). A broken pipeline (or an interrupt, below) ends the pass.
+            if isinstance(e, PipelineBrokenError):
+                self.recorded = None
+            raise
         except BaseException:
             self.recorded = None  # an incomplete pass is never cached
             raise

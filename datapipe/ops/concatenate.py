@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,6 +49,10 @@ class ConcatenateDataset(Dataset):
     ``[2, 3]`` and ``[5, 3]``). Cardinality: infinite if either input is, else unknown if
     either is, else the sum. Keeps random access when both inputs have it.
 
+    A chain ``a.concatenate(b).concatenate(c)...`` is one node with inputs ``a, b, c,
+    ...`` (the inputs of a plain ``concatenate`` on the left are taken over), so a chain
+    of a thousand concatenations (tf.data's options_test) is no deeper than one.
+
     Example:
         >>> import datapipe as dp
         >>> [int(x) for x in dp.range(3).concatenate(dp.range(10, 12))]
@@ -59,7 +64,10 @@ class ConcatenateDataset(Dataset):
     keeps_random_access = True
 
     def __init__(self, input_ds: Dataset, dataset: Dataset):
-        super().__init__(input_ds, dataset)
+        left: tuple = (input_ds,)
+        if type(input_ds) is ConcatenateDataset and "_origin" not in input_ds.__dict__:
+            left = input_ds._inputs  # a chain of concatenations: one node (see above)
+        super().__init__(*left, dataset)
         self._spec = merge_specs("concatenate", [input_ds.element_spec, dataset.element_spec])
 
     @property
@@ -67,12 +75,12 @@ class ConcatenateDataset(Dataset):
         return self._spec
 
     def cardinality(self) -> int:
-        a, b = (d.cardinality() for d in self._inputs)
-        if INFINITE_CARDINALITY in (a, b):
+        counts = [d.cardinality() for d in self._inputs]
+        if INFINITE_CARDINALITY in counts:
             return INFINITE_CARDINALITY
-        if UNKNOWN_CARDINALITY in (a, b):
+        if UNKNOWN_CARDINALITY in counts:
             return UNKNOWN_CARDINALITY
-        return a + b
+        return sum(counts)
 
     def _make_random_access(self, ctx):
         return _ConcatAccess([d._make_random_access(ctx) for d in self._inputs])
@@ -83,33 +91,42 @@ class ConcatenateDataset(Dataset):
 
 class _ConcatAccess:
     def __init__(self, inners: list):
-        self.a, self.b = inners
-        self.na = len(self.a)
+        self.inners = inners
+        self.starts = [0]  # index of each input's first element
+        for inner in inners:
+            self.starts.append(self.starts[-1] + len(inner))
 
     def __len__(self) -> int:
-        return self.na + len(self.b)
+        return self.starts[-1]
+
+    def _locate(self, i: int) -> tuple[int, int]:
+        k = bisect.bisect_right(self.starts, i) - 1  # (input, index within it)
+        return k, i - self.starts[k]
 
     def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
-        na = self.na
-        if isinstance(indices, range) and indices.step == 1:
-            lo, hi = indices.start, indices.stop
-            out = self.a.get_many(range(lo, min(hi, na)), epoch) if lo < na else []
-            if hi > na:
-                out.extend(self.b.get_many(range(max(lo, na) - na, hi - na), epoch))
+        if isinstance(indices, range) and indices.step == 1 and len(indices):
+            k, _ = self._locate(indices.start)
+            out: list = []
+            while k < len(self.inners) and self.starts[k] < indices.stop:  # contiguous runs
+                lo = max(indices.start, self.starts[k]) - self.starts[k]
+                hi = min(indices.stop, self.starts[k + 1]) - self.starts[k]
+                if hi > lo:
+                    out.extend(self.inners[k].get_many(range(lo, hi), epoch))
+                k += 1
             return out
         return get_grouped(
             indices,
-            lambda i: (True, i - na) if i >= na else (False, i),  # (in the second input, j)
-            lambda second, run: (self.b if second else self.a).get_many(run, epoch),
+            self._locate,
+            lambda k, run: self.inners[int(k)].get_many(run, epoch),  # type: ignore[call-overload]
         )
 
 
 class ConcatenateIterator(ChainIterator):
-    """Reads the first input to its end, then opens the second (lazily, so a pipeline that
-    stops early never builds it)."""
+    """Reads each input to its end, then opens the next (lazily, so a pipeline that stops
+    early never builds the later ones)."""
 
     op_name = "concatenate"
-    pos_key = "which"  # the input being read: 0 or 1
+    pos_key = "which"  # the input being read: 0, 1, ...
 
     def __init__(self, nodes: tuple, ctx: Any, epoch: tuple):
         super().__init__(ctx, epoch)
@@ -119,7 +136,7 @@ class ConcatenateIterator(ChainIterator):
         return self.ctx.make(self.nodes[self.pos], self.epoch)
 
     def next_chunk(self, n: int) -> list:
-        while self.pos < 2:
+        while self.pos < len(self.nodes):
             got = self._open().next_chunk(n)
             if got:
                 return got

@@ -8,7 +8,7 @@ from typing import Any
 
 from datapipe._functions import call
 from datapipe._iterator import OpIterator
-from datapipe._spec import UnknownSpec
+from datapipe._spec import UnknownSpec, seen_spec
 from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
 
@@ -83,7 +83,7 @@ def sub_dataset_spec(node: Any) -> Any:
         first = node._inputs[0]._first_element()
         if first is None:
             return UnknownSpec()
-        node._spec_cache = _sub_dataset(node._func, first, node._name, 0).element_spec
+        node._spec_cache = seen_spec(_sub_dataset(node._func, first, node._name, 0).element_spec)
     return node._spec_cache
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from datapipe._functions import call
 from datapipe._iterator import OpIterator
-from datapipe._spec import UnknownSpec
+from datapipe._spec import UnknownSpec, seen_spec
 from datapipe._validate import check_optional_int
 from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
@@ -112,7 +112,7 @@ class GroupByWindowDataset(Dataset):
                 window = self.reduce_window(self.key_of(first), [first])
             except Exception as e:  # noqa: BLE001 - located and re-raised
                 raise annotate(self._name, 0, e) from e
-            self._spec_cache = window.element_spec
+            self._spec_cache = seen_spec(window.element_spec)
         return self._spec_cache
 
     def cardinality(self) -> int:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from datapipe._iterator import OpIterator
+from datapipe._redact import redact_url
 from datapipe._validate import check_bool
 from datapipe.dataset import Dataset
 from datapipe.errors import InputStuckError, PipelineBrokenError
@@ -135,7 +136,7 @@ class IgnoreErrorsIterator(OpIterator):
             if path in self._logged_paths:
                 return
             self._logged_paths.add(path)
-        logger.warning("ignore_errors: dropped an element: %s", e)
+        logger.warning("ignore_errors: dropped an element: %s", redact_url(str(e)))
 
     def get_state(self) -> dict:
         return {"ignored": self.num_ignored, "input": self.inner.get_state()}

@@ -10,7 +10,7 @@ from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._positions import error_from_state, error_to_state
 from datapipe._validate import check_int, check_optional_bool, check_optional_int
-from datapipe.dataset import AUTOTUNE, UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
 from datapipe.ops.flat_map import _sub_dataset, sub_dataset_spec
 from datapipe.ops.map import validate_parallelism
@@ -91,6 +91,9 @@ class InterleaveDataset(Dataset):
         return sub_dataset_spec(self)
 
     def cardinality(self) -> int:
+        # tf.data's rule: an infinite input never ends the interleave; else unknown.
+        if self._inputs[0].cardinality() == INFINITE_CARDINALITY:
+            return INFINITE_CARDINALITY
         return UNKNOWN_CARDINALITY
 
     def _make_iterator(self, ctx, epoch):
@@ -194,7 +197,15 @@ class InterleaveIterator(OpIterator):
                 self.slots[self.cycle_index] = None  # the next visit opens the next element
                 raise_pending(slot, "error")
             k = min(n, self.block - self.block_index)
-            out = self._read(slot, k, skipped >= self._num_open())
+            all_skipped = skipped >= self._num_open()
+            if all_skipped and self.parallel is not None and not self.parallel.deterministic:
+                # No open slot had an element ready: wait for a worker to hand one over to
+                # any slot, then look again. Waiting on this slot alone would put every
+                # other dataset behind a slow one (tf.data's sloppy interleave does not).
+                self.parallel.wait_for_any()
+                skipped = 0
+                continue
+            out = self._read(slot, k, all_skipped)
             if out is None:  # not ready (deterministic=False): try the next slot
                 skipped += 1
                 self._advance()

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from datapipe._functions import ElementwiseIterator, apply_chunk, call
+from datapipe._functions import ElementwiseIterator, ReturnsElement, apply_chunk, call
 from datapipe._iterator import OpIterator
-from datapipe._spec import UnknownSpec, spec_of
+from datapipe._spec import UnknownSpec, seen_spec, spec_of
 from datapipe._validate import check_optional_bool, check_optional_int
 from datapipe.dataset import AUTOTUNE, Dataset, RandomAccessUnaryDataset
 from datapipe.errors import PipelineError, annotate
@@ -58,7 +58,7 @@ def first_element_spec(ds: _InfersSpec) -> Any:
         first = ds._first_element()
         if first is None:
             return UnknownSpec()
-        ds._spec_cache = spec_of(first)
+        ds._spec_cache = seen_spec(spec_of(first))
     return ds._spec_cache
 
 
@@ -66,7 +66,9 @@ class MapDataset(RandomAccessUnaryDataset):
     """Elements ``map_func(x)`` (``map_func(*x)`` when ``x`` is a plain tuple, as tf.data).
 
     Args:
-        map_func: function of one element; its result's structure becomes the element spec.
+        map_func: function of one element; its result's structure becomes the element spec
+            (tf.data's rule: a returned ``list`` is a tuple of components, a list nested
+            inside it one component).
         num_parallel_calls: None (sequential), a positive int, or ``AUTOTUNE``.
         deterministic: keep input order with parallel calls (default: ``Options.deterministic``).
         name: optional name for errors and statistics.
@@ -105,7 +107,7 @@ class MapDataset(RandomAccessUnaryDataset):
         super().__init__(input_ds)
         if not callable(map_func):
             raise TypeError(f"map: map_func must be callable, got {type(map_func).__name__}")
-        self._func = map_func
+        self._func = ReturnsElement(map_func)  # a returned list is a tuple (tf.data)
         self._stage_request = map_request("map", num_parallel_calls, deterministic, executor)
         if name:
             self._name = name

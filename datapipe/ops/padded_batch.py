@@ -10,61 +10,117 @@ import numpy as np
 
 from datapipe import _structure as nest
 from datapipe._batching import stack_leaf
-from datapipe._spec import TensorSpec, is_torch
+from datapipe._spec import NoneSpec, TensorSpec, is_torch, static_dim
 from datapipe._validate import check_bool, check_int
 from datapipe.dataset import (
     Dataset,
 )
-from datapipe.errors import BatchShapeError
+from datapipe.errors import BatchShapeError, PipelineError
 from datapipe.ops.batch import BatchIterator, batched_cardinality
 
 
 def _is_shape(x: Any) -> bool:
-    return x is None or isinstance(x, (list, tuple)) or hasattr(x, "as_list")
+    """A value that can be one component's padded shape: None, a list or tuple of sizes,
+    a ``TensorShape``-like (``as_list``), a 1-D array or tensor of sizes, or one int (a
+    rank-1 shape, as ``tf.TensorShape(5)``)."""
+    if x is None or isinstance(x, (list, tuple)) or hasattr(x, "as_list"):
+        return True
+    if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+        return True
+    return isinstance(x, np.ndarray) or is_torch(x)
 
 
-def _up_to(spec: Any, value: Any, what: str, leaf_ok: Any, op: str = "padded_batch") -> list:
+def _up_to(
+    spec: Any,
+    value: Any,
+    what: str,
+    leaf_ok: Any,
+    op: str = "padded_batch",
+    none_fills: bool = False,
+) -> list:
     """``value`` aligned with ``nest.flatten(spec)``: ``value`` follows the element
     structure down to the components, where ``leaf_ok(v)`` values sit (tf.nest's
     ``map_structure_up_to``; a shape may itself be a tuple, so this can't use
-    ``nest.flatten``). ``op`` names the op in errors."""
+    ``nest.flatten``). ``op`` names the op in errors. ``none_fills``: a ``None`` in place
+    of a sub-structure stands for ``None`` at each of its components (tf.data's "default
+    padding" for that part of ``padding_values``)."""
+    if none_fills and value is None:
+        return [None] * len(nest.flatten(spec))
     if isinstance(spec, dict):
         if not isinstance(value, dict) or set(value) != set(spec):
             raise ValueError(f"{op}: {what} must have the keys {sorted(spec)}")
-        return [v for k in sorted(spec) for v in _up_to(spec[k], value[k], what, leaf_ok, op)]
+        return [
+            v
+            for k in sorted(spec)
+            for v in _up_to(spec[k], value[k], what, leaf_ok, op, none_fills)
+        ]
     if isinstance(spec, tuple):
-        if not isinstance(value, tuple) or len(value) != len(spec) or leaf_ok(value):
-            if isinstance(value, (tuple, list)) and len(value) == len(spec):
-                return [w for s, v in zip(spec, value) for w in _up_to(s, v, what, leaf_ok, op)]
+        if not isinstance(value, (tuple, list)) or len(value) != len(spec):
             raise ValueError(
                 f"{op}: {what} must match the element structure "
                 f"(a sequence of {len(spec)} entries), got {value!r}"
             )
-        return [w for s, v in zip(spec, value) for w in _up_to(s, v, what, leaf_ok, op)]
+        return [w for s, v in zip(spec, value) for w in _up_to(s, v, what, leaf_ok, op, none_fills)]
     if not leaf_ok(value):
         raise ValueError(f"{op}: invalid entry {value!r} in {what}")
     return [value]
 
 
+def _shape_dims(shape: Any, path: str, op: str) -> list:
+    """One padded shape as a list of int/None (-1 is None), checked as tf.data checks it:
+    a 1-D sequence of integers."""
+    if hasattr(shape, "as_list"):
+        shape = shape.as_list()
+    if is_torch(shape):
+        shape = shape.cpu().numpy()
+    if isinstance(shape, (int, np.integer)):
+        shape = [shape]  # one size: a rank-1 shape, as tf.TensorShape(5)
+    dims = [
+        -1 if d is None else d for d in (shape.tolist() if isinstance(shape, np.ndarray) else shape)
+    ]
+    arr = np.asarray(dims, dtype=object)
+    if arr.ndim != 1:
+        shape_of = np.shape(np.asarray(dims, dtype=object)) if arr.ndim else ()
+        raise ValueError(
+            f"{op}: the padded shape {shape!r} of component {path} must be a 1-D sequence of "
+            f"integers (None or -1: the batch maximum), but its shape was {shape_of}"
+        )
+    for d in dims:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+            raise TypeError(
+                f"{op}: the padded shape {shape!r} of component {path} must be a 1-D sequence "
+                f"of integers (None or -1: the batch maximum), but its element type was "
+                f"{type(d).__name__}"
+            )
+    if any(int(d) < -1 for d in dims):
+        raise ValueError(f"{op}: the padded shape {shape!r} of component {path} is negative")
+    return [None if int(d) == -1 else int(d) for d in dims]
+
+
 def _normalise_shape(shape: Any, spec: TensorSpec, path: str) -> tuple | None:
-    """``None`` (pad every dimension to the batch maximum) or a tuple of int/None."""
+    """``None`` (pad every dimension to the batch maximum) or a tuple of int/None.
+
+    The padded shape must have the component's rank and must not be smaller than a known
+    size of it (tf.data's check). A size only seen in the first element (``SeenDim``, a
+    spec inferred from an element) is no such fact: later elements may well be shorter
+    (after a ``filter``), and the padding itself checks every element."""
     if shape is None:
         return None
-    dims = list(shape.as_list()) if hasattr(shape, "as_list") else list(shape)
-    dims = [None if d is None or int(d) == -1 else int(d) for d in dims]
-    if any(d is not None and d < 0 for d in dims):
-        raise ValueError(f"padded_batch: the padded shape {shape} of component {path} is negative")
+    dims = _shape_dims(shape, path, "padded_batch")
     if spec.shape is not None:
         if len(dims) != len(spec.shape):
             raise ValueError(
-                f"padded_batch: the padded shape {tuple(dims)} of component {path} has rank "
-                f"{len(dims)} but the component has rank {len(spec.shape)} (shape {spec.shape})"
+                f"padded_batch: the padded shape {tuple(dims)} is not compatible with the "
+                f"corresponding input component shape {spec.shape} (component {path}: rank "
+                f"{len(dims)}, but the component has rank {len(spec.shape)})"
             )
         for d, s in zip(dims, spec.shape):
-            if d is not None and s is not None and s > d:
+            known = static_dim(s)
+            if d is not None and known is not None and known > d:
                 raise ValueError(
-                    f"padded_batch: the padded shape {tuple(dims)} of component {path} is "
-                    f"smaller than its shape {spec.shape}"
+                    f"padded_batch: the padded shape {tuple(dims)} is not compatible with the "
+                    f"corresponding input component shape {spec.shape} (component {path}: "
+                    "smaller than the component)"
                 )
     return tuple(dims)
 
@@ -99,6 +155,9 @@ class _Component:
         return out
 
     def pad(self, values: list, start: int, op: str) -> Any:
+        if all(v is None for v in values):
+            return None  # a None component stays None (tf.data's NoneTensor)
+        self._check_dense(values, start, op)
         shapes = [tuple(v.shape) if hasattr(v, "shape") else np.shape(v) for v in values]
         target = self.target(shapes, start, op)
         if all(s == target for s in shapes):
@@ -122,6 +181,24 @@ class _Component:
             at = (i, *r)
             out[at] = a
         return out
+
+    def _check_dense(self, values: list, start: int, op: str) -> None:
+        """A ragged component (an object array of rows, as ``ragged_batch`` makes) has no
+        shape to pad to: tf.data refuses ``padded_batch`` of a ``RaggedTensor`` with a
+        ``TypeError``; here it is found in the values, and raised for that element."""
+        for j, v in enumerate(values):
+            if isinstance(v, np.ndarray) and v.dtype == object and v.size:
+                if any(isinstance(r, np.ndarray) or is_torch(r) for r in v.reshape(-1)):
+                    raise PipelineError(
+                        op,
+                        start + j,
+                        TypeError(
+                            f"component {self.path} is ragged (an object array of arrays, as "
+                            "ragged_batch makes); padded_batch pads dense components: "
+                            "unbatch() it first, or pad its rows with padded_batch before "
+                            "batching them"
+                        ),
+                    )
 
     def _fill(self, first: Any) -> Any:
         if self.value is not None:
@@ -205,8 +282,8 @@ class PaddedBatchDataset(Dataset):
     def _padding_values(spec: Any, padding_values: Any, n: int) -> list:
         if padding_values is None or not nest.is_nested(padding_values):
             values = [padding_values] * n  # one scalar for every component (tf.data allows)
-        else:
-            values = _up_to(spec, padding_values, "padding_values", lambda v: True)
+        else:  # None for a part of the structure: default padding there (tf.data)
+            values = _up_to(spec, padding_values, "padding_values", lambda v: True, none_fills=True)
         for v in values:
             if v is not None and np.ndim(v) != 0:
                 raise ValueError(f"padded_batch: padding values must be scalars, got {v!r}")
@@ -214,9 +291,15 @@ class PaddedBatchDataset(Dataset):
 
     def _make_spec(self, spec: Any, leaves: list, shapes: list) -> Any:
         dim = self._batch_size if self._drop_remainder else None
-        out = []
+        out: list[TensorSpec] = []
         for s, shape in zip(leaves, shapes):
-            inner = s.shape if shape is None else shape
+            if isinstance(s, NoneSpec):
+                out.append(s)
+                continue
+            if shape is None:  # padded to the batch maximum: known only where s is
+                inner = None if s.shape is None else tuple(static_dim(d) for d in s.shape)
+            else:
+                inner = shape
             out.append(TensorSpec(None if inner is None else (dim, *inner), s.dtype))
         return nest.pack_as(spec, out)
 

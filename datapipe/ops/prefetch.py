@@ -32,15 +32,18 @@ class PrefetchDataset(RandomAccessUnaryDataset):
 
     Args:
         buffer_size: elements to keep ready (>= 0), or ``AUTOTUNE`` (the tuner sizes it
-            within ``Options.autotune.ram_budget``). 0 disables prefetching.
+            within ``Options.autotune.ram_budget``; ``None`` means ``AUTOTUNE``, as in
+            tf.data). 0 disables prefetching.
     """
 
     _name = "prefetch"
     elementwise = True
     commutes_with_shard = True
 
-    def __init__(self, input_ds: Dataset, buffer_size: int = AUTOTUNE):
+    def __init__(self, input_ds: Dataset, buffer_size: int | None = AUTOTUNE):
         super().__init__(input_ds)
+        if buffer_size is None:
+            buffer_size = AUTOTUNE
         self._buffer_size = check_int(
             "prefetch", "buffer_size", buffer_size, 0, (AUTOTUNE,), ">= 0 or AUTOTUNE"
         )

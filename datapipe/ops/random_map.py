@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from datapipe._functions import ReturnsElement
 from datapipe._iterator import OpIterator
 from datapipe._validate import check_seed
 from datapipe.dataset import Dataset, RandomAccessUnaryDataset
@@ -115,7 +116,7 @@ class RandomMapDataset(RandomAccessUnaryDataset):
         super().__init__(input_ds)
         if not callable(map_func):
             raise TypeError(f"random_map: map_func must be callable, got {type(map_func).__name__}")
-        self._func = map_func
+        self._func = ReturnsElement(map_func)  # a returned list is a tuple, as in map
         self._seed = seed
         check_seed("random_map", seed)
         self._stage_request = map_request("random_map", num_parallel_calls, deterministic,

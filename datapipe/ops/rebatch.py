@@ -11,25 +11,48 @@ import numpy as np
 from datapipe import _structure as nest
 from datapipe._batching import batch_size_of
 from datapipe._iterator import OpIterator
-from datapipe._spec import TensorSpec, UnknownSpec, is_torch
+from datapipe._spec import NoneSpec, TensorSpec, UnknownSpec, is_torch, is_torch_dtype, static_dim
 from datapipe._validate import check_bool, check_int
 from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, UnaryDataset
 from datapipe.errors import annotate
 
 
 def check_batch_sizes(op: str, batch_size: Any) -> tuple[int, ...]:
-    """``batch_size`` (an integer, or a non-empty sequence of integers, each >= 1) as a
-    tuple of ints."""
+    """``batch_size`` (an integer >= 1, or a sequence of integers >= 0 of which one at
+    least is positive: a 0 is an empty batch, as tf.data's empty splits) as a tuple."""
     if isinstance(batch_size, (list, tuple, np.ndarray)):
-        sizes = tuple(check_int(op, "batch_size", b, minimum=1) for b in batch_size)
-        if not sizes:
-            raise ValueError(f"{op}: batch_size must not be an empty sequence")
+        sizes = tuple(check_int(op, "batch_size", b, minimum=0) for b in batch_size)
+        if not any(sizes):
+            raise ValueError(
+                f"{op}: batch_size must hold at least one positive size, got {list(sizes)}"
+            )
         return sizes
     return (check_int(op, "batch_size", batch_size, minimum=1),)
 
 
+def _slice(x: Any, s: slice) -> Any:
+    return None if x is None else x[s]  # a None component stays None (NoneSpec)
+
+
+def _empty_like_spec(spec: Any) -> Any:
+    """A batch of 0 rows of ``spec`` (its unknown sizes 0), for an empty split before any
+    input batch was read."""
+
+    def one(s: Any) -> Any:
+        if isinstance(s, NoneSpec):
+            return None
+        dims = (0,) if s.shape is None else (0, *(static_dim(d) or 0 for d in s.shape[1:]))
+        if is_torch_dtype(s.dtype):
+            import torch
+
+            return torch.zeros(dims, dtype=s.dtype)
+        return np.zeros(dims, dtype=s.dtype)
+
+    return nest.map_structure(one, spec)
+
+
 def _concat(parts: list) -> Any:
-    if len(parts) == 1:
+    if len(parts) == 1 or parts[0] is None:
         return parts[0]
     if is_torch(parts[0]):
         import torch
@@ -45,7 +68,8 @@ class RebatchDataset(UnaryDataset):
 
     Args:
         batch_size: rows per output batch (>= 1), or a sequence of sizes used in turn,
-            cycling (``[2, 3]``: batches of 2, 3, 2, 3, ... rows), as tf.data.
+            cycling (``[2, 3]``: batches of 2, 3, 2, 3, ... rows), as tf.data; a 0 in the
+            sequence is an empty batch (0 rows), delivered without reading the input.
         drop_remainder: drop a final batch smaller than its size.
 
     Raises:
@@ -60,8 +84,9 @@ class RebatchDataset(UnaryDataset):
     components, object arrays, concatenate too); an output within one input batch is a
     slice (a view) of it. Input batches with 0 rows are passed over.
 
-    ``element_spec``: the input's with the leading dimension ``batch_size`` when
-    ``drop_remainder`` and every size is equal, else None. ``cardinality()`` is unknown
+    ``element_spec``: the input's with the leading dimension ``batch_size`` when every
+    size is equal and either ``drop_remainder`` or the input's batch dimension is known
+    and a multiple of it (tf.data's rule), else None. ``cardinality()`` is unknown
     (infinite for an infinite input), as tf.data. The rows pulled but not yet delivered
     are part of the iterator state. No random access.
 
@@ -82,7 +107,9 @@ class RebatchDataset(UnaryDataset):
         self._sizes = check_batch_sizes("rebatch", batch_size)
         self._drop_remainder = check_bool("rebatch", "drop_remainder", drop_remainder)
         for s in nest.flatten(input_ds.element_spec):
-            if not isinstance(s, UnknownSpec) and s.shape is not None and len(s.shape) == 0:
+            if isinstance(s, (UnknownSpec, NoneSpec)):
+                continue
+            if s.shape is not None and len(s.shape) == 0:
                 raise ValueError(
                     f"rebatch: the input has a scalar component {s}; every component needs a "
                     "leading batch dimension (batch the dataset first)"
@@ -90,22 +117,30 @@ class RebatchDataset(UnaryDataset):
 
     @property
     def element_spec(self) -> Any:
-        fixed = self._drop_remainder and len(set(self._sizes)) == 1
-        dim = self._sizes[0] if fixed else None
+        from datapipe.ops.unbatch import static_batch_dim
+
+        spec = self._inputs[0].element_spec
+        size = self._sizes[0] if len(set(self._sizes)) == 1 else None
+        rows = static_batch_dim(spec)
+        divides = rows is not None and rows > 0 and rows % size == 0 if size else False
+        fixed = size is not None and (self._drop_remainder or divides)
+        dim = size if fixed else None
 
         def one(s: Any) -> Any:
-            if isinstance(s, UnknownSpec) or s.shape is None:
+            if isinstance(s, (UnknownSpec, NoneSpec)) or s.shape is None:
                 return s
             return TensorSpec((dim, *s.shape[1:]), s.dtype)
 
-        return nest.map_structure(one, self._inputs[0].element_spec)
+        return nest.map_structure(one, spec)
 
     def cardinality(self) -> int:
         n = self._inputs[0].cardinality()
         return INFINITE_CARDINALITY if n == INFINITE_CARDINALITY else UNKNOWN_CARDINALITY
 
     def _make_iterator(self, ctx, epoch):
-        return RebatchIterator(ctx.make(self._inputs[0], epoch), self._sizes, self._drop_remainder)
+        it = RebatchIterator(ctx.make(self._inputs[0], epoch), self._sizes, self._drop_remainder)
+        it.empty = lambda: _empty_like_spec(self._inputs[0].element_spec)
+        return it
 
 
 class RebatchIterator(OpIterator):
@@ -122,6 +157,8 @@ class RebatchIterator(OpIterator):
         self.emitted = 0  # output batches delivered (picks the next size)
         self.batches = 0  # input batches read (error indices)
         self.done = False
+        self.template: Any = None  # 0 rows of the last input batch (empty splits)
+        self.empty: Any = None  # () -> 0 rows of the spec, before any input batch
 
     def _read(self) -> None:
         got = self.inner.next_chunk(1)
@@ -133,12 +170,17 @@ class RebatchIterator(OpIterator):
             rows = batch_size_of(got[0], "rebatch")
         except ValueError as e:
             raise annotate("rebatch", self.batches - 1, e) from e
+        self.template = nest.map_structure(lambda x: _slice(x, slice(0, 0)), got[0])
         if rows:
             self.pending.append(got[0])
             self.rows += rows
 
     def _take(self, k: int) -> Any:
-        """The first ``k`` pending rows as one batch."""
+        """The first ``k`` pending rows as one batch (an empty one for ``k == 0``)."""
+        if k == 0:
+            if self.pending:
+                return nest.map_structure(lambda x: _slice(x, slice(0, 0)), self.pending[0])
+            return self.template if self.template is not None else self.empty()
         parts, need = [], k
         while need:
             head = self.pending[0]
@@ -148,8 +190,8 @@ class RebatchIterator(OpIterator):
                 need -= rows
             else:
                 cut = slice(0, need), slice(need, None)
-                parts.append(nest.map_structure(lambda x, s=cut[0]: x[s], head))
-                self.pending[0] = nest.map_structure(lambda x, s=cut[1]: x[s], head)
+                parts.append(nest.map_structure(lambda x, s=cut[0]: _slice(x, s), head))
+                self.pending[0] = nest.map_structure(lambda x, s=cut[1]: _slice(x, s), head)
                 need = 0
         self.rows -= k
         if len(parts) == 1:
@@ -163,7 +205,9 @@ class RebatchIterator(OpIterator):
             size = self.sizes[self.emitted % len(self.sizes)]
             while self.rows < size and not self.done:
                 self._read()
-            if self.rows >= size:
+            if size == 0:  # an empty split: delivered without reading the input (tf.data)
+                out.append(self._take(0))
+            elif self.rows >= size:
                 out.append(self._take(size))
             elif self.rows and not self.drop:
                 out.append(self._take(self.rows))

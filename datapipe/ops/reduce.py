@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from datapipe import _structure as nest
+from datapipe._functions import as_element
 from datapipe.errors import annotate
 
 
@@ -51,7 +52,7 @@ def reduce_dataset(dataset: Any, initial_state: Any, reduce_func: Callable) -> A
     with iter(dataset) as it:
         for i, x in enumerate(it):
             try:
-                new = reduce_func(state, x)
+                new = as_element(reduce_func(state, x))  # a list state is a tuple
             except Exception as e:  # noqa: BLE001 - located and re-raised
                 raise annotate("reduce", i, e) from e
             if not nest.same_structure(new, initial_state):

@@ -10,7 +10,7 @@ import numpy as np
 
 from datapipe._functions import ElementwiseIterator, call
 from datapipe._iterator import OpIterator
-from datapipe._spec import UnknownSpec, spec_of
+from datapipe._spec import UnknownSpec, seen_spec, spec_of
 from datapipe._validate import check_seed
 from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, UnaryDataset
 from datapipe.errors import annotate
@@ -125,7 +125,7 @@ class RejectionResampleDataset(UnaryDataset):
             if first is None:
                 return UnknownSpec()
             value, _ = self.class_of(first, 0)
-            self._spec_cache = (spec_of(value), self._inputs[0].element_spec)
+            self._spec_cache = (seen_spec(spec_of(value)), self._inputs[0].element_spec)
         return self._spec_cache
 
     def cardinality(self) -> int:

@@ -22,11 +22,9 @@ def _check_weights(op: str, w: Any, k: int, where: str = "weights") -> np.ndarra
     arr = np.asarray(w, dtype=np.float64)
     if arr.shape != (k,):
         raise ValueError(f"{op}: {where} must have shape ({k},) (one per dataset), got {arr.shape}")
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0) or arr.sum() <= 0:
-        raise ValueError(
-            f"{op}: {where} must be finite, non-negative and not all zero, got {arr.tolist()}"
-        )
-    return arr
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ValueError(f"{op}: {where} must be finite and non-negative, got {arr.tolist()}")
+    return arr  # all zero: nothing is sampled (tf.data), the output ends there
 
 
 class SampleFromDatasets(Dataset):
@@ -36,9 +34,10 @@ class SampleFromDatasets(Dataset):
     Args:
         datasets: non-empty list of datasets with compatible element specs (same structure
             and dtypes; shapes merge as in ``concatenate``).
-        weights: one non-negative weight per dataset (normalised; default uniform), or a
-            Dataset whose elements are such vectors (one per output element, as tf.data
-            allows; the output ends when it ends).
+        weights: one non-negative weight per dataset (normalised; default uniform; all
+            zero: an empty output, as tf.data; integers are accepted), or a Dataset whose
+            elements are such vectors (one per output element, as tf.data allows; the
+            output ends when it ends).
         seed: op seed; default derives from ``Options.seed`` and the op's position.
         stop_on_empty_dataset: False (default, as tf.data): when an input ends, keep
             sampling from the others with their weights renormalised; the output ends when
@@ -48,8 +47,8 @@ class SampleFromDatasets(Dataset):
             ``repeat`` pass). Default False, as tf.data: the same sequence every epoch.
 
     Raises:
-        ValueError: ``datasets`` empty; ``weights`` of the wrong length, negative, not
-            finite or all zero (a weights Dataset: at iteration, naming the element).
+        ValueError: ``datasets`` empty; ``weights`` of the wrong length, negative or not
+            finite (a weights Dataset: at iteration, naming the element).
         TypeError: a datasets entry is not a Dataset; incompatible element specs.
 
     Sampling draws one uniform number per element from a seeded generator, so the sequence
@@ -88,7 +87,8 @@ class SampleFromDatasets(Dataset):
             self._weights = (
                 np.full(k, 1.0 / k) if weights is None else _check_weights(self._name, weights, k)
             )
-            self._weights = self._weights / self._weights.sum()
+            total = self._weights.sum()
+            self._weights = self._weights / total if total > 0 else self._weights
         op = self._name
         self._seed = check_seed(op, seed)
         self._stop = check_bool(op, "stop_on_empty_dataset", stop_on_empty_dataset)
@@ -104,6 +104,8 @@ class SampleFromDatasets(Dataset):
         if self._weights_ds is not None:
             return UNKNOWN_CARDINALITY
         cards = [n for n, w in zip(cards, self._weights) if w > 0]
+        if not cards:  # every weight is 0: nothing is sampled
+            return 0
         if self._stop:
             if all(n == INFINITE_CARDINALITY for n in cards):
                 return INFINITE_CARDINALITY

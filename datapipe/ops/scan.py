@@ -5,12 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from datapipe import _structure as nest
-from datapipe._functions import ElementwiseIterator
+from datapipe._functions import ElementwiseIterator, as_element
 from datapipe._iterator import OpIterator
+from datapipe._spec import is_torch, is_torch_dtype
 from datapipe.dataset import Dataset, UnaryDataset
 from datapipe.errors import annotate
 from datapipe.ops.map import first_element_spec
+from datapipe.sources.tensors import as_leaf
 
 
 class ScanDataset(UnaryDataset):
@@ -18,15 +22,18 @@ class ScanDataset(UnaryDataset):
     and ``state_0 = initial_state`` (tf.data's ``scan``).
 
     Args:
-        initial_state: a value or nested structure (tuple/dict) of values.
+        initial_state: a value or nested structure (tuple/dict) of values; lists and
+            Python numbers become numpy values, as tf.data makes them tensors (so does
+            each new state).
         scan_func: ``scan_func(state, element) -> (new_state, output_element)``; the
             element is passed as one argument even when it is a tuple (tf.data's rule for
             scan). ``new_state`` must have the structure of ``initial_state``.
 
     Raises (at iteration):
         PipelineError: ``scan_func`` raised, did not return a pair, or returned a state of
-            another structure; names ``scan`` and the element's index. Outputs before it
-            were delivered.
+            another structure or element types (a numpy/torch value in ``initial_state``
+            fixes its dtype, a Python value its kind: int, float, ...); names ``scan`` and
+            the element's index. Outputs before it were delivered.
 
     The running state is part of the iterator state, so a checkpoint resumes the scan
     exactly. ``element_spec`` is inferred from the first output (``scan_func`` is not
@@ -57,17 +64,47 @@ class ScanDataset(UnaryDataset):
         return ScanIterator(ctx.make(self._inputs[0], epoch), self._initial_state, self._func)
 
 
+def _dtype_of(x: Any) -> Any:
+    return x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+
+
+def _state_rule(leaf: Any) -> tuple[Any, bool]:
+    """(dtype, exact) for one leaf of ``initial_state``: a typed value (numpy, torch)
+    declares its dtype, which the new state must keep (tf.data: "the element types for
+    the new state must match the initial state"); a Python value only its kind (int,
+    float, ...), since its numpy dtype is a default, not the user's choice."""
+    typed = isinstance(leaf, (np.ndarray, np.generic)) or is_torch(leaf)
+    return _dtype_of(leaf), typed
+
+
+def _kind(dtype: Any) -> str:
+    if is_torch_dtype(dtype):
+        return "f" if dtype.is_floating_point else "c" if dtype.is_complex else "i"
+    return np.dtype(dtype).kind
+
+
 class ScanIterator(ElementwiseIterator):
     op_name = "scan"
 
     def __init__(self, inner: OpIterator, initial_state: Any, func: Callable):
         super().__init__(inner)
         self.func = func
-        self.initial_state = initial_state
-        self.state = initial_state
+        self.rules = [_state_rule(v) for v in nest.flatten(initial_state)]
+        # The state is a value of tensors (tf.data): lists and Python numbers as numpy.
+        self.initial_state = nest.map_structure(as_leaf, initial_state)
+        self.state = self.initial_state
+
+    def _check_state_types(self, new_state: Any) -> None:
+        for (dtype, exact), v in zip(self.rules, nest.flatten(new_state)):
+            got = _dtype_of(v)
+            if (got != dtype) if exact else (_kind(got) != _kind(dtype)):
+                raise TypeError(
+                    "scan_func returned a new state whose element types do not match the "
+                    f"initial state: {got} where initial_state has {dtype}"
+                )
 
     def _step(self, x: Any) -> Any:
-        result = self.func(self.state, x)
+        result = as_element(self.func(self.state, x))  # [state, output]: a pair (tf.data)
         if not (isinstance(result, tuple) and len(result) == 2):
             raise TypeError(
                 "scan_func must return a pair (new_state, output_element), got "
@@ -78,7 +115,8 @@ class ScanIterator(ElementwiseIterator):
             raise TypeError(
                 "scan_func returned a new state whose structure differs from initial_state"
             )
-        self.state = new_state
+        self._check_state_types(new_state)
+        self.state = nest.map_structure(as_leaf, new_state)
         return output
 
     def next_chunk(self, n: int) -> list:

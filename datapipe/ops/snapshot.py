@@ -63,7 +63,7 @@ MAX_SHARDS = 1 << 16
 MAX_METADATA_BYTES = 64 << 20
 FLUSH_ELEMENTS = 1024  # elements buffered (over all shards) before chunks are written
 FLUSH_BYTES = 16 << 20  # ... or bytes of their arrays
-# tf.data's names -> Arrow IPC's codecs (docs/guides/differences.md, D-TF-1).
+# tf.data's names -> Arrow IPC's codecs (docs/guides/differences.md, D-TF-26).
 _COMPRESSION = {
     "AUTO": "lz4",
     "SNAPPY": "lz4",
@@ -94,7 +94,7 @@ class SnapshotDataset(UnaryDataset):
             pipelines, one subdirectory per pipeline fingerprint.
         compression: ``"AUTO"`` (default), ``"GZIP"``, ``"SNAPPY"``, ``"ZSTD"``, ``"LZ4"``
             or None. Arrow IPC offers LZ4 and ZSTD: ``AUTO`` and ``SNAPPY`` write LZ4,
-            ``GZIP`` ZSTD (D-TF-1). A snapshot is read whatever the reader's setting.
+            ``GZIP`` ZSTD (D-TF-26). A snapshot is read whatever the reader's setting.
         reader_func: ``f(shards: Dataset of Datasets) -> Dataset``, how a later pass reads
             the shards (default: one element of each shard in turn).
         shard_func: ``f(*element) -> int`` (a tuple element is unpacked, as in tf.data), the

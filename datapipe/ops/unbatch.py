@@ -8,14 +8,15 @@ from typing import Any
 from datapipe import _structure as nest
 from datapipe._batching import split
 from datapipe._iterator import OpIterator
-from datapipe._spec import unbatched_spec
+from datapipe._spec import NoneSpec, static_dim, unbatched_spec
 from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
 
 
 def static_batch_dim(spec: Any) -> int | None:
     """The leading dimension shared by every component of ``spec`` when it is known."""
-    dims = {s.shape[0] if s.shape else None for s in nest.flatten(spec)}
+    leaves = [s for s in nest.flatten(spec) if not isinstance(s, NoneSpec)]
+    dims = {static_dim(s.shape[0]) if s.shape else None for s in leaves}
     if len(dims) == 1:
         return dims.pop()
     return None
@@ -26,7 +27,8 @@ class UnbatchDataset(Dataset):
     that many elements, its rows in order; the inverse of ``batch``.
 
     Raises:
-        ValueError: at construction when a component of the input spec is a scalar; at
+        ValueError: at construction when a component of the input spec is a scalar, or
+            the known batch dimensions of its components differ; at
             iteration (as ``PipelineError`` naming ``unbatch`` and the batch's index) when
             an element has a scalar component or components of different leading sizes.
 
@@ -46,7 +48,19 @@ class UnbatchDataset(Dataset):
 
     def __init__(self, input_ds: Dataset):
         super().__init__(input_ds)
-        self._spec = unbatched_spec(input_ds.element_spec, "unbatch")
+        spec = input_ds.element_spec
+        self._spec = unbatched_spec(spec, "unbatch")
+        known = {
+            p: static_dim(s.shape[0])
+            for p, s in nest.flatten_with_paths(spec)
+            if s.shape and not isinstance(s, NoneSpec) and static_dim(s.shape[0]) is not None
+        }
+        if len(set(known.values())) > 1:  # tf.data: a ValueError when the graph is built
+            listing = ", ".join(f"{p}: {n}" for p, n in known.items())
+            raise ValueError(
+                f"unbatch: the components' batch dimensions differ ({listing}); every "
+                "component needs the same leading size"
+            )
 
     @property
     def element_spec(self) -> Any:

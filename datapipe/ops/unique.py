@@ -18,8 +18,8 @@ def _check_spec(spec: Any) -> None:
         return
     if nest.is_nested(spec) or not isinstance(spec, TensorSpec):
         raise TypeError(
-            "unique: elements must be single scalars of an integer or string type, got the "
-            f"structure {spec!r}"
+            "unique: elements must be single components of an integer or string type, got "
+            f"the structure {spec!r}"
         )
     name = dtype_name(spec.dtype)
     if is_torch_dtype(spec.dtype):
@@ -31,29 +31,37 @@ def _check_spec(spec: Any) -> None:
             f"unique: elements must be integers or strings (tf.data: int32, int64, string), "
             f"got dtype {name}"
         )
-    if spec.shape is not None and len(spec.shape) != 0:
-        raise TypeError(f"unique: elements must be scalars, got shape {spec.shape}")
 
 
 def _type_error(what: str) -> TypeError:
-    return TypeError(f"unique: elements must be scalar integers or strings, got {what}")
+    return TypeError(f"unique: elements must be integers or strings, got {what}")
 
 
-def _key(x: Any) -> int | str | bytes:
-    """The hashable, sortable value of a scalar int/str/bytes element."""
+def _array_key(shape: tuple, values: list) -> tuple:
+    """The key of a non-scalar element: its shape and values (tf.data compares whole
+    tensors), as a tuple that is hashable, sortable and survives a JSON state."""
+    return ("ndarray", tuple(shape), tuple(values))
+
+
+def _key(x: Any) -> Any:
+    """The hashable, sortable value of an int/str/bytes element (a scalar, or an array of
+    any shape: ``_array_key``)."""
     if isinstance(x, (str, bytes)):
         return x
     if isinstance(x, int) and not isinstance(x, bool):
         return x
     if is_torch(x):
-        if x.ndim != 0:
-            raise _type_error(f"shape {tuple(x.shape)}")
         if x.dtype.is_floating_point or x.dtype.is_complex or str(x.dtype) == "torch.bool":
             raise _type_error(f"dtype {x.dtype}")
-        return int(x)
+        return int(x) if x.ndim == 0 else _array_key(tuple(x.shape), x.reshape(-1).tolist())
+    if isinstance(x, np.ndarray) and x.shape != ():
+        if x.dtype.kind not in "iuOSU":
+            raise _type_error(f"dtype {x.dtype}")
+        flat = x.reshape(-1).tolist()
+        if x.dtype.kind in "OSU" and not all(isinstance(v, (str, bytes)) for v in flat):
+            raise _type_error("an object array that does not hold strings")
+        return _array_key(x.shape, flat)
     if isinstance(x, (np.ndarray, np.generic)):
-        if x.shape != ():
-            raise _type_error(f"shape {x.shape}")
         if x.dtype.kind in "iu":
             return int(x)
         v = x.item()
@@ -61,6 +69,13 @@ def _key(x: Any) -> int | str | bytes:
             return v
         raise _type_error(f"dtype {x.dtype}")
     raise _type_error(type(x).__name__)
+
+
+def _as_key(k: Any) -> Any:
+    """A key back from a state (JSON makes ``_array_key``'s tuples lists)."""
+    if isinstance(k, (list, tuple)):
+        return tuple(_as_key(v) for v in k)
+    return k
 
 
 def _sort_key(v: Any) -> tuple:
@@ -71,16 +86,16 @@ def _sort_key(v: Any) -> tuple:
 class UniqueDataset(UnaryDataset):
     """Each distinct element once, at its first occurrence, in input order.
 
-    Elements must be scalars of an integer type or strings (``str``/``bytes``), as in
-    tf.data (int32, int64, string). Every distinct element seen is held in memory, and in
-    the iterator state (``"seen"``: a list of disjoint sorted runs of the seen keys, kept
-    as runs so that taking a state costs O(log n) amortised per key, not O(n)) so that a
-    checkpoint resumes exactly.
+    Elements must be of an integer type or strings (``str``/``bytes``), as in tf.data
+    (int32, int64, string): scalars, or arrays of any shape compared whole. Every
+    distinct element seen is held in memory, and in the iterator state (``"seen"``: a
+    list of disjoint sorted runs of the seen keys, kept as runs so that taking a state
+    costs O(log n) amortised per key, not O(n)) so that a checkpoint resumes exactly.
 
     Raises:
-        TypeError: at construction when the input's ``element_spec`` is nested, not
-            scalar, or of another dtype.
-        PipelineError (at iteration): an element that is not such a scalar; names
+        TypeError: at construction when the input's ``element_spec`` is nested or of
+            another dtype.
+        PipelineError (at iteration): an element that is not such a value; names
             ``unique`` and the element's index.
 
     ``cardinality()`` is ``UNKNOWN_CARDINALITY`` (tf.data). Random access is lost.
@@ -146,7 +161,7 @@ class UniqueIterator(ElementwiseIterator):
         return sorted(self.seen, key=_sort_key)
 
     def set_state(self, state: dict) -> None:
-        self.runs = [list(run) for run in state["seen"]]
+        self.runs = [[_as_key(k) for k in run] for run in state["seen"]]
         self.seen = {k for run in self.runs for k in run}
         self.added = []
         super().set_state(state)

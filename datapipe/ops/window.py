@@ -6,10 +6,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from datapipe import _structure as nest
+from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
+from datapipe._positions import (
+    Failed,
+    buffer_from_state,
+    buffer_to_state,
+    error_from_state,
+    error_to_state,
+    first_failure,
+)
 from datapipe._spec import DatasetSpec
 from datapipe._validate import check_bool, check_int
 from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
+from datapipe.errors import PipelineBrokenError
 
 
 def _check_positive(name: str, value: int) -> int:
@@ -155,26 +165,42 @@ class _WindowAccess:
 
 class WindowIterator(OpIterator):
     """Keeps the input elements from the current window's start onwards (at most one
-    window span) in ``buf``; the buffer is part of the state."""
+    window span) in ``buf``; the buffer is part of the state.
+
+    An input element that fails keeps its position (a ``Failed`` entry): a window that
+    holds it raises its error (after the good windows before it), and one that does not
+    (``stride`` or ``shift`` skip it) never sees it, as in tf.data. A broken pipeline
+    (``PipelineBrokenError``) is raised at once."""
 
     op_name = "window"
 
     def __init__(self, node: WindowDataset, inner: OpIterator):
         super().__init__([inner])
         self.node, self.inner = node, inner
+        self.pending: BaseException | None = None
         self.buf: list = []
         self.buf_start = 0  # input index of buf[0]
         self.next_start = 0  # input index where the next window starts
         self.input_done = False
         self.done = False
 
+    def _pull(self, k: int) -> list:
+        """Up to ``k`` input positions: elements, or one ``Failed`` for a failing one."""
+        try:
+            return self.inner.next_chunk(k)
+        except PipelineBrokenError:
+            raise
+        except Exception as e:  # noqa: BLE001 - kept at its position (see the class)
+            return [Failed(e)]
+
     def _advance_to(self, start: int) -> None:
-        """Drop (and, past the buffer, pull and drop) input elements before ``start``."""
+        """Drop (and, past the buffer, pull and drop) input elements before ``start``:
+        no window holds them, failed ones included."""
         drop = min(start - self.buf_start, len(self.buf))
         del self.buf[:drop]
         self.buf_start += drop
         while self.buf_start < start and not self.input_done:
-            got = self.inner.next_chunk(min(start - self.buf_start, 4096))
+            got = self._pull(min(start - self.buf_start, 4096))
             if not got:
                 self.input_done = True
             self.buf_start += len(got)
@@ -182,12 +208,13 @@ class WindowIterator(OpIterator):
     def _fill_to(self, stop: int) -> None:
         """Pull until ``buf`` reaches input index ``stop`` (exclusive) or the input ends."""
         while self.buf_start + len(self.buf) < stop and not self.input_done:
-            got = self.inner.next_chunk(stop - self.buf_start - len(self.buf))
+            got = self._pull(stop - self.buf_start - len(self.buf))
             if not got:
                 self.input_done = True
             self.buf.extend(got)
 
     def next_chunk(self, n: int) -> list:
+        raise_pending(self)
         node, out = self.node, list[Any]()
         while len(out) < n and not self.done:
             start = self.next_start
@@ -198,13 +225,20 @@ class WindowIterator(OpIterator):
                 # Later windows start later, so they can only be shorter: the stream ends.
                 self.done = True
                 break
-            out.append(node._window(elems))
             self.next_start += node._shift
+            k = first_failure(elems)
+            if k < len(elems):  # this window holds a failed element: its error, in place
+                self.pending = elems[k].error
+                if not out:
+                    raise_pending(self)
+                return out
+            out.append(node._window(elems))
         return out
 
     def get_state(self) -> dict:
         return {
-            "buf": list(self.buf),
+            "pending_error": error_to_state(self.pending),
+            "buf": buffer_to_state(self.buf),
             "buf_start": self.buf_start,
             "next_start": self.next_start,
             "input_done": self.input_done,
@@ -213,7 +247,8 @@ class WindowIterator(OpIterator):
         }
 
     def set_state(self, state: dict) -> None:
-        self.buf = list(state["buf"])
+        self.pending = error_from_state(state.get("pending_error"), "window")
+        self.buf = buffer_from_state(state["buf"], "window")
         self.buf_start, self.next_start = int(state["buf_start"]), int(state["next_start"])
         self.input_done, self.done = bool(state["input_done"]), bool(state["done"])
         self.inner.set_state(state["input"])

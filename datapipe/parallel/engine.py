@@ -29,7 +29,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from datapipe.errors import WorkerDiedError, annotate
@@ -40,6 +41,29 @@ from datapipe.stats import torch_ranges, trace
 
 # AUTOTUNE's samples of what would cross a process boundary: one chunk in this many.
 SAMPLE_EVERY = 32
+
+# Set on a thread inside ``computing_inline()``.
+_here = threading.local()
+
+
+@contextmanager
+def computing_inline() -> Iterator[None]:
+    """Within: every engine asked for elements on this thread computes them here, as the
+    inline executor does (no worker starts, nothing is read ahead), whatever its executor.
+    An elastic resume restores each old chain once to see where its shard point re-reads
+    (``datapipe.distribute.elastic``): with workers reading ahead during that restore, the
+    point would be their timing's, and two new workers would divide the rest differently."""
+    before = getattr(_here, "inline", False)
+    _here.inline = True
+    try:
+        yield
+    finally:
+        _here.inline = before
+
+
+def inline_here() -> bool:
+    """Within ``computing_inline()`` on this thread."""
+    return getattr(_here, "inline", False)
 
 
 class Lane:
@@ -262,7 +286,7 @@ class Engine:
     def next_from(self, lane: Lane, n: int) -> list:
         """Up to ``n`` elements of ``lane`` in its order, waiting for them; ``[]`` at its end.
         A failed element is raised at its position."""
-        if self.executor.threads:
+        if self.executor.threads and not inline_here():
             return self.wait(lambda: self.take(lane, n))
         t_in, c_in = time.perf_counter(), time.thread_time()
         meter = self.meter

@@ -20,7 +20,7 @@ from typing import Any
 
 from datapipe.parallel.engine import Lane
 from datapipe.parallel.plan import Plan
-from datapipe.parallel.pool import _closing
+from datapipe.parallel.pool import POLL_S, _closing
 from datapipe.parallel.stage import Stage
 
 
@@ -98,6 +98,18 @@ class SlotEngine:
             if ready:
                 return got  # None: not ready, the cycle moves on
         return eng.wait(lambda: eng.take(lane, k), raise_errors=False)
+
+    def wait_for_any(self) -> None:
+        """``deterministic=False`` and no open slot has an element ready: wait (one poll at
+        most) for a worker to hand a chunk to any lane; the cycle then looks again."""
+        eng = self.eng
+        with eng.cond:
+            if eng.closed or eng.fatal is not None:
+                return  # the next read raises the worker's death or ends
+            t0 = time.perf_counter()
+            eng.cond.wait(POLL_S)
+            eng.meter.consumer_wait_s += time.perf_counter() - t0
+        eng.tuner.maybe_step()
 
     def slot_state(self, slot: Any) -> dict:
         return self.eng.snapshot(slot.lane)

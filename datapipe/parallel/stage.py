@@ -35,7 +35,7 @@ from typing import Any
 
 from datapipe._iterator import OpIterator
 from datapipe.parallel import autotune, executors
-from datapipe.parallel.engine import Engine, Lane
+from datapipe.parallel.engine import Engine, Lane, inline_here
 from datapipe.parallel.plan import Plan
 from datapipe.parallel.pool import close_deadline
 
@@ -248,7 +248,7 @@ class Stage:
             self.tuner.begin(self.knob)
         if eng.step_back is not None and not eng.stepped_back:
             self.step_back()
-        if eng.executor.threads:
+        if eng.executor.threads and not inline_here():
             self.start()
         return eng.next_from(lane, n)
 

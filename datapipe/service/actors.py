@@ -40,14 +40,16 @@ class Worker:
         self.core = WorkerCore(cpus)
         self.seq: dict[tuple, int] = {}
 
-    def read(self, key, seq, blob_key, blob, open_args, limit, seconds, max_bytes):
+    def read(self, key, seq, blob_key, blob, open_args, limit, seconds, max_bytes, min_elements):
         if key in self.core.ended:  # requests queued before the consumer saw the end
             return Reply([], None, True)
         expected = self.seq.get(key, 0)
         if seq != expected:
             raise RuntimeError(f"distribute: request {seq} of stream {key} came as {expected}")
         self.seq[key] = seq + 1
-        reply = self.core.read(key, blob_key, blob, open_args, limit, seconds, max_bytes)
+        reply = self.core.read(
+            key, blob_key, blob, open_args, limit, seconds, max_bytes, min_elements
+        )
         if reply.done:
             self.seq.pop(key, None)
         return reply

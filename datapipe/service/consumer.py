@@ -42,6 +42,7 @@ from datapipe.service.state import check_states, own_part
 from datapipe.service.worker import (
     REPLY_BYTES,
     REPLY_ELEMENTS,
+    REPLY_MIN_ELEMENTS,
     REPLY_SECONDS,
     elements_of,
     writable,
@@ -51,6 +52,22 @@ from datapipe.service.worker import (
 MAX_ATTEMPTS = 3
 # How long a dead worker's replacement may take to start (Ray places it where a CPU is free).
 REPLACE_TIMEOUT_S = 120.0
+
+
+def reading_workers(node: Any, k: int) -> list[int]:
+    """The worker slots this consumer runs lanes on. Every consumer reading from every
+    worker makes ``consumers x workers x 2`` lanes, each holding a split and asking the
+    dispatcher for the next one: at 1,000 workers x 64 consumers, 128,000 lanes would
+    need 128,000 splits in progress and ~88 s of dispatcher calls before the last lane
+    got one (``benchmarks/sim_service_scale.py``). So a ``"distributed_epoch"`` consumer
+    that knows its place (``consumer_index`` of ``num_consumers``: its splits are its own,
+    ``layout.PoolSplits``) reads from the workers ``w`` with ``w % num_consumers ==
+    consumer_index`` once there are at least two such workers for each consumer; else
+    from all of them."""
+    n, c = node.num_consumers, node.consumer_index
+    if node.processing_mode != "distributed_epoch" or n is None or c is None or k < 2 * n:
+        return list(range(k))
+    return list(range(c, k, n))
 
 
 class _Split:
@@ -166,10 +183,10 @@ class DistributeIterator(OpIterator):
             self.exhausted = True
             return
         self.workers = self._call(self.dispatcher.handles)
-        k = len(self.workers)
         per_worker = 1 if node.processing_mode == "parallel_epochs" else 2
         self.per_lane = max(1, node.max_outstanding_requests // per_worker)
-        self.lanes = [_Lane(i % k) for i in range(per_worker * k)]
+        mine = reading_workers(node, len(self.workers))
+        self.lanes = [_Lane(mine[i % len(mine)]) for i in range(per_worker * len(mine))]
         for lane in self.lanes:
             self._ask(lane)
 
@@ -304,12 +321,14 @@ class DistributeIterator(OpIterator):
     def _submit(self, lane: _Lane) -> None:
         run = lane.running()
         worker = self.workers[run.worker]
+        min_elements = REPLY_MIN_ELEMENTS  # batched replies: worker.py (read at call time)
         while len(run.refs) < self.per_lane:
             first = not run.opened
             open_args = self._open_args(run.sid) if first else None
             blob = self.blob_ref if first else None
             ref = worker.read.remote(run.key, run.seq, self.node.blob_key, blob, open_args,
-                                     REPLY_ELEMENTS, REPLY_SECONDS, REPLY_BYTES)  # fmt: skip
+                                     REPLY_ELEMENTS, REPLY_SECONDS, REPLY_BYTES,
+                                     min_elements)  # fmt: skip
             run.seq += 1
             run.opened = True
             run.refs.append(ref)

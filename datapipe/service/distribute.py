@@ -26,10 +26,26 @@ MODES = ("distributed_epoch", "parallel_epochs")
 # max_outstanding_requests): the prefetch, and the bound on what a consumer buffers.
 DEFAULT_OUTSTANDING = 4
 # Default split size of a random-access pool: about 8 splits per worker (enough for the
-# dispatcher to balance uneven workers), between 1 and MAX_SPLIT indices.
+# dispatcher to balance uneven workers), between MIN_SPLIT and MAX_SPLIT indices. A split
+# holds at least one full reply (worker.REPLY_MIN_ELEMENTS): the consumer's CPU per reply
+# (~1.4 ms) is then spread over >= 512 elements (< 3 us each), and the dispatcher's calls
+# (~0.7 ms each, one per split) stay below its ~1,450 calls/s up to ~1,000 workers of
+# 200-us elements (benchmarks/sim_service_scale.py, issue 25).
 SPLITS_PER_WORKER = 8
+MIN_SPLIT = 512
 MAX_SPLIT = 10_000
 INFINITE_SPLIT = 1_000
+
+
+def auto_split_size(n: int, workers: int, elementwise: bool = True) -> int:
+    """The default split size of a pool of ``n`` positions on ``workers`` workers:
+    ``ceil(n / (8 * workers))``, raised towards ``MIN_SPLIT`` as long as every worker
+    still gets two splits (``ceil(n / (2 * workers))``) when each position is one element
+    (``elementwise``; a position that expands, a file read by ``interleave``, is not
+    raised), at most ``MAX_SPLIT``."""
+    size = math.ceil(n / (SPLITS_PER_WORKER * workers))
+    floor = min(MIN_SPLIT, math.ceil(n / (2 * workers))) if elementwise else 1
+    return max(1, min(MAX_SPLIT, max(size, floor)))
 
 
 def distribute(
@@ -374,7 +390,7 @@ class DistributeDataset(Dataset):
             elif n == INFINITE:
                 size = INFINITE_SPLIT
             else:
-                size = max(1, min(MAX_SPLIT, math.ceil(n / (SPLITS_PER_WORKER * k))))
+                size = auto_split_size(n, k, self.plan.elementwise)
         uneven = uneven_of(self.options)
         return PoolSplits(self.plan.pools, size, self.num_consumers, uneven, self.plan.shuffle)
 

@@ -55,24 +55,118 @@ def parse_address(address: str | None) -> tuple[str, str | None, int | None]:
     return kind, host.strip("[]"), int(port)
 
 
-def probe(host: str, port: int, timeout_s: float, address: str) -> None:
-    """Fail fast, before ``ray.init`` (which retries for a long time), when nothing listens
-    at ``host:port``.
+# HTTP/2's client connection preface and an empty SETTINGS frame (RFC 9113, 3.4 and 6.5):
+# what a gRPC client sends first. A gRPC server (Ray's GCS, Ray Client) answers with its
+# own SETTINGS frame: a 9-byte header of frame type 4 on stream 0.
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+_H2_SETTINGS = 4
+# A method every Ray GCS serves (any answer but UNIMPLEMENTED means it is one: Ray 2.x
+# answers UNAUTHENTICATED to a client without its token, older ones OK).
+_GCS_METHOD = "/ray.rpc.NodeInfoGcsService/GetClusterId"
+
+
+def probe(host: str, port: int, timeout_s: float, address: str, kind: str = "gcs") -> None:
+    """Fail fast, before ``ray.init`` (which retries for a long time against anything that
+    accepts a connection), unless a Ray server answers at ``host:port``, within
+    ``timeout_s`` in all, whatever listens there:
+
+    1. a TCP connection;
+    2. the HTTP/2 handshake gRPC starts with: the server must answer the connection
+       preface with a SETTINGS frame (an HTTP/1 server, a database, a silent or closing
+       listener fail here);
+    3. for a GCS address (``host:port``), when grpcio is installed (Ray depends on it):
+       a call of a GCS method, which a gRPC server that is not Ray's answers with
+       UNIMPLEMENTED.
 
     Raises:
-        ValueError: the connection is refused, times out or the host does not resolve
-            within ``timeout_s`` (names the address and the reason).
+        ValueError: any step fails or runs out of time (names the address, the step and
+            the reason).
     """
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            pass
-    except OSError as e:
-        reason = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
-        raise ValueError(
+    deadline = time.monotonic() + timeout_s
+
+    def fail(reason: str) -> ValueError:
+        return ValueError(
             f"RayService: no Ray cluster reachable at {address!r} ({reason}, checked within "
             f"{timeout_s:g} s); start one with `ray start --head --port={port}` on the head "
             "node, or pass address=None to start a local Ray"
-        ) from None
+        )
+
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+            _h2_handshake(sock, deadline)
+    except (ConnectionResetError, ConnectionAbortedError):
+        # A listener that accepts and resets at once: with a timeout, connect() polls and
+        # reads SO_ERROR, so a reset that arrives first is connect()'s error, not a read's.
+        raise fail("it closed the connection as it accepted it: not a Ray server") from None
+    except OSError as e:
+        reason = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
+        raise fail(reason) from None
+    except _NotRay as e:
+        raise fail(f"{e}: not a Ray server") from None
+    if kind == "gcs":
+        why = _not_a_gcs(host, port, deadline)
+        if why is not None:
+            raise fail(why)
+
+
+class _NotRay(Exception):
+    """What listens at an address is not a Ray server (the message says what it did)."""
+
+
+def _h2_handshake(sock: socket.socket, deadline: float) -> None:
+    """Send HTTP/2's preface; the reply must start with a SETTINGS frame (by ``deadline``)."""
+    try:
+        sock.settimeout(max(deadline - time.monotonic(), 1e-3))
+        sock.sendall(_H2_PREFACE)
+        head = _read_exactly(sock, 9, deadline)
+    except ConnectionError:  # reset or closed while we wrote or read: a closing listener
+        raise _NotRay("it closed the connection at gRPC's handshake") from None
+    if head[3] != _H2_SETTINGS or int.from_bytes(head[5:9], "big") & 0x7FFFFFFF != 0:
+        raise _NotRay(f"it answered gRPC's HTTP/2 handshake with {head!r}, not a SETTINGS frame")
+
+
+def _read_exactly(sock: socket.socket, n: int, deadline: float) -> bytes:
+    head = b""
+    while len(head) < n:
+        left = deadline - time.monotonic()
+        part = None
+        if left > 0:
+            sock.settimeout(left)
+            try:
+                part = sock.recv(n - len(head))
+            except TimeoutError:
+                pass
+        if part is None:
+            raise _NotRay("it accepted the connection but did not answer gRPC's handshake")
+        if not part:
+            raise ConnectionResetError
+        head += part
+    return head
+
+
+def _not_a_gcs(host: str, port: int, deadline: float) -> str | None:
+    """Why the gRPC server at ``host:port`` is not a Ray GCS, or None (also when grpcio is
+    not installed: then only the handshake was checked)."""
+    try:
+        import grpc
+    except ImportError:
+        return None
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return "timed out"
+    with grpc.insecure_channel(f"{host}:{port}") as channel:
+        call = channel.unary_unary(_GCS_METHOD)
+        try:
+            call(b"", timeout=left)
+        except grpc.RpcError as e:  # a grpc.Call: code() and details()
+            code = e.code()
+            if code == grpc.StatusCode.UNIMPLEMENTED:
+                return "a gRPC server that does not serve Ray's GCS methods"
+            if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                return "its gRPC server did not answer a GCS call in time"
+            if code == grpc.StatusCode.UNAVAILABLE:
+                return f"its gRPC server is unavailable: {e.details()}"
+    return None
 
 
 def _wait_for_cpus(ray: Any, want: float, timeout_s: float = 10.0) -> None:
@@ -101,13 +195,16 @@ class RayService:
             same name on the same cluster share its dispatcher, workers and jobs.
         split_size: pool positions per ``"distributed_epoch"`` split (indices of a
             random-access input, or files / row groups); None: one file per split, or
-            ``ceil(n / (8 * num_workers))`` indices (at most 10,000).
-        connect_timeout_s: how long an ``address`` may take to accept a connection before
-            ``ValueError`` (seconds).
+            ``ceil(n / (8 * num_workers))`` indices, raised towards 512 while every
+            worker keeps two splits (at most 10,000).
+        connect_timeout_s: how long an ``address`` may take, in all, to accept a
+            connection and answer as a Ray server (gRPC's HTTP/2 handshake, then a GCS
+            call: ``probe``) before ``ValueError`` (seconds, in (0, 60]).
 
     Raises:
         TypeError / ValueError: at once, for a bad argument. When a pipeline first runs:
-            ``ValueError`` within ``connect_timeout_s`` when nothing listens at ``address``,
+            ``ValueError`` within about ``connect_timeout_s`` when no Ray server answers at
+            ``address`` (nothing listens, or a service that is not Ray's),
             when the cluster has fewer free CPUs than the workers declare, or when a
             service of this name already runs with other settings; ``ImportError`` naming
             the extra (``pip install "datapipe[ray]"``) without Ray.
@@ -191,7 +288,7 @@ class RayService:
             (kind, host, port), target = parse_address(env), env
         if kind in ("gcs", "client"):
             assert host is not None and port is not None and target is not None  # parsed so
-            probe(host, port, self.connect_timeout_s, target)
+            probe(host, port, self.connect_timeout_s, target, kind)
         return kind, target
 
     def _init(self, ray: Any, kind: str, target: str | None) -> None:

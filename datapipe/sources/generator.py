@@ -221,8 +221,11 @@ def _convert_leaf(value: Any, spec: TensorSpec, path: str) -> Any:
 
 
 def check_element(value: Any, signature: Any) -> Any:
-    """``value`` converted to ``signature`` (nested ``TensorSpec``); TypeError on mismatch."""
-    if not nest.same_structure(signature, value):
+    """``value`` converted to ``signature`` (nested ``TensorSpec``); TypeError on mismatch.
+    The structure is matched down to the signature's leaves (tf.data's
+    ``nest.flatten_up_to``): below a leaf, a tuple or list is that component's value."""
+    parts = nest.flatten_up_to(signature, value)
+    if parts is None:
         raise TypeError(
             f"the element's structure does not match output_signature: expected "
             f"{signature!r}, got {value!r}"
@@ -230,7 +233,7 @@ def check_element(value: Any, signature: Any) -> Any:
     if not nest.is_nested(signature):
         return _convert_leaf(value, signature, "element")
     paths = nest.flatten_with_paths(signature)
-    leaves = [_convert_leaf(v, s, p) for (p, s), v in zip(paths, nest.flatten(value))]
+    leaves = [_convert_leaf(v, s, p) for (p, s), v in zip(paths, parts)]
     return nest.pack_as(signature, leaves)
 
 
@@ -265,6 +268,7 @@ class GeneratorIterator(OpIterator):
                 value = next(it)
             except StopIteration:
                 self.done = True
+                self._close_generator()  # at its end, as tf.data: the generator is let go
                 break
             except Exception as e:  # noqa: BLE001 - generator failed at this element
                 self.done = True

@@ -21,7 +21,8 @@ class RandomDataset(Dataset):
 
     Args:
         seed: op seed. Default: derived from ``Options.seed`` and the op's position; with
-            neither, fresh entropy on each ``iter()`` (so each iteration differs).
+            neither, from entropy this op draws once (so one sequence per dataset object,
+            as tf.data's; a new ``Dataset.random()`` draws another).
         rerandomize_each_iteration: True: a new sequence for each epoch (each ``iter()`` of
             the same dataset, each ``repeat`` pass), reproducible from the seed. False or
             None (tf.data's default): the same sequence every epoch.

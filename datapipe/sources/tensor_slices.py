@@ -9,7 +9,7 @@ import numpy as np
 
 from datapipe import _structure as nest
 from datapipe._batching import as_numpy
-from datapipe._spec import TensorSpec, is_torch
+from datapipe._spec import TensorSpec, array_spec, is_torch
 from datapipe.dataset import Dataset
 
 
@@ -33,17 +33,25 @@ def _as_sliceable(path: str, x: Any) -> Any:
     return out
 
 
+def _slice_spec(x: Any) -> Any:
+    """The spec of one slice of ``x`` (a ``DatasetSpec`` for an array of Datasets)."""
+    if is_torch(x):
+        return TensorSpec(tuple(x.shape[1:]), x.dtype)
+    return array_spec(x, x.shape[1:])
+
+
 class TensorSlicesDataset(Dataset):
     """Slices of ``tensors`` along dimension 0 (``tf.data.Dataset.from_tensor_slices``).
 
     Args:
         tensors: an array, tensor or list, or a nested tuple/namedtuple/dict of them. numpy
             arrays and torch tensors are used without copying; lists become numpy arrays
-            (lists of strings: ``object`` arrays of ``str``/``bytes``, as NULs must survive).
+            (lists of strings: ``object`` arrays of ``str``/``bytes``, as NULs must survive;
+            a list of Datasets: an ``object`` array of them, sliced into the datasets).
 
     Raises:
-        ValueError: a component is a scalar, or first dimensions disagree (the message names
-            each component and its size).
+        ValueError: no component (``()``, ``{}``), a component is a scalar, or first
+            dimensions disagree (the message names each component and its size).
 
     Elements keep their array type: numpy in, numpy out (0-d slices are numpy scalars);
     torch in, torch out. Keeps random access.
@@ -55,6 +63,11 @@ class TensorSlicesDataset(Dataset):
     def __init__(self, tensors: Any):
         super().__init__()
         paths = nest.flatten_with_paths(tensors)
+        if not nest.flatten(tensors):  # () or {}: nothing to slice (tf.data: ValueError)
+            raise ValueError(
+                f"from_tensor_slices: {tensors!r} has no components to slice; give at "
+                "least one array"
+            )
         leaves = [_as_sliceable(p, x) for p, x in paths]
         sizes = {p: int(x.shape[0]) for (p, _), x in zip(paths, leaves)}
         if len(set(sizes.values())) > 1:
@@ -67,9 +80,7 @@ class TensorSlicesDataset(Dataset):
         self._leaves = leaves
         self._n = next(iter(sizes.values()))
         self._nested = nest.is_nested(tensors)
-        self._spec = nest.pack_as(
-            tensors, [TensorSpec(tuple(x.shape[1:]), x.dtype) for x in leaves]
-        )
+        self._spec = nest.pack_as(tensors, [_slice_spec(x) for x in leaves])
 
     @property
     def element_spec(self) -> Any:

@@ -9,15 +9,17 @@ import numpy as np
 
 from datapipe import _structure as nest
 from datapipe._batching import as_numpy
-from datapipe._spec import is_torch, spec_of
+from datapipe._spec import is_dataset, is_torch, spec_of
 from datapipe.dataset import Dataset
 
 
-def _as_leaf(x: Any) -> Any:
-    # Arrays and tensors are kept as they are (no copy); strings stay Python strings; other
-    # values (lists, Python numbers) become numpy, 0-d ones numpy scalars like range's.
-    if is_torch(x) or isinstance(x, (np.ndarray, np.generic, str, bytes)):
-        return x
+def as_leaf(x: Any) -> Any:
+    """One leaf of a value given as a tensor (``from_tensors``, ``scan``'s state): arrays,
+    tensors and Datasets are kept as they are (no copy); strings stay Python strings;
+    other values (lists, Python numbers) become numpy, 0-d ones numpy scalars like
+    ``range``'s (tf.data converts them to tensors)."""
+    if is_torch(x) or is_dataset(x) or isinstance(x, (np.ndarray, np.generic, str, bytes)):
+        return x  # a Dataset too: an element that is a dataset (tf.data's DatasetSpec)
     arr = as_numpy(x)
     return arr[()] if arr.ndim == 0 else arr
 
@@ -47,7 +49,7 @@ class TensorsDataset(Dataset):
 
     def __init__(self, tensors: Any):
         super().__init__()
-        self._element = nest.map_structure(_as_leaf, tensors)
+        self._element = nest.map_structure(as_leaf, tensors)
         self._spec = spec_of(self._element)
 
     @property

@@ -170,3 +170,75 @@ def test_load_state_limits_and_regular_files(tmp_path):
     data = open(good, "rb").read()
     with pytest.raises(ValueError, match="entries hold over 1000 bytes"):
         state_from_bytes(data, "x", max_bytes=1000)
+
+
+# ---- every source and format (issue 22) ----------------------------------------------------
+def _wds(path):
+    return list(dp.WebDataset(path))
+
+
+def _tfrecord(path):
+    return list(dp.TFRecordDataset(path))
+
+
+def _tfrecord_gz(path):
+    return list(dp.TFRecordDataset(path, compression_type="GZIP"))
+
+
+def _text_gz(path):
+    return list(dp.TextLineDataset(path, compression_type="GZIP"))
+
+
+# name -> (read the file at a path, what a file of garbage gives: an error matching this)
+FORMATS = {
+    "text.gz": (_text_gz, "cannot read line 1"),
+    "tfrecord": (_tfrecord, "corrupted record 0 at byte offset 0"),
+    "tfrecord.gz": (_tfrecord_gz, "corrupted record 0 at byte offset 0: cannot read"),
+    "tar": (_wds, "not a readable tar shard at byte 0"),
+    "tar.gz": (_wds, "not a readable tar shard at byte 0"),
+    "image": (lambda p: dp.io.load_image(p), "not an image Pillow can read"),
+    "parquet": (lambda p: list(dp.ParquetDataset(p)), "parquet"),
+    "arrow": (lambda p: list(dp.io.from_arrow_ipc(p)), "arrow"),
+    "csv": (lambda p: list(dp.io.from_csv(p)), None),  # garbage is a CSV of one column
+    "state": (lambda p: load_state(p), "is not a valid datapipe state archive"),
+}
+
+
+def _hostile_file(tmp_path, kind: str, fmt: str) -> str:
+    path = tmp_path / f"x.{fmt}"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        os.symlink("/dev/zero", path)
+    elif kind == "garbage":
+        path.write_bytes(b"\x13\x37 not a file of this format \xff\xfe" * 40)
+    return str(path)
+
+
+def _names_the_file(err: BaseException, path: str) -> None:
+    text, e = "", err
+    while e is not None:
+        text += str(e)
+        e = e.__cause__
+    assert path in text, text
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_every_reader_refuses_what_is_not_a_regular_file(tmp_path, fmt, kind):
+    path = _hostile_file(tmp_path, kind, fmt)
+    what = r"a FIFO \(named pipe\)" if kind == "fifo" else "a character device"
+    with pytest.raises((ValueError, dp.PipelineError), match=f"{what}, not a regular file") as e:
+        FORMATS[fmt][0](path)
+    _names_the_file(e.value, path)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("fmt", sorted(f for f, (_, m) in FORMATS.items() if m is not None))
+def test_every_reader_names_a_file_of_garbage(tmp_path, fmt):
+    path = _hostile_file(tmp_path, "garbage", fmt)
+    read, message = FORMATS[fmt]
+    with pytest.raises((ValueError, dp.PipelineError), match=message) as e:
+        read(path)
+    _names_the_file(e.value, path)

@@ -41,7 +41,9 @@ def results(out: Path, nproc: int = 2) -> list[dict]:
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(nproc)]
 
 
-@pytest.mark.parametrize("num_workers", [0, 2])
+# DataLoader workers under torchrun: slow (7 s; the in-process DataLoader-worker sharding is
+# in test_dist_torch_dataset.py, the 2-rank job without workers stays in the default run)
+@pytest.mark.parametrize("num_workers", [0, pytest.param(2, marks=pytest.mark.slow)])
 def test_two_ranks_read_disjoint_shares_with_equal_batch_counts(tmp_path, num_workers):
     proc = torchrun(tmp_path, "--num-workers", str(num_workers))
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -218,3 +218,22 @@ def moto_s3() -> Iterator[str]:
             else:
                 os.environ[k] = v
         server.stop()
+
+
+@contextlib.contextmanager
+def s3_bucket(name: str) -> Iterator:
+    """An s3fs filesystem on moto (``moto_s3``) with the bucket ``name`` made, every
+    connection on the loopback (``loopback_only``); the bucket is removed afterwards. For a
+    module-scoped fixture: ``with s3_bucket("b") as fs: yield fs``."""
+    import pytest
+
+    pytest.importorskip("s3fs")
+    pytest.importorskip("moto")
+    with loopback_only() as seen, moto_s3():
+        import s3fs
+
+        fs = s3fs.S3FileSystem()
+        fs.mkdir(name)
+        yield fs
+        fs.rm(name, recursive=True)
+    assert seen and all(addr[0] == "127.0.0.1" for addr in seen)

@@ -42,3 +42,26 @@ def test_csv_types_from_first_file_and_errors(tmp_path):
         list(from_csv([str(a), str(d)]))
     assert info.value.path == str(d)
     assert pacsv is not None and os.path.exists(str(a))
+
+
+def test_csv_quoted_line_breaks_past_the_first_block(tmp_path):
+    """A quoted value may hold a line break anywhere in the file (RFC 4180, tf.data's
+    CsvDataset): pyarrow's default parse cuts its 1 MB blocks at any line break, and a
+    value split that way failed the file (2 MB here) with "Expected 2 columns, got 1"."""
+    p = tmp_path / "notes.csv"
+    rows = [f'{i},"line one of {i}\nline two"' for i in range(60_000)]
+    p.write_text("id,text\n" + "\n".join(rows) + "\n")
+    assert p.stat().st_size > 2**20
+    out = list(from_csv(str(p)))
+    assert len(out) == 60_000
+    assert out[-1] == {"id": 59_999, "text": "line one of 59999\nline two"}
+
+
+def test_csv_header_that_is_not_text(tmp_path):
+    """A file whose header is not UTF-8 (a compressed file, say) is a FileReadError naming
+    it (a raw UnicodeDecodeError before)."""
+    p = tmp_path / "packed.csv"
+    p.write_bytes(b"\xff\xfe,x\n1,2\n")
+    with pytest.raises(dp.FileReadError, match="cannot parse as CSV") as info:
+        from_csv(str(p))
+    assert info.value.path == str(p)

@@ -1,13 +1,17 @@
 """image_dataset_from_directory: Keras's index, split, labels and shapes (``label_mode=None``
-included), pixels equal to Keras's for PNG with bilinear and nearest resizing; bad files."""
+included), pixels equal to Keras's for PNG with bilinear and nearest resizing; bad files.
+Keras's side comes through ``ref`` (tests/differential.py): read from tests/goldens/ in the
+default run, computed by Keras under ``-m differential``."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 
 import numpy as np
 import pytest
 from _io_helpers import BAD_FILES, encode, pixels, write
+from differential import keras
 
 import datapipe as dp
 from datapipe._context import walk
@@ -194,16 +198,37 @@ def test_no_images_found(tmp_path):
         image_dataset_from_directory(str(tmp_path), **SEQ)
 
 
-@pytest.mark.slow
-def test_same_index_and_split_as_keras(tmp_path):
-    keras = pytest.importorskip("keras")
+def keras_directory(files, kw, images=False):
+    """Keras's image_dataset_from_directory(**kw) over a tree written here (``{relative path:
+    pixels of a PNG, or bytes}``): its files (relative), class names, and with ``images``
+    its (image, label) elements."""
+    with tempfile.TemporaryDirectory() as root:
+        for rel, data in files.items():
+            write(os.path.join(root, rel), data if isinstance(data, bytes) else encode(data, "PNG"))
+        ds = keras().utils.image_dataset_from_directory(root, **kw)
+        out = {
+            "file_paths": [os.path.relpath(p, root) for p in ds.file_paths],
+            "class_names": ds.class_names,
+        }
+        if images:
+            out["elements"] = [(np.asarray(x, np.float32), int(y)) for x, y in ds]
+        return out
+
+
+def test_same_index_and_split_as_keras(ref, tmp_path):
     root = _tree(str(tmp_path), counts=(4, 6, 5))
+    files = {  # the same tree for Keras
+        os.path.join(f"class_{c}", f"{i}.png"): np.full((6, 5, 3), 10 * c + i, np.uint8)
+        for c, n in enumerate((4, 6, 5))
+        for i in range(n)
+    }
+    files[os.path.join("class_0", "notes.txt")] = b"ignored: not an image extension"
     for subset in ("training", "validation"):
         kw = dict(image_size=(6, 5), seed=11, validation_split=0.3, subset=subset, verbose=False)
         ours = image_dataset_from_directory(root, num_parallel_calls=None, **kw)
-        theirs = keras.utils.image_dataset_from_directory(root, **kw)
-        assert ours.file_paths == theirs.file_paths
-        assert ours.class_names == theirs.class_names
+        theirs = ref(keras_directory, files, kw)
+        assert [os.path.relpath(p, root) for p in ours.file_paths] == theirs["file_paths"]
+        assert ours.class_names == theirs["class_names"]
 
 
 def test_label_mode_none_indexes_like_labels_none(tmp_path):
@@ -219,13 +244,12 @@ def test_label_mode_none_indexes_like_labels_none(tmp_path):
     assert len(list(ds)) == 4
 
 
-@pytest.mark.slow
-def test_pixels_match_keras_for_png_bilinear_and_nearest(tmp_path):
-    keras = pytest.importorskip("keras")
+def test_pixels_match_keras_for_png_bilinear_and_nearest(ref, tmp_path):
     rng = np.random.default_rng(0)
     root = str(tmp_path)
+    pngs = {}
     for c, (h, w) in enumerate([(10, 14), (13, 20), (7, 9)]):
-        arr = rng.integers(0, 256, (h, w, 3), np.uint8)
+        pngs[os.path.join(f"c{c}", "x.png")] = arr = rng.integers(0, 256, (h, w, 3), np.uint8)
         write(os.path.join(root, f"c{c}", "x.png"), encode(arr, "PNG"))
     for kw in (
         dict(image_size=(6, 7)),
@@ -234,10 +258,10 @@ def test_pixels_match_keras_for_png_bilinear_and_nearest(tmp_path):
         dict(image_size=(20, 30), interpolation="nearest"),
         dict(image_size=(8, 8), crop_to_aspect_ratio=True),
     ):
-        ours = image_dataset_from_directory(root, **SEQ_KERAS, **kw)
-        theirs = keras.utils.image_dataset_from_directory(
-            root, verbose=False, shuffle=False, batch_size=None, **kw
-        )
+        ours = list(image_dataset_from_directory(root, **SEQ_KERAS, **kw))
+        keras_kw = dict(verbose=False, shuffle=False, batch_size=None, **kw)
+        theirs = ref(keras_directory, pngs, keras_kw, True)["elements"]
+        assert len(ours) == len(theirs) == 3
         for (a, la), (b, lb) in zip(ours, theirs):
-            np.testing.assert_allclose(a, np.asarray(b, np.float32), rtol=0, atol=1e-3)
-            assert int(la) == int(lb)
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-3)
+            assert int(la) == lb

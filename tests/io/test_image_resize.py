@@ -3,6 +3,8 @@
 Stated tolerance (datapipe/io/image_resize.py): float outputs within 5e-5 of the value
 range of tf.image.resize's float32 result; integer outputs are that result rounded (so
 within 0.5 + that tolerance, and equal to tf's rounded value except near .5 boundaries).
+tf.image.resize's results come through ``ref`` (tests/differential.py): read from
+tests/goldens/ in the default run, computed by TensorFlow under ``-m differential``.
 """
 
 from __future__ import annotations
@@ -14,20 +16,18 @@ import sys
 import numpy as np
 import pytest
 from _io_helpers import encode, write
+from differential import tf
 
 import datapipe as dp
 from datapipe.io import image_dataset_from_directory, image_resize
 from datapipe.io.image_resize import resize_image
-
-tf = pytest.importorskip("tensorflow", reason="tensorflow-cpu (the dev extra) not installed")
-
 
 TOL = 5e-5  # of the value range
 
 
 # (input height, width) -> (output height, width), channels
 CASES = [
-    ((256, 240), (224, 224), 3),  # W2: a non-integer downscale
+    ((64, 60), (56, 56), 3),  # W2's non-integer downscale (256x240 -> 224x224), scaled 1/4
     ((64, 64), (32, 32), 3),  # exactly 2x (OpenCV's area shortcut: the same average)
     ((100, 90), (23, 31), 1),  # over 2x: aliasing without antialias
     ((7, 9), (17, 31), 4),  # upscale
@@ -43,7 +43,7 @@ def backend(request, monkeypatch):
     if request.param == "torch":
         monkeypatch.setattr(image_resize, "cv2", None)
         return None
-    cv2 = pytest.importorskip("cv2", reason="opencv-python-headless (images/dev extra)")
+    cv2 = pytest.importorskip("cv2", reason="opencv-python-headless (the images extra)")
     calls = []
     real = cv2.resize
     monkeypatch.setattr(cv2, "resize", lambda *a, **kw: calls.append(1) or real(*a, **kw))
@@ -55,8 +55,14 @@ def image(shape_hw, c, dtype=np.uint8, seed=0):
     return rng.integers(0, 256, (*shape_hw, c), dtype=np.uint8).astype(dtype)
 
 
-def tf_resize(x, size, antialias=False):
-    return tf.image.resize(x, size, method="bilinear", antialias=antialias).numpy()
+def tf_image_resize(x, size, antialias):
+    return tf().image.resize(x, size, method="bilinear", antialias=antialias).numpy()
+
+
+def tf_resize(ref, x, size, antialias=False, key=None):
+    """tf.image.resize(method="bilinear") of ``x``; ``key`` names the result in the golden
+    file, shared by the backend fixture's two runs of a test (tf's side is the same)."""
+    return ref(tf_image_resize, x, size, antialias, key=key)
 
 
 def check_rounded(got, want, hi):
@@ -85,9 +91,9 @@ def _one_image_tree(root: str, arr: np.ndarray) -> str:
 
 @pytest.mark.parametrize("antialias", [False, True])
 @pytest.mark.parametrize("src, dst, c", CASES)
-def test_uint8_matches_tf_resize(backend, src, dst, c, antialias):
+def test_uint8_matches_tf_resize(ref, backend, src, dst, c, antialias):
     x = image(src, c)
-    want = tf_resize(x, dst, antialias)
+    want = tf_resize(ref, x, dst, antialias, key=f"uint8 {src} -> {dst} x{c} antialias={antialias}")
     got = resize_image(x, dst, antialias=antialias)
     assert got.dtype == np.uint8 and got.shape == (*dst, c)
     check_rounded(got, want, 255)
@@ -109,22 +115,23 @@ def test_antialias_differs_from_plain_when_shrinking_over_2x(backend):
 
 
 @pytest.mark.parametrize("dtype, hi", [(np.float32, 1.0), (np.float64, 1.0), (np.uint16, 65535)])
-def test_other_dtypes_keep_their_dtype(backend, dtype, hi):
+def test_other_dtypes_keep_their_dtype(ref, backend, dtype, hi):
     rng = np.random.default_rng(1)
     x = (rng.random((48, 40, 3)) * hi).astype(dtype)
     got = resize_image(x, (30, 50))
     assert got.dtype == dtype and got.shape == (30, 50, 3)
-    want = tf_resize(x.astype(np.float64), (30, 50))  # float64: tf's reference at its best
+    # float64: tf's reference at its best
+    want = tf_resize(ref, x.astype(np.float64), (30, 50), key=f"{np.dtype(dtype).name} in float64")
     if np.dtype(dtype).kind == "f":
         np.testing.assert_allclose(got, want, rtol=0, atol=TOL * hi)
     else:
         check_rounded(got, want, hi)
 
 
-def test_float_input_to_uint8_rounds_and_clips(backend):
+def test_float_input_to_uint8_rounds_and_clips(ref, backend):
     x = np.array([[-20.0, 10.4], [260.0, 300.0]], np.float32)[..., None]
     got = resize_image(x, (4, 4), dtype=np.uint8)
-    want = np.clip(np.rint(tf_resize(x, (4, 4))), 0, 255)
+    want = np.clip(np.rint(tf_resize(ref, x, (4, 4), key="float32 to uint8")), 0, 255)
     np.testing.assert_array_equal(got, want.astype(np.uint8))
     assert got.min() == 0 and got.max() == 255
 

@@ -83,9 +83,51 @@ def test_text_errors_name_file(tmp_path):
     with pytest.raises(dp.PipelineError) as info:
         list(TextLineDataset(missing))
     assert info.value.path == missing
-    with pytest.raises(ValueError, match="compression_type must be None, '' or 'GZIP'"):
+    with pytest.raises(ValueError, match="compression_type must be None, '', 'GZIP' or 'ZLIB'"):
         TextLineDataset(bad, compression_type="ZIP")
     notgz = _write_lines(str(tmp_path / "plain.txt"), ["a"])
     with pytest.raises(dp.DatapipeError, match="cannot read line 1") as info:
         list(TextLineDataset(notgz, compression_type="GZIP"))
     assert notgz in str(info.value)
+
+
+@pytest.mark.parametrize("limit", [5, 6, 100_000])
+def test_lines_at_the_max_file_bytes_bound(tmp_path, limit):
+    """A line of exactly ``max_file_bytes()`` bytes (without its newline) is read; one byte
+    more raises FileReadError naming the file and the line, after the lines before it;
+    across the reader's 64 KiB blocks too (limit 100,000)."""
+    ok = b"a" * limit
+    p = tmp_path / "lines.txt"
+    p.write_bytes(b"x\n" + ok + b"\n" + b"y\n" + ok + b"b\n" + b"z\n")
+    before = dp.io.max_file_bytes()
+    dp.io.set_max_file_bytes(limit)
+    try:
+        it = iter(TextLineDataset(str(p), encoding=None))
+        assert [next(it) for _ in range(3)] == [b"x", ok, b"y"]
+        with pytest.raises(
+            dp.DatapipeError, match=rf"line 4 is longer than max_file_bytes\(\) \({limit} bytes"
+        ) as e:
+            next(it)
+        assert "lines.txt" in str(e.value)
+        # A last line without a newline, at the bound, is read too.
+        p.write_bytes(b"x\n" + ok)
+        assert list(TextLineDataset(str(p), encoding=None)) == [b"x", ok]
+    finally:
+        dp.io.set_max_file_bytes(before)
+
+
+def test_line_reader_resumes_inside_long_lines(tmp_path):
+    """Lines longer than a 64 KiB block, a checkpoint after each line: the same lines."""
+    lines = [b"%d" % i * (30_000 * (i % 4)) for i in range(12)]
+    p = tmp_path / "long.txt"
+    p.write_bytes(b"".join(x + b"\r\n" for x in lines))
+    ds = TextLineDataset(str(p), encoding=None)
+    assert list(ds) == lines
+    for k in range(len(lines)):
+        it = iter(ds)
+        for _ in range(k):
+            next(it)
+        state = it.state_dict()
+        again = iter(ds)
+        again.load_state_dict(state)
+        assert list(again) == lines[k:]

@@ -195,7 +195,8 @@ def test_member_over_the_size_limit_is_refused(tmp_path):
     old = dp.io.max_file_bytes()
     dp.io.set_max_file_bytes(4096)
     try:
-        with pytest.raises(dp.PipelineError, match=r"a.bin' at byte 0 holds 5000 bytes, over"):
+        over = r"a.bin' at byte 0 declares 5000 bytes, over the limit of 4096"
+        with pytest.raises(dp.PipelineError, match=over):
             list(WebDataset(shards, fields=["bin"]))
     finally:
         dp.io.set_max_file_bytes(old)

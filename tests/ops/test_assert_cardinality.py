@@ -11,8 +11,8 @@ from datapipe.errors import CardinalityError
 def test_assert_cardinality_known_counts_random_access_and_sticky_failure():
     with pytest.raises(
         ValueError,
-        match="assert_cardinality: the input is known to have 5 elements, but 3 elements "
-        "were asserted",
+        match="assert_cardinality: the input is known to have 5 elements, but the asserted "
+        "cardinality is 3 elements",
     ):
         dp.range(5).assert_cardinality(3)
     with pytest.raises(

@@ -2,13 +2,15 @@
 compared in test_tf_differential_sequence_ops.py; states in the correctness sweep).
 
 Sequence packing has no tf.data counterpart: it is compared with Grain's
-``FirstFitPackIterDataset`` when ``grain`` is importable, and always with outputs worked
+``FirstFitPackIterDataset`` (through ``ref``, tests/differential.py: from tests/goldens/
+in the default run, Grain itself under ``-m differential``), and with outputs worked
 out by hand from Grain's documented algorithm."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from differential import grain
 
 import datapipe as dp
 
@@ -114,9 +116,16 @@ GRAIN_CASES = [
 ]
 
 
+def grain_first_fit_pack(els, kw):
+    """Grain's FirstFitPackIterDataset(**kw) over the elements ``els``, as a list."""
+    g = grain()
+    return list(
+        g.experimental.FirstFitPackIterDataset(g.MapDataset.source(els).to_iter_dataset(), **kw)
+    )
+
+
 @pytest.mark.parametrize("kw", GRAIN_CASES, ids=range(len(GRAIN_CASES)))
-def test_first_fit_pack_matches_grain(kw):
-    grain = pytest.importorskip("grain", reason="grain (the bench extras) is not installed")
+def test_first_fit_pack_matches_grain(ref, kw):
     rng = np.random.default_rng(0)
     els = [
         {
@@ -127,11 +136,7 @@ def test_first_fit_pack_matches_grain(kw):
         for i in range(40)
     ]
     ours = list(dp.range(40).map(lambda i: els[int(i)]).first_fit_pack(**kw))
-    theirs = list(
-        grain.experimental.FirstFitPackIterDataset(
-            grain.MapDataset.source(els).to_iter_dataset(), **kw
-        )
-    )
+    theirs = ref(grain_first_fit_pack, els, kw)
     assert len(ours) == len(theirs) > 5
     for a, b in zip(ours, theirs):
         assert set(a) == set(b)

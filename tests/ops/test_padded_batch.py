@@ -76,12 +76,13 @@ def test_padded_batch_errors() -> None:
     with pytest.raises(ValueError, match="batch_size must be >= 1"):
         ragged().padded_batch(0)
     with pytest.raises(
-        ValueError, match=r"padded shape \(2, 2\) of component element has rank 2 but"
+        ValueError, match=r"padded shape \(2, 2\) is not compatible .* \(component element: rank 2,"
     ):
         ragged().padded_batch(2, padded_shapes=[2, 2])
     with pytest.raises(
         ValueError,
-        match=r"padded shape \(2,\) of component element is smaller than its shape \(3,\)",
+        match=r"padded shape \(2,\) is not compatible with the corresponding input component "
+        r"shape \(3,\) \(component element: smaller",
     ):
         dp.from_tensor_slices(np.zeros((4, 3))).padded_batch(2, padded_shapes=[2])
     with pytest.raises(ValueError, match="padding values must be scalars"):
@@ -110,3 +111,26 @@ def test_padded_batch_resume_and_random_access() -> None:
     ds = ragged(7).padded_batch(2, padded_shapes=[8])
     assert ds._random_access_breaker() is None
     assert values(ds.shard(2, 1)) == [values(ds)[1], values(ds)[3]]
+
+
+def test_padded_shape_smaller_than_a_size_seen_in_the_first_element() -> None:
+    # Issue 23: the first element (5 long) is longer than the padded shape, but every
+    # element that reaches the batch fits: the pipeline builds, and pads them.
+    ds = dp.range(1, 6).map(lambda x: np.arange(6 - int(x))).filter(lambda x: len(x) < 4)
+    out = values(ds.padded_batch(2, padded_shapes=[3]))
+    assert out == [[[0, 1, 2], [0, 1, 0]], [[0, 0, 0]]]
+    # ... and an element that does not fit fails where it is batched, naming it.
+    with pytest.raises(BatchShapeError, match=r"element 0 has shape \(5,\)"):
+        next(iter(dp.range(1, 6).map(lambda x: np.arange(6 - int(x))).padded_batch(2, [3])))
+
+
+def test_padding_values_none_for_a_sub_structure_and_malformed_shapes() -> None:
+    ds = dp.range(1, 3).map(
+        lambda x: (np.full(int(x), x), {"s": np.array(["a"] * int(x), dtype=object)})
+    )
+    ((nums, strs),) = values(ds.padded_batch(2, padding_values=(-1, None)))
+    assert nums == [[1, -1], [2, 2]] and strs == {"s": [["a", ""], ["a", "a"]]}
+    with pytest.raises(TypeError, match="must be a 1-D sequence of integers"):
+        dp.range(2).map(lambda x: np.arange(3)).padded_batch(2, padded_shapes=[1.5])
+    with pytest.raises(ValueError, match="must be a 1-D sequence of integers .* shape was"):
+        dp.range(2).map(lambda x: np.arange(3)).padded_batch(2, padded_shapes=[[1], [2]])

@@ -24,10 +24,14 @@ def test_rebatch_torch_dicts_and_empty_batches():
     assert as_lists(with_empty.rebatch(2)) == [[0, 1], [3, 4], [5]]
     with pytest.raises(ValueError, match="rebatch: the input has a scalar component"):
         dp.range(3).rebatch(2)
-    with pytest.raises(ValueError, match="rebatch: batch_size must not be an empty sequence"):
+    with pytest.raises(ValueError, match="rebatch: batch_size must hold at least one positive"):
         dp.range(3).batch(2).rebatch([])
+    with pytest.raises(ValueError, match="rebatch: batch_size must hold at least one positive"):
+        dp.range(3).batch(2).rebatch([0, 0])
     with pytest.raises(ValueError, match=r"rebatch: batch_size must be >= 1, got 0"):
-        dp.range(3).batch(2).rebatch([2, 0])
+        dp.range(3).batch(2).rebatch(0)
+    # A 0 in a sequence is an empty split (tf.data's rebatch_test testEmptySplits).
+    assert as_lists(dp.range(3).batch(2).rebatch([2, 0])) == [[0, 1], [], [2], []]
     mixed = dp.zip(dp.range(4).batch(2), dp.range(4).batch(3))
     with pytest.raises(dp.PipelineError, match=r"rebatch at element 0: .*different batch sizes"):
         list(mixed.rebatch(2))

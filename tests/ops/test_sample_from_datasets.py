@@ -108,9 +108,12 @@ def test_sample_argument_errors():
         dp.sample_from_datasets([])
     with pytest.raises(ValueError, match=r"weights must have shape \(2,\).*got \(3,\)"):
         dp.sample_from_datasets([dp.range(2), dp.range(2)], weights=[1, 2, 3])
-    for w in ([-1, 2], [0, 0], [np.nan, 1]):
-        with pytest.raises(ValueError, match="finite, non-negative and not all zero"):
+    for w in ([-1, 2], [np.nan, 1]):
+        with pytest.raises(ValueError, match="must be finite and non-negative"):
             dp.sample_from_datasets([dp.range(2), dp.range(2)], weights=w)
+    # All weights zero: nothing is sampled (tf.data's testSampleFromDatasetsAllWeightsAreZero).
+    zero = dp.sample_from_datasets([dp.range(2), dp.range(2)], weights=[0, 0])
+    assert (zero.cardinality(), list(zero)) == (0, [])
     with pytest.raises(TypeError, match=r"datasets\[1\] must be a Dataset"):
         dp.sample_from_datasets([dp.range(2), [1, 2]])
     with pytest.raises(TypeError, match="incompatible dataset elements"):

@@ -39,3 +39,17 @@ def test_shuffle_buffer_keeps_references_not_copies() -> None:
     src = np.arange(40, dtype=np.float64).reshape(10, 4)
     out = list(dp.from_tensor_slices(src).shuffle(4, seed=0))
     assert all(np.shares_memory(x, src) for x in out)
+
+
+def test_unseeded_shuffle_without_reshuffle_keeps_its_order() -> None:
+    # One rule for seeds: without any, each random op draws its entropy once, so
+    # reshuffle_each_iteration=False repeats the order on every iter() (it drew a new one
+    # per iter()), a pipeline built on top shuffles the same way, and another shuffle op
+    # object draws another order.
+    ds = dp.range(50).shuffle(50, reshuffle_each_iteration=False)
+    first = values(ds)
+    assert sorted(first) == list(range(50))
+    assert values(ds) == first and values(ds.map(lambda x: x)) == first
+    assert values(dp.range(50).shuffle(50, reshuffle_each_iteration=False)) != first
+    g = dp.range(50).global_shuffle(reshuffle_each_iteration=False)
+    assert values(g) == values(g) == [int(g[i]) for i in range(50)]

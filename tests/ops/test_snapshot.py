@@ -354,3 +354,34 @@ def test_the_guide_s_snapshot_example_runs():
     scope: dict = {}
     exec(compile(code.split("```")[0], str(page), "exec"), scope)
     assert len(list(scope["ds"])) == 1000 // 32 + 1
+
+
+def test_the_fingerprint_sees_partial_arguments_slots_and_not_drawn_seeds():
+    """A ``functools.partial``'s arguments and a slotted callable's state are part of the
+    pipeline (both hashed as their class only before: two pipelines shared one snapshot);
+    an unseeded shuffle's drawn entropy is not (one fingerprint per pipeline)."""
+    import functools
+
+    from datapipe.ops._graph_fingerprint import fingerprint
+
+    def add(x, k):
+        return x + k
+
+    one, two = (dp.range(5).map(functools.partial(add, k=k)) for k in (1, 2))
+    assert fingerprint(one) != fingerprint(two)
+    assert fingerprint(one) == fingerprint(dp.range(5).map(functools.partial(add, k=1)))
+
+    class Slotted:
+        __slots__ = ("k",)
+
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, x):
+            return x + self.k
+
+    assert fingerprint(dp.range(5).map(Slotted(1))) != fingerprint(dp.range(5).map(Slotted(2)))
+    shuffled = dp.range(5).shuffle(5)
+    before = fingerprint(shuffled)
+    list(shuffled)  # draws the unseeded shuffle's entropy
+    assert fingerprint(shuffled) == before == fingerprint(dp.range(5).shuffle(5))

@@ -48,3 +48,16 @@ def test_unbatch_resume_and_random_access() -> None:
     assert static._random_access_breaker() is None
     assert values(static.shard(5, 2)) == [2, 7]  # through unbatch's random access
     assert dp.range(12).batch(5).unbatch()._random_access_breaker() == "unbatch"
+
+
+def test_sizes_seen_in_one_element_are_not_static() -> None:
+    # A map's spec is inferred from its first element: its size 1 is only seen (SeenDim),
+    # so unbatch may not derive a cardinality from it (it did: 3 instead of 6).
+    ds = dp.range(1, 4).map(lambda n: np.arange(int(n))).unbatch()
+    assert ds.cardinality() == dp.UNKNOWN_CARDINALITY
+    assert values(ds) == [0, 0, 1, 0, 1, 2]
+    known = dp.range(6).batch(2, drop_remainder=True).map(lambda b: b * 2).batch(3).unbatch()
+    assert known.element_spec.shape == (2,)  # the batch dim under map is still only seen
+    assert known.cardinality() == dp.UNKNOWN_CARDINALITY
+    exact = dp.range(6).batch(2, drop_remainder=True).unbatch()
+    assert exact.cardinality() == 6  # a declared batch dimension stays a fact

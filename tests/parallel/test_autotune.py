@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+from harness import FakeClock
 
 import datapipe as dp
 from datapipe.parallel import autotune
@@ -21,8 +22,7 @@ class FakeWorkload:
     ``rate(p)`` and whose threads are busy ``busy`` of the time, on a fake clock."""
 
     def __init__(self, monkeypatch, rate, cpu_fraction=1.0, busy=1.0, cpu_budget=8):
-        self.now = 0.0
-        monkeypatch.setattr(autotune.time, "monotonic", lambda: self.now)
+        self.clock = FakeClock(monkeypatch, (autotune.time, "monotonic"))
         self.tuner = autotune.Autotuner(True, cpu_budget, 1 << 30)
         self.knob, self.meter = Knob("map", "parallelism", 1, True, 64), Meter()
         self.tuner.add(self.knob, self.meter)
@@ -31,7 +31,7 @@ class FakeWorkload:
     def run(self, windows: int) -> None:
         for _ in range(windows):
             p, dt = self.knob.value, autotune.WINDOW_S
-            self.now += dt
+            self.clock.sleep(dt)
             self.meter.produced += int(self.rate(p) * dt)
             self.meter.busy_s += p * dt * self.busy
             frac = self.cpu_fraction(p) if callable(self.cpu_fraction) else self.cpu_fraction
@@ -411,8 +411,8 @@ class FakeExecutors:
 
     def __init__(self, monkeypatch, cost, rates, kind="parallelism", cpu_budget=2, value=2,
                  cpu_fraction=1.0):  # fmt: skip
-        self.now, self.cpu_fraction = 0.0, cpu_fraction
-        monkeypatch.setattr(autotune.time, "monotonic", lambda: self.now)
+        self.clock = FakeClock(monkeypatch, (autotune.time, "monotonic"))
+        self.cpu_fraction = cpu_fraction
         self.tuner = autotune.Autotuner(True, cpu_budget, 1 << 40)
         cap = 1024 if kind == "buffer" else 64
         self.knob, self.meter = Knob("map", kind, value, True, cap), Meter()
@@ -425,7 +425,7 @@ class FakeExecutors:
         k, m = self.knob, self.meter
         for _ in range(windows):
             dt = autotune.WINDOW_S
-            self.now += dt
+            self.clock.sleep(dt)
             n = int(self.rates[k.executor](k.value) * dt)
             m.produced += n
             if k.executor == "inline":
@@ -460,7 +460,7 @@ def test_gil_bound_map_goes_to_processes(monkeypatch):
 def _window_of(w, move) -> int:
     """The window at whose step the stage made executor ``move`` (old, new)."""
     for k in range(1, 40):
-        w.now += 1e-9  # sums of 0.05 drift below a window's length on the fake clock
+        w.clock.sleep(1e-9)  # sums of 0.05 drift below a window's length on the fake clock
         w.run(1)
         if move in w.path():
             return k
@@ -574,7 +574,7 @@ def test_prefetch_of_costly_elements_leaves_inline_after_one_window(monkeypatch)
                       kind="buffer", value=4)  # fmt: skip
     s, moved_at = w.meter, None
     for k in range(1, 9):
-        w.now += 0.075  # one element per step: 70 ms of input, 5 ms of the consumer
+        w.clock.sleep(0.075)  # one element per step: 70 ms of input, 5 ms of the consumer
         s.produced += 1
         s.busy_s += 0.07
         s.cpu_s += 0.07

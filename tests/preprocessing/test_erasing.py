@@ -2,17 +2,19 @@
 
 Keras 3 is the anchor: given the same draw (the float corners, the erase decisions and
 the fill), Keras's ``transform_images`` and ours must agree exactly; the window of a draw
-is Keras's own ``_generate_batch_mask`` of the corners.
+is Keras's own ``_generate_batch_mask`` of the corners. Keras's outputs come through
+``ref`` (tests/differential.py): read from tests/goldens/ in the default run, computed by
+Keras under ``-m differential``.
 """
 
 import numpy as np
 import pytest
 import torch
+from _layer_helpers import FORMATS
+from differential import keras
 
 import preprocessing as pp
 from preprocessing import _regions
-
-FORMATS = ["channels_first", "channels_last"]
 
 
 def images(b=6, h=12, w=10, fmt="channels_first", seed=0, scale=255.0):
@@ -20,14 +22,17 @@ def images(b=6, h=12, w=10, fmt="channels_first", seed=0, scale=255.0):
     return x if fmt == "channels_first" else x.permute(0, 2, 3, 1).contiguous()
 
 
-def keras_layer(fmt, **kw):
-    keras = pytest.importorskip("keras", reason="Keras 3 (the dev extras) is not installed")
-    return keras.layers.RandomErasing(data_format=fmt, **kw)
-
-
-def keras_mask(theirs, x, corners):
-    c = corners.numpy()
-    return theirs._generate_batch_mask(x.shape, (c[:, 0], c[:, 1], c[:, 2], c[:, 3]))
+def keras_erasing(fmt, kw, x, apply_erasing, corners, fill):
+    """Keras's RandomErasing transform of ``x`` for our draw: the erase decisions, the
+    window of each float corner (Keras's own ``_generate_batch_mask``) and the fill (our
+    noise, or None for Keras's clipped constant ``fill_value``)."""
+    theirs = keras().layers.RandomErasing(data_format=fmt, **kw)
+    c = corners
+    masks = theirs._generate_batch_mask(x.shape, (c[:, 0], c[:, 1], c[:, 2], c[:, 3]))
+    if fill is None:
+        fill = theirs._get_fill_value(x, x.shape, None)
+    draw = {"apply_erasing": apply_erasing, "batch_masks": masks, "fill_value": fill}
+    return np.asarray(theirs.transform_images(x, draw))
 
 
 def absolute_noise(params, high, low, shape_nchw):
@@ -42,49 +47,34 @@ def absolute_noise(params, high, low, shape_nchw):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("fill_value", [None, 17.5, 300.0])
-def test_matches_keras_transform_for_the_same_draw(fmt, fill_value):
+def test_matches_keras_transform_for_the_same_draw(ref, fmt, fill_value):
     x = images(fmt=fmt)
     kw = dict(factor=(0.7, 0.7), scale=(0.05, 0.6), fill_value=fill_value, value_range=(0, 255))
     ours = pp.RandomErasing(seed=3, data_format=fmt, **kw)
-    theirs = keras_layer(fmt, **kw)
     params = ours.get_random_transformation(x)
     assert 0 < int(params["apply_erasing"].sum()) < 6
+    fill = None  # Keras's clipped constant
     if fill_value is None:
         nchw = x if fmt == "channels_first" else x.permute(0, 3, 1, 2)
         fill = absolute_noise(params, 255.0, 0.0, nchw.shape)
         fill = fill if fmt == "channels_first" else fill.permute(0, 2, 3, 1)
         fill = fill.numpy()
-    else:
-        fill = theirs._get_fill_value(x.numpy(), x.shape, None)  # a clipped constant
-    expected = theirs.transform_images(
-        x.numpy(),
-        {
-            "apply_erasing": params["apply_erasing"].numpy(),
-            "batch_masks": keras_mask(theirs, x, params["corners"]),
-            "fill_value": fill,
-        },
-    )
+    draw = params["apply_erasing"].numpy(), params["corners"].numpy(), fill
+    expected = ref(keras_erasing, fmt, kw, x.numpy(), *draw)
     got = ours.transform_images(x, params)
-    np.testing.assert_array_equal(got.numpy(), np.asarray(expected))
+    np.testing.assert_array_equal(got.numpy(), expected)
     assert not torch.equal(got, x)
 
 
-def test_per_channel_fill_matches_keras_channels_last_and_both_formats_agree():
+def test_per_channel_fill_matches_keras_channels_last_and_both_formats_agree(ref):
     x = images(fmt="channels_last")
     kw = dict(factor=(1.0, 1.0), scale=(0.2, 0.3), fill_value=[10.0, 20.0, 400.0])
     ours = pp.RandomErasing(seed=1, data_format="channels_last", **kw)
-    theirs = keras_layer("channels_last", **kw)
     params = ours.get_random_transformation(x)
-    expected = theirs.transform_images(
-        x.numpy(),
-        {
-            "apply_erasing": params["apply_erasing"].numpy(),
-            "batch_masks": keras_mask(theirs, x, params["corners"]),
-            "fill_value": theirs._get_fill_value(x.numpy(), x.shape, None),
-        },
-    )
+    draw = params["apply_erasing"].numpy(), params["corners"].numpy(), None
+    expected = ref(keras_erasing, "channels_last", kw, x.numpy(), *draw)
     got = ours.transform_images(x, params)
-    np.testing.assert_array_equal(got.numpy(), np.asarray(expected))
+    np.testing.assert_array_equal(got.numpy(), expected)
     # channels_first fills channel c with fill_value[c] too (Keras's list broadcasts along
     # the last axis, the width, there): the same image, permuted.
     first = pp.RandomErasing(seed=1, data_format="channels_first", **kw)

@@ -3,18 +3,22 @@
 Keras 3 is the anchor: given the same draw (weights, permutation, CutMix's float corners,
 whose pixels are Keras's own ``_generate_batch_mask``), Keras's ``transform_images`` /
 ``transform_labels`` and ours agree. CutMix's label weights are the pasted pixel count
-over H*W exactly (Keras's are the float rectangle's area).
+over H*W exactly (Keras's are the float rectangle's area). Keras's outputs come through
+``ref`` (tests/differential.py): read from tests/goldens/ in the default run, computed by
+Keras under ``-m differential``.
 """
+
+import math
 
 import numpy as np
 import pytest
 import torch
+from _layer_helpers import FORMATS
+from differential import keras
 
 import preprocessing as pp
 from preprocessing import _regions
 from preprocessing._random import log_standard_gamma
-
-FORMATS = ["channels_first", "channels_last"]
 
 
 def images(b=8, h=12, w=10, fmt="channels_first", seed=0, scale=1.0):
@@ -27,26 +31,88 @@ def one_hot(b=8, classes=5, seed=0):
     return torch.nn.functional.one_hot(y, classes).float()
 
 
-def keras():
-    return pytest.importorskip("keras", reason="Keras 3 (the dev extras) is not installed")
-
-
 # ------------------------------------------------------------------- Beta draws
+def gamma_cdf(x: np.ndarray, a: float) -> np.ndarray:
+    """Gamma(a, 1)'s CDF: the regularized lower incomplete gamma P(a, x) (torch's)."""
+    return torch.special.gammainc(torch.tensor(a, dtype=torch.float64), torch.from_numpy(x)).numpy()
+
+
+def symmetric_beta_cdf(x: np.ndarray, a: float) -> np.ndarray:
+    """Beta(a, a)'s CDF, the regularized incomplete beta I_x(a, a), by DLMF 8.17.8:
+    I_x(a, b) = x^a (1 - x)^b / (a B(a, b)) * 2F1(a + b, 1; a + 1; x), whose series
+    converges at least like 2^-n for x <= 1/2; I_x(a, a) = 1 - I_(1-x)(a, a) above 1/2."""
+    low = np.minimum(x, 1 - x)[:, None]
+    n = np.arange(400)
+    terms = np.cumprod(np.where(n == 0, 1.0, (2 * a + n - 1) / (a + n) * low), axis=1)
+    log_beta = 2 * math.lgamma(a) - math.lgamma(2 * a)
+    lower = np.exp(a * np.log(low[:, 0]) + a * np.log1p(-low[:, 0]) - log_beta) / a
+    lower = lower * terms.sum(axis=1)
+    return np.where(x <= 0.5, lower, 1 - lower)
+
+
+def ks_statistic(sample: np.ndarray, cdf: np.ndarray) -> float:
+    """Kolmogorov-Smirnov distance of a sorted sample's ECDF from ``cdf`` at its points."""
+    n = len(sample)
+    return float(max((np.arange(1, n + 1) / n - cdf).max(), (cdf - np.arange(n) / n).max()))
+
+
+# ----------------------------------------------------------------------- MixUp
+def keras_mixup(fmt, x, y, draw):
+    """Keras's MixUp of images ``x`` and labels ``y`` for our draw (weights, partners)."""
+    theirs = keras().layers.MixUp(alpha=0.4, data_format=fmt)
+    images = np.asarray(theirs.transform_images(x, draw))
+    return images, np.asarray(theirs.transform_labels(y, draw))
+
+
+# ---------------------------------------------------------------------- CutMix
+def keras_cutmix(fmt, x, seg, permutation, corners):
+    """Keras's CutMix of images ``x`` and masks ``seg`` for our draw (partners, float
+    corners whose window is Keras's own ``_generate_batch_mask``), and its label weights."""
+    theirs = keras().layers.CutMix(factor=(0.5, 1.0), data_format=fmt)
+    c = corners
+    masks, weight = theirs._generate_batch_mask(x.shape, (c[:, 0], c[:, 1], c[:, 2], c[:, 3]))
+    draw = {"permutation_order": permutation, "batch_masks": masks}
+    return {
+        "images": np.asarray(theirs.transform_images(x, draw)),
+        "label_weight": np.asarray(weight).reshape(-1),
+        "masks": np.asarray(theirs.transform_segmentation_masks(seg, draw)),
+    }
+
+
+# ------------------------------------------------------------------ both layers
+LAYERS = {
+    "mixup": lambda **k: pp.MixUp(alpha=0.5, **k),
+    "cutmix": lambda **k: pp.CutMix(**k),
+}
+
+
+def test_reference_cdfs_have_their_known_values():
+    # Closed forms: Gamma(1) is Exp(1); Beta(1, 1) is uniform; Beta(1/2, 1/2) is the
+    # arcsine law 2/pi asin(sqrt(x)); Beta(2, 2) is 3x^2 - 2x^3.
+    x = np.linspace(0.01, 0.99, 99)
+    np.testing.assert_allclose(gamma_cdf(x * 5, 1.0), 1 - np.exp(-x * 5), rtol=1e-12)
+    np.testing.assert_allclose(symmetric_beta_cdf(x, 1.0), x, rtol=1e-12)
+    arcsine = 2 / np.pi * np.arcsin(np.sqrt(x))
+    np.testing.assert_allclose(symmetric_beta_cdf(x, 0.5), arcsine, rtol=1e-12)
+    np.testing.assert_allclose(symmetric_beta_cdf(x, 2.0), 3 * x**2 - 2 * x**3, rtol=1e-12)
+
+
 @pytest.mark.parametrize("alpha", [0.05, 0.2, 1.0, 2.5])
 def test_gamma_and_beta_draws_follow_their_distributions(alpha):
-    stats = pytest.importorskip("scipy.stats")
     n = 20000
+    # 1.95 / sqrt(n): Kolmogorov's asymptotic critical distance at the 1e-3 level, 1.63 at 1%
     g = torch.Generator().manual_seed(0)
     z, u = torch.randn(10, n, generator=g), torch.rand(11, n, generator=g)
     log_g = log_standard_gamma(torch.full((n,), alpha), z, u[:-1], u[-1])
-    assert stats.kstest(log_g.double().exp().numpy(), stats.gamma(alpha).cdf).pvalue > 1e-3
+    sample = np.sort(log_g.double().exp().numpy())
+    assert ks_statistic(sample, gamma_cdf(sample, alpha)) < 1.95 / np.sqrt(n)
     lam = pp.MixUp(alpha=alpha, seed=1)._beta(torch.full((n,), alpha), torch.device("cpu"), None)
     assert lam.dtype == torch.float32 and bool(((lam >= 0) & (lam <= 1)).all())
     # float32 holds values down to 1e-38 near 0 but rounds everything within 6e-8 of 1 to
     # 1.0, so the test compares Beta's CDF only away from 1: a KS statistic over a grid.
     grid = np.linspace(1e-4, 1 - 1e-4, 2001)
     ecdf = np.searchsorted(np.sort(lam.double().numpy()), grid, side="right") / n
-    assert np.abs(ecdf - stats.beta(alpha, alpha).cdf(grid)).max() < 1.63 / np.sqrt(n)
+    assert np.abs(ecdf - symmetric_beta_cdf(grid, alpha)).max() < 1.63 / np.sqrt(n)
     assert abs(lam.mean().item() - 0.5) < 0.01
 
 
@@ -70,23 +136,16 @@ def test_permutation_is_a_uniform_permutation_per_call():
     assert len(seen) == 24 and min(seen.values()) > 60  # 100 expected each (sd ~10)
 
 
-# ----------------------------------------------------------------------- MixUp
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_mixup_matches_keras_transform_for_the_same_draw(fmt):
+def test_mixup_matches_keras_transform_for_the_same_draw(ref, fmt):
     x, y = images(fmt=fmt, scale=255.0), one_hot()
     ours = pp.MixUp(alpha=0.4, seed=3, data_format=fmt)
-    theirs = keras().layers.MixUp(alpha=0.4, data_format=fmt)
     params = ours.get_random_transformation(x)
     kparams = {k: params[k].numpy() for k in ("mix_weight", "permutation_order")}
     got = ours.transform_images(x, params)
-    expected = np.asarray(theirs.transform_images(x.numpy(), kparams))
+    expected, labels = ref(keras_mixup, fmt, x.numpy(), y.numpy(), kparams)
     np.testing.assert_allclose(got.numpy(), expected, atol=1e-4, rtol=0)
-    np.testing.assert_allclose(
-        ours.transform_labels(y, params).numpy(),
-        np.asarray(theirs.transform_labels(y.numpy(), kparams)),
-        atol=1e-6,
-        rtol=0,
-    )
+    np.testing.assert_allclose(ours.transform_labels(y, params).numpy(), labels, atol=1e-6, rtol=0)
     assert not torch.equal(got, x)
 
 
@@ -131,29 +190,24 @@ def test_mixup_boxes_concatenate_partner_boxes_masks_blend_keypoints_refused():
         layer({"images": x, "labels": torch.eye(2)})
 
 
-# ---------------------------------------------------------------------- CutMix
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_cutmix_matches_keras_transform_for_the_same_draw(fmt):
+def test_cutmix_matches_keras_transform_for_the_same_draw(ref, fmt):
     x = images(fmt=fmt, scale=255.0)
     ours = pp.CutMix(factor=(0.5, 1.0), seed=4, data_format=fmt)
-    theirs = keras().layers.CutMix(factor=(0.5, 1.0), data_format=fmt)
     params = ours.get_random_transformation(x)
-    c = params["corners"].numpy()
-    masks, keras_weight = theirs._generate_batch_mask(x.shape, (c[:, 0], c[:, 1], c[:, 2], c[:, 3]))
-    kparams = {"permutation_order": params["permutation_order"].numpy(), "batch_masks": masks}
+    seg = (x[..., :1] if fmt == "channels_last" else x[:, :1]).to(torch.uint8)
+    draw = params["permutation_order"].numpy(), params["corners"].numpy()
+    theirs = ref(keras_cutmix, fmt, x.numpy(), seg.numpy(), *draw)
     got = ours.transform_images(x, params)
-    np.testing.assert_array_equal(
-        got.numpy(), np.asarray(theirs.transform_images(x.numpy(), kparams))
-    )
+    np.testing.assert_array_equal(got.numpy(), theirs["images"])
     assert not torch.equal(got, x)
     # Keras's weights are the float area: within a one-pixel border of the exact count.
     h, w = 12, 10
-    diff = np.abs(params["label_weight"].numpy() - np.asarray(keras_weight).reshape(-1))
+    diff = np.abs(params["label_weight"].numpy() - theirs["label_weight"])
     assert (diff <= (h + w + 1) / (h * w)).all()
     # masks: Keras pastes them like images (as floats, broadcast to the images' channel
     # count); ours keep their dtype and channel count
-    seg = (x[..., :1] if fmt == "channels_last" else x[:, :1]).to(torch.uint8)
-    expected = np.asarray(theirs.transform_segmentation_masks(seg.numpy(), kparams))
+    expected = theirs["masks"]
     expected = expected[..., :1] if fmt == "channels_last" else expected[:, :1]
     got_seg = ours.transform_segmentation_masks(seg, params)
     assert got_seg.dtype == torch.uint8
@@ -218,13 +272,6 @@ def test_cutmix_host_slices_and_device_select_agree(monkeypatch, fmt):
         )
         monkeypatch.undo()
         assert host.dtype == torch.float32 and masks.dtype == inp.dtype
-
-
-# ------------------------------------------------------------------ both layers
-LAYERS = {
-    "mixup": lambda **k: pp.MixUp(alpha=0.5, **k),
-    "cutmix": lambda **k: pp.CutMix(**k),
-}
 
 
 @pytest.mark.parametrize("name", sorted(LAYERS))

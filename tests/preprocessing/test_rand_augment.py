@@ -19,12 +19,12 @@ def test_ops_and_magnitudes_follow_keras():
     layer = pp.RandAugment(value_range=(0, 1), factor=0.5, seed=0)
     assert tuple(layer.ops) == OPS
     assert layer.ops["random_shear"]._x == (0.0, 0.5)
-    assert layer.ops["random_translation"]._h == (0.0, 0.5)
-    assert layer.ops["random_rotation"]._lower == 0.0
-    assert layer.ops["random_rotation"]._upper == 0.5
+    assert layer.ops["random_translation"]._height_factor == (0.0, 0.5)
+    assert layer.ops["random_rotation"]._factor[0] == 0.0
+    assert layer.ops["random_rotation"]._factor[1] == 0.5
     assert layer.ops["random_posterization"]._bits == (1, 4)  # max(1, int(8 * 0.5))
-    assert layer.ops["solarization"]._threshold == (0.0, 0.5)
-    assert layer.ops["random_contrast"]._upper == 0.5
+    assert layer.ops["solarization"]._threshold_factor == (0.0, 0.5)
+    assert layer.ops["random_contrast"]._factor[1] == 0.5
     assert layer.ops["auto_contrast"]._range == (0.0, 1.0)
     # Each op has its own seed: equal seeds would give equal counter-based draws.
     seeds = {op.seed for op in layer.ops.values() if isinstance(op, pp.RandomLayer)}

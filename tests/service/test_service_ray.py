@@ -74,6 +74,16 @@ def test_distributed_and_parallel_epochs(ray_local, threads):
     assert stats["live_jobs"] == 0 and threads.settle() == []
 
 
+def test_the_address_probe_accepts_a_real_gcs(ray_local):
+    from datapipe.service.ray_service import probe
+
+    address = ray_local.get_runtime_context().gcs_address
+    host, port = address.rsplit(":", 1)
+    t0 = time.monotonic()
+    probe(host, int(port), 5.0, address)  # the HTTP/2 handshake and a GCS call answer
+    assert time.monotonic() - t0 < 5.0
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["distributed_epoch", "parallel_epochs"])
 @pytest.mark.parametrize("deterministic", [True, False])
@@ -229,21 +239,37 @@ def test_files_are_the_splits(ray_local, tmp_path):
 
 
 @pytest.mark.slow
-def test_backpressure_bounds_what_workers_compute_ahead(ray_local):
-    svc = service(split_size=500)
+def _produced_ahead(svc, sleep_s: float, deterministic: bool, n: int = 4000) -> int:
     before = sum(w["elements"] for w in svc.stats()["workers"] if w)
     ds = (
-        dp.range(4000)
+        dp.range(n)
         .map(slow_double)
         .apply(distribute("distributed_epoch", svc, max_outstanding_requests=2))
+        .with_options(dp.Options(deterministic=deterministic))
     )
     it = iter(ds)
     next(it)
-    time.sleep(1.5)  # unbounded, the two workers would compute ~1,500 elements meanwhile
+    time.sleep(sleep_s)
     produced = sum(w["elements"] for w in svc.stats()["workers"] if w) - before
-    # 4 lanes x 1 request in flight (and one reply taken), each reply ~20 ms of 2 ms elements
-    assert produced <= 4 * 2 * 20
     it.close()
+    return produced
+
+
+def test_backpressure_bounds_what_workers_compute_ahead(ray_local, monkeypatch):
+    from datapipe.service import consumer
+
+    svc = service(split_size=500)
+    # 20-ms replies (as before batching): 4 lanes x 1 request in flight (and one reply
+    # taken), each ~20 ms of 2 ms elements; unbounded, the two workers would compute
+    # ~1,500 elements in the 1.5 s.
+    with monkeypatch.context() as m:
+        m.setattr(consumer, "REPLY_MIN_ELEMENTS", 1)
+        assert _produced_ahead(svc, 1.5, deterministic=True) <= 4 * 2 * 20
+    # Batched replies (at most 512 elements once past 20 ms), in either consumer mode:
+    # still bounded, by 4 requests in flight + the one taken; unbounded, the two workers
+    # would compute ~6,000 elements in the 6 s.
+    for deterministic in (True, False):
+        assert _produced_ahead(svc, 6.0, deterministic, n=20_000) <= 5 * 512
 
 
 @pytest.mark.slow

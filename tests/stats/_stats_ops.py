@@ -10,13 +10,14 @@ from datapipe.dataset import Dataset
 
 
 class SlowSource(Dataset):
-    """``n`` int elements, sleeping ``delay`` seconds per element produced."""
+    """``n`` int elements, taking ``delay`` seconds per element produced (``sleep(delay *
+    k)`` per chunk of ``k``: ``time.sleep``, or a fake clock's)."""
 
     _name = "slow_source"
 
-    def __init__(self, n: int, delay: float):
+    def __init__(self, n: int, delay: float, sleep: Any = time.sleep):
         super().__init__()
-        self._n, self._delay = n, delay
+        self._n, self._delay, self._sleep = n, delay, sleep
 
     @property
     def element_spec(self) -> Any:
@@ -26,19 +27,19 @@ class SlowSource(Dataset):
         return self._n
 
     def _make_iterator(self, ctx, epoch):
-        return _SlowIterator(self._n, self._delay)
+        return _SlowIterator(self._n, self._delay, self._sleep)
 
 
 class _SlowIterator(OpIterator):
     op_name = "slow_source"
 
-    def __init__(self, n: int, delay: float):
+    def __init__(self, n: int, delay: float, sleep: Any):
         super().__init__()
-        self.n, self.delay, self.i = n, delay, 0
+        self.n, self.delay, self.sleep, self.i = n, delay, sleep, 0
 
     def next_chunk(self, n: int) -> list:
         k = min(n, self.n - self.i)
-        time.sleep(self.delay * k)
+        self.sleep(self.delay * k)
         out = list(range(self.i, self.i + k))
         self.i += k
         return out

@@ -116,27 +116,30 @@ def test_current_rank_and_paths(monkeypatch, tmp_path):
     assert dp.range(3).profile().rank == 2
 
 
-def test_input_bound_timer_splits_wait_and_step():
-    def slow_source():
+def test_input_bound_timer_splits_wait_and_step(stats_clock):
+    def slow_source():  # 4 ms per element on the fake clock
         for i in range(5):
-            time.sleep(0.004)
+            stats_clock.sleep(0.004)
             yield i
 
     timer = InputBoundTimer()
     seen = []
     for x in timer.epoch(slow_source()):
         seen.append(x)
-        time.sleep(0.001)
+        stats_clock.sleep(0.001)
     for x in timer(range(4)):
-        time.sleep(0.003)
+        stats_clock.sleep(0.003)
         if x == 1:
             break
     assert seen == [0, 1, 2, 3, 4]
     e0, e1 = timer.epochs
     assert (e0.epoch, e0.steps, e1.epoch, e1.steps) == (0, 5, 1, 2)
-    assert e0.wait_s >= 5 * 0.004 and 5 * 0.001 <= e0.step_s < e0.wait_s
-    assert e0.input_bound_fraction > 0.5
-    assert e1.step_s >= 0.003 and e1.input_bound_fraction < 0.2
+    assert e0.wait_s == pytest.approx(5 * 0.004) and e0.step_s == pytest.approx(5 * 0.001)
+    assert e0.input_bound_fraction == pytest.approx(0.8)
+    # the loop left in the second step: only the first step's end was seen
+    assert e1.wait_s == 0.0 and e1.step_s == pytest.approx(0.003)
+    assert e1.input_bound_fraction == 0.0
+    assert timer.input_bound_fraction == pytest.approx(0.02 / 0.028)
     d = timer.to_dict()
     assert [e["steps"] for e in d["epochs"]] == [5, 2]
     assert d["input_bound_fraction"] == pytest.approx(timer.input_bound_fraction)

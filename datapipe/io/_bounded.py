@@ -1,0 +1,155 @@
+"""Reading what a file declares without trusting it: lengths, archive headers, members.
+
+A record file says how long its next record is; a tar header says how many bytes its
+member, its GNU long name or its PAX attributes hold; a ``.npy`` header says what shape
+its array has. A corrupt or hostile file can declare anything, and a compressed one backs
+a small file with gigabytes of zeros (gzip reaches ~1000x on zeros). So every size a file
+declares passes ``check_declared`` before a byte of it is read, against a documented bound:
+
+- record lengths (TFRecord) and archive members (tar shards): ``max_file_bytes()``
+  (``datapipe.io.set_max_file_bytes``; default 1 GiB);
+- archive headers (a GNU long name or long link, a PAX extended header, a global PAX
+  header): ``MAX_HEADER_BYTES`` (1 MiB: a header holds a path and a few attributes; Linux
+  paths are at most 4 KiB and its extended attribute values 64 KiB), and
+  ``max_file_bytes()`` when that is smaller;
+- ``.npy`` arrays: their shape times the item size must fit in the bytes that follow the
+  header (the array cannot hold more than its bytes).
+
+Then ``read_declared`` reads in chunks that grow only with what the file has delivered,
+so a length that passes the bound but that the file does not back (a truncated record)
+allocates no more than the bytes that are there. Python's ``tarfile`` reads headers
+whole; ``open_tar_stream`` gives it ``BoundedTarInfo``, which checks a header's size
+before ``tarfile`` reads it. Errors are ``FileReadError``\\ s naming the file and what
+declared the size (the member, the record), raised before anything is allocated.
+"""
+
+from __future__ import annotations
+
+import tarfile
+from typing import Any
+
+import numpy as np
+
+from datapipe.errors import FileReadError
+from datapipe.io._safe_files import max_file_bytes
+
+MAX_HEADER_BYTES = 1 << 20
+_CHUNK = 1 << 20  # the first read of a declared length; later reads grow with the data
+_HEADER_TYPES = {
+    tarfile.GNUTYPE_LONGNAME: "a GNU long-name header",
+    tarfile.GNUTYPE_LONGLINK: "a GNU long-link header",
+    tarfile.XHDTYPE: "a PAX extended header",
+    tarfile.XGLTYPE: "a PAX global header",
+    tarfile.SOLARIS_XHDTYPE: "a Solaris extended header",
+}
+
+
+_FILE_LIMIT = "datapipe.io.max_file_bytes(); set_max_file_bytes(n) changes it"
+_HEADER_LIMIT = "the bound on archive headers, datapipe.io._bounded.MAX_HEADER_BYTES"
+
+
+def check_declared(
+    size: int, what: str, path: str | None, limit: int | None = -1, bound: str = _FILE_LIMIT
+) -> int:
+    """``size`` when it is a length ``>= 0`` within ``limit`` (default ``max_file_bytes()``;
+    None: no bound; ``bound`` names it in the message).
+
+    Raises:
+        FileReadError: a negative size or one over the limit; names ``path`` and ``what``
+            (e.g. ``"member 'a.jpg' at byte 512"``) and the limit.
+    """
+    limit_ = max_file_bytes() if limit == -1 else limit
+    if size < 0:
+        raise FileReadError(f"{what} declares a negative size ({size} bytes)", path)
+    if limit_ is not None and size > limit_:
+        raise FileReadError(
+            f"{what} declares {size} bytes, over the limit of {limit_} bytes ({bound})",
+            path,
+        )
+    return size
+
+
+def read_declared(f: Any, size: int, what: str, path: str | None) -> bytes:
+    """Up to ``size`` bytes of ``f`` (fewer at its end: the caller reports the
+    truncation), ``size`` checked by ``check_declared`` first; memory grows with the bytes
+    read, never with ``size`` alone (module docstring)."""
+    check_declared(size, what, path)
+    if size <= _CHUNK:
+        return f.read(size)
+    parts: list[bytes] = []
+    got, step = 0, _CHUNK
+    while got < size:
+        part = f.read(min(step, size - got))
+        if not part:
+            break
+        parts.append(part)
+        got += len(part)
+        step = max(step, got)  # double: as much again as the file has proven to hold
+    return b"".join(parts)
+
+
+class BoundedTarInfo(tarfile.TarInfo):
+    """``tarfile.TarInfo`` that refuses a header declaring more than the header bound
+    before ``tarfile`` reads it (``tarfile.open(..., tarinfo=BoundedTarInfo)``). Its
+    ``FileReadError`` names no file (``open_tar_stream`` and the readers add it); ``base``
+    is the byte offset in the file of the stream's start (a reader resumed mid-shard)."""
+
+    base = 0
+
+    def _proc_member(self, tarfile_: Any) -> Any:
+        kind = _HEADER_TYPES.get(self.type)
+        if kind is not None:
+            limit = max_file_bytes()
+            smaller = limit is not None and limit < MAX_HEADER_BYTES
+            what = f"{kind} (member {self.name!r} at byte {self.base + self.offset})"
+            if smaller:
+                check_declared(self.size, what, None, limit)
+            else:
+                check_declared(self.size, what, None, MAX_HEADER_BYTES, _HEADER_LIMIT)
+        return super()._proc_member(tarfile_)  # type: ignore[misc]  # private, stable API
+
+
+def open_tar_stream(fileobj: Any, path: str, base: int = 0) -> tarfile.TarFile:
+    """``fileobj`` opened as a tar stream (``mode="r|"``) whose headers are bounded
+    (``BoundedTarInfo``); the first header is read now. ``base``: the file offset the
+    stream starts at (for the messages).
+
+    Raises:
+        FileReadError: a header over its bound (names ``path`` and the header).
+        tarfile.TarError: not a tar stream.
+    """
+    try:
+        info = (
+            BoundedTarInfo
+            if not base
+            else type("BoundedTarInfo", (BoundedTarInfo,), {"base": base})
+        )
+        return tarfile.open(fileobj=fileobj, mode="r|", tarinfo=info)
+    except FileReadError as e:
+        raise e.with_path(path) from None
+
+
+def npy_header(f: Any, available: int, what: str, path: str | None) -> tuple:
+    """``(shape, fortran_order, dtype)`` of the ``.npy`` header at ``f``'s position,
+    checked to declare no more bytes than the ``available`` ones after the header.
+
+    Raises:
+        FileReadError: not a ``.npy`` header, or an array larger than its bytes.
+    """
+    fmt = np.lib.format
+    start = f.tell()
+    try:
+        version = fmt.read_magic(f)
+        read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        shape, fortran, dtype = read(f)
+    except ValueError as e:
+        raise FileReadError(f"{what}: not a .npy array ({e})", path) from e
+    nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    held = available - (f.tell() - start)
+    if nbytes > held:
+        raise FileReadError(
+            f"{what} declares an array of shape {shape} and dtype {dtype} ({nbytes} "
+            f"bytes) but holds {held} bytes",
+            path,
+        )
+    return shape, fortran, dtype
