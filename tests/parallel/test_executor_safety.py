@@ -14,6 +14,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 from harness import own_shm_segments, settle_processes, worker_processes
@@ -144,20 +145,32 @@ if __name__ == "__main__":  # forkserver's workers import this module (as spawn'
 """
 
 
+def _run_script(script: Any, code: str, timeout: float, what: str) -> str:
+    """Run ``code`` as a script in a fresh interpreter (torch's pools as a user's script
+    starts them) and return its stdout. It runs in a session of its own: on a hang the
+    whole group is killed, the worker processes it forked included (killing the script
+    alone left them running)."""
+    script.write_text(code)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("OMP_NUM_THREADS", None)
+    proc = subprocess.Popen([sys.executable, str(script)], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"the {what} hung (no result in {timeout} s)")
+    assert proc.returncode == 0, err[-3000:]
+    return out
+
+
 def test_process_map_after_torch_threads_does_not_hang(tmp_path):
     # Under fork, a child inherits the parent's OpenMP pool as dead threads: with 2 intra-op
     # threads its first matmul waited for ever, alive, so WorkerDiedError never fired.
-    script = tmp_path / "fork_after_torch.py"
-    script.write_text(FORK_AFTER_TORCH)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("OMP_NUM_THREADS", None)
-    try:
-        proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                              text=True, timeout=60)  # fmt: skip
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"the process map hung (no result in {e.timeout} s)")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    values, method = proc.stdout.strip().rsplit(" ", 1)
+    stdout = _run_script(tmp_path / "fork_after_torch.py", FORK_AFTER_TORCH, 60, "process map")
+    values, method = stdout.strip().rsplit(" ", 1)
     assert values == str([256.0 + i for i in range(8)])
     assert method == "forkserver"
 
@@ -202,16 +215,8 @@ def test_autotune_never_chooses_processes_that_could_hang_or_rerun_the_script(tm
     # the pool inherited from the parent. Forkserver would not hang, but it imports the main
     # module in each worker: this unguarded script would run again in each of them.
     script = tmp_path / "autotune_after_torch.py"
-    script.write_text(FORK_AFTER_TORCH_AUTOTUNE)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("OMP_NUM_THREADS", None)
-    try:
-        proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                              text=True, timeout=90)  # fmt: skip
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"the AUTOTUNE map hung (no result in {e.timeout} s)")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    total, path = proc.stdout.strip().split(" ", 1)
+    stdout = _run_script(script, FORK_AFTER_TORCH_AUTOTUNE, 90, "AUTOTUNE map")
+    total, path = stdout.strip().split(" ", 1)
     assert int(total) == sum(_spin_256(i) for i in range(3000))
     assert "process" not in path  # it stayed in this process
 

@@ -5,7 +5,6 @@ parallel stage and executor."""
 
 from __future__ import annotations
 
-import _thread
 import gc
 import os
 import signal
@@ -14,7 +13,7 @@ import time
 
 import numpy as np
 import pytest
-from harness import own_shm_segments, settle_processes, worker_processes
+from harness import iterate_until_interrupted, own_shm_segments, settle_processes, worker_processes
 
 import datapipe as dp
 from datapipe.errors import WorkerDiedError
@@ -131,14 +130,7 @@ def test_del(name, before):
 @pytest.mark.parametrize("name", NAMES)
 def test_keyboard_interrupt(name, before):
     it = _started(name)
-    timer = threading.Timer(0.2, _thread.interrupt_main)
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            for _ in it:
-                pass
-    finally:
-        timer.cancel()
+    iterate_until_interrupted(it)
     _nothing_left(before)  # the iterator closed the pipeline itself
     assert list(it) == []
 

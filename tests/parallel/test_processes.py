@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from harness import own_shm_segments, settle_processes, worker_processes
+from harness import iterate_until_interrupted, own_shm_segments, settle_processes, worker_processes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -353,18 +353,8 @@ def test_exception_in_consumer_stops_processes(clean):
 
 
 def test_keyboard_interrupt_stops_processes(clean):
-    import _thread
-    import threading
-
     it = _started()
-    timer = threading.Timer(0.2, _thread.interrupt_main)
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            for _ in it:
-                pass
-    finally:
-        timer.cancel()
+    iterate_until_interrupted(it)
     assert settle_processes(1.5) == []  # the iterator closed the pipeline itself
     assert list(it) == []
 
