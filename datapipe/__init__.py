@@ -2,7 +2,7 @@
 
 A lazy, immutable ``Dataset`` graph (sources, transformations) whose iterators run on
 threads, tune themselves (``AUTOTUNE``), shard across workers and checkpoint exactly.
-See DESIGN.md in the shared folder for the architecture.
+docs/architecture.md describes the architecture.
 
 Example:
     >>> import datapipe as dp

@@ -35,8 +35,16 @@ With a worker context (see ``datapipe.distribute``) also:
     ``seed``, ``root``, ``pending`` and ``cuts``.
 
 ``set_state(state)`` restores a state of the same layout; ``set_state([states...])`` takes
-the states of all workers of a run and resumes on this iterator's layout, whatever it is
-(``datapipe.distribute.elastic``).
+the states of all workers of a run and resumes on this iterator's layout, whatever it is.
+
+Layers. The core writes and checks what every chain has (``epoch``, ``seed``, ``root``,
+``pending``, ``produced``, ``worker``) and restores a state into the chain ``iter()`` built. What
+sharding adds (``worker``'s layout, ``policy``, ``cuts``, ``drains``) and how a state that
+does not fit that chain is restored (a chain rebuilt for the state's epoch, seed and
+shares; an elastic resume across layouts) belong to the layer above, which
+``datapipe.distribute`` installs (``install_layer``: ``distribute.resume_layer``), the way
+Grain keeps elasticity in an iterator on top of its datasets (``ElasticIterator``). This
+module imports nothing from ``datapipe.distribute`` (docs/architecture.md, "Checkpoints").
 """
 
 from __future__ import annotations
@@ -47,25 +55,82 @@ from datapipe._context import IterContext
 from datapipe._iterator import OpIterator
 
 
+class StateLayer:
+    """The hooks a layer above the core iterator's checkpoint implements. This default is
+    a pipeline without a worker context, and without the layer that rebuilds chains."""
+
+    def layout(self, ctx: IterContext) -> list[int]:
+        """``[index, count]`` of the worker a chain was sharded for (``[0, 1]``: not)."""
+        return [0, 1]
+
+    def chain_extras(self, ctx: IterContext) -> dict:
+        """What one chain's state records after its root's (the shard points' accounting:
+        read after the root's state, it bounds every element that state holds)."""
+        return {}
+
+    def iterator_extras(self, ctx: IterContext, root: OpIterator, primary: OpIterator) -> dict:
+        """What the public iterator's state records beyond its own chain's (``root`` is
+        what ``__next__`` pulls, ``primary`` this worker's own chain)."""
+        return {}
+
+    def produced_elsewhere(self, root: OpIterator, primary: OpIterator) -> int:
+        """Elements the public iterator delivered from chains other than ``primary``
+        (drained ones: their own states count them)."""
+        return 0
+
+    def fits(self, ctx: IterContext, state: dict) -> bool:
+        """The layer's part of whether ``state`` restores into the chain built."""
+        return not state.get("drains") and not state.get("cuts")
+
+    def rebuild(self, it: Any, state: dict) -> None:
+        """Restore a state that does not fit the chain built (another epoch or seed): a
+        chain is built for the state's epoch and seed, and the state restored into it."""
+        if state.get("cuts") or state.get("drains"):
+            raise ValueError(
+                "load_state_dict: the state was saved by a sharded pipeline; restoring it "
+                "needs datapipe.distribute (import datapipe installs it)"
+            )
+        epoch = tuple(int(e) for e in state["epoch"])
+        ctx, root = it.dataset._build_chain(epoch, state.get("seed"))
+        try:
+            _restore_root(root, state["root"])
+        except BaseException:
+            root.close()
+            raise
+        pending = list(state["pending"])
+        it.replace_chains(epoch, ctx, root, root, pending, int(state.get("produced", 0)))
+
+    def restore_all(self, it: Any, states: list) -> None:
+        """``set_state([states...])``: all workers' states, resumed on this layout."""
+        raise ValueError(
+            "load_state_dict: resuming from a list of states needs datapipe.distribute "
+            "(import datapipe installs it)"
+        )
+
+
+_layer = StateLayer()
+
+
+def install_layer(layer: StateLayer) -> None:
+    """Put ``layer`` over the core checkpoint (``datapipe.distribute`` does, on import)."""
+    global _layer
+    _layer = layer
+
+
 def layout(ctx: IterContext) -> list[int]:
     """``[index, count]`` of the worker a chain was sharded for (``[0, 1]``: not sharded)."""
-    w = ctx.worker
-    return [0, 1] if w is None or not ctx.cut_nodes else [int(w.index), int(w.count)]
+    return _layer.layout(ctx)
 
 
 def chain_state(ctx: IterContext, root: OpIterator, pending: list, produced: int) -> dict:
-    """One chain's state (the chain's own, then its shard points' accounting)."""
+    """One chain's state (the chain's own, then what the layer above records of it)."""
     state = {
         "seed": ctx.seed,
         "root": root.get_state(),
         "pending": list(pending),
         "produced": int(produced),
     }
-    if ctx.cut_nodes:
-        from datapipe.distribute.shard_point import cut_state
-
-        # After the chain's state: ``taken`` then bounds every element that state holds.
-        state["cuts"] = [cut_state(node, ctx) for node in ctx.cut_nodes]
+    state.update(_layer.chain_extras(ctx))
     return state
 
 
@@ -75,19 +140,10 @@ def iterator_state(it: Any) -> dict:
 
     ctx = it._ctx
     state: dict = {"epoch": list(it._epoch), "worker": layout(ctx)}
-    produced = it._produced
-    if it.root is not it._primary:
-        from datapipe.distribute.elastic import drained_out
-
-        produced -= drained_out(it.root)  # the drained chains count their own
+    produced = it._produced - _layer.produced_elsewhere(it.root, it._primary)
     state.update(chain_state(ctx, it._primary, it._buf[it._pos :], produced))
     state["fingerprint"] = fingerprint(it._dataset)
-    if ctx.cut_nodes:
-        state["policy"] = ctx.policy
-    if it.root is not it._primary:
-        from datapipe.distribute.elastic import drain_states
-
-        state["drains"] = drain_states(it.root)
+    state.update(_layer.iterator_extras(ctx, it.root, it._primary))
     return state
 
 
@@ -112,7 +168,7 @@ def restore_iterator(it: Any, state: Any) -> None:
 
     if isinstance(state, (list, tuple)):
         check(it._dataset, list(state))
-        return _restore_all(it, list(state))
+        return _layer.restore_all(it, list(state))
     state = _check(state)
     check(it._dataset, [state])
     saved, mine = [int(v) for v in state.get("worker", [0, 1])], layout(it._ctx)
@@ -128,13 +184,7 @@ def restore_iterator(it: Any, state: Any) -> None:
         it._buf, it._pos = list(state["pending"]), 0
         it._produced = int(state.get("produced", 0))
         return None
-    from datapipe.distribute import elastic
-
-    epoch = tuple(int(e) for e in state["epoch"])
-    policy = state.get("policy")
-    specs = [elastic.adopt_same_layout(d, policy, True) for d in state.get("drains", [])]
-    specs.append(elastic.adopt_same_layout(state, policy, False))
-    elastic.install(it, epoch, specs)
+    _layer.rebuild(it, state)
     return None
 
 
@@ -145,14 +195,7 @@ def _fits_current_chain(it: Any, state: dict) -> bool:
         return False
     if state.get("seed") is not None and state["seed"] != ctx.seed:
         return False
-    if state.get("drains") or bool(state.get("cuts")) != bool(ctx.cut_nodes):
-        return False
-    if ctx.cut_nodes:
-        from datapipe.distribute.shard_point import cut_state
-
-        now = [cut_state(node, ctx)["share"] for node in ctx.cut_nodes]
-        return now == [c["share"] for c in state["cuts"]] and ctx.policy == state.get("policy")
-    return True
+    return _layer.fits(ctx, state)
 
 
 def _restore_root(root: OpIterator, state: Any) -> None:
@@ -164,15 +207,3 @@ def _restore_root(root: OpIterator, state: Any) -> None:
             f"iterator of another dataset: {type(e).__name__}: {e}); restore a state into "
             "an iterator of the same dataset, built the same way"
         ) from e
-
-
-def _restore_all(it: Any, states: list) -> None:
-    from datapipe.distribute import elastic
-
-    states = elastic.check_states(states)
-    mine = layout(it._ctx)
-    if len(states) == mine[1]:
-        return restore_iterator(it, states[mine[0]])  # the same layout: this worker's own
-    epoch, specs = elastic.plan_chains(it._dataset, states, it._ctx.seed)
-    elastic.install(it, epoch, specs)
-    return None

@@ -5,10 +5,10 @@ the global seed, the worker context (which of how many workers reads this chain)
 checkpoint being resumed, the shard points built, the tuner and the statistics recorder.
 Every iterator of one chain shares it; nothing is stashed on iterators or nodes.
 
-Per-op seeds derive from (global seed, op position, epoch), as DESIGN.md's "Randomness is
-explicit" asks. Positions are counted on the graph the user built, *before* the rewrites,
-and a rewritten copy of a node (``origin(copy) is node``) draws its original's seeds: the
-same stream whatever the rewrites did and however many threads run.
+Per-op seeds derive from (global seed, op position, epoch), as docs/architecture.md's
+"Randomness is explicit" asks. Positions are counted on the graph the user built, *before*
+the rewrites, and a rewritten copy of a node (``origin(copy) is node``) draws its
+original's seeds: the same stream whatever the rewrites did and however many threads run.
 
 Without any seed (no ``Options.seed``, no checkpoint's), the global seed is the entropy of
 the graph's first random op: drawn once per op object, when first needed, and kept on it

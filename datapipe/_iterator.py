@@ -2,7 +2,7 @@
 
 Internally ops exchange *chunks* (lists of elements): ``next_chunk(n)`` returns between 1
 and ``n`` elements, or an empty list when the stream has ended. A Python-level hand-off
-per element costs more than the work of most ops (DESIGN.md, "The flow of one element"),
+per element costs more than the work of most ops (docs/architecture.md, "Chunks"),
 so chunks amortise it; ops ask their input for exactly what they need, so no op holds
 elements it has not been asked for and an op's state is always exact at a chunk boundary.
 """
@@ -15,6 +15,8 @@ import weakref
 from typing import Any
 
 import numpy as np
+
+from datapipe.errors import WorkerDiedError
 
 # Top-level chunks grow from 1 (a first element comes fast) to this size.
 MAX_OUTER_CHUNK = 64
@@ -171,6 +173,7 @@ class Iterator:
         self._cost: float | None = None  # seconds per element of a root call (moving avg)
         self._ranged = False  # record_function ranges installed (datapipe.stats.torch_ranges)
         self._device_stages: list | None = None  # for synchronize()
+        self._broken: tuple | None = None  # a WorkerDiedError ended it: (type, args, cause)
         self._finalizer = weakref.finalize(self, root.close)
 
     @property
@@ -212,6 +215,7 @@ class Iterator:
         self._root.close()
         self._epoch, self._ctx, self._primary, self._root = epoch, ctx, primary, root
         self._buf, self._pos, self._produced = list(pending), 0, int(produced)
+        self._broken = None  # new chains: a worker that died in the old ones is gone
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, root.close)
 
@@ -226,6 +230,10 @@ class Iterator:
         return self._refill()
 
     def _refill(self) -> Any:
+        if self._broken is not None:  # a worker died: the pipeline is closed, and broken
+            kind, args, cause = self._broken
+            err = kind(*args)
+            raise err from cause
         if self._root.closed:
             raise StopIteration
         if _profiler_records():  # torch.profiler: the stages' ranges on its timeline
@@ -248,9 +256,12 @@ class Iterator:
             self._produced += len(self._buf)
         except BaseException as e:
             # Ops locate their own errors (op, element index, file); here we only make sure
-            # an interrupt stops every thread the pipeline started.
+            # an interrupt, or a stage that cannot go on, stops every thread and process
+            # the pipeline started (while the error may stay referenced, as in a notebook).
             self._buf, self._pos = [], 0
-            if isinstance(e, KeyboardInterrupt):
+            if isinstance(e, WorkerDiedError):
+                self._broken = (type(e), e.args, e.__cause__)
+            if isinstance(e, (KeyboardInterrupt, WorkerDiedError)):
                 self.close()
             raise
         if not self._buf:

@@ -1,6 +1,6 @@
 """The ops' facts in one place, read from the op classes themselves.
 
-One op, one module (DESIGN.md): every public module of ``datapipe/ops`` and
+One op, one module (docs/architecture.md): every public module of ``datapipe/ops`` and
 ``datapipe/sources`` defines the node class of one ``Dataset`` method, and that class's
 ``_name`` *is* the method's name (``MapDataset._name == "map"``). So the list of ops, the
 class that documents each ``Dataset`` method (``datapipe._docs``) and the table of traits are
@@ -49,7 +49,7 @@ INTERNAL_NODES = frozenset(
 # Dataset's public names that build no node.
 NOT_OPS = frozenset(
     {"element_spec", "cardinality", "op_seed", "options", "as_numpy_iterator", "take_all"}
-    | {"apply", "profile", "as_torch_dataset"}
+    | {"apply", "profile", "as_torch_dataset", "stage_request"}
 )
 
 

@@ -9,9 +9,10 @@ The methods here are thin: each builds the node of one op module under ``datapip
 Facts about an op that the rewrites need are *traits*: class attributes of its node class
 (``elementwise``, ``commutes_with_shard``, ``expands``, ``uses_randomness``,
 ``keeps_random_access``, ``selects_indices``, ``repeats_input``, ``aligns_inputs``,
-``distributes``), documented on ``Dataset``; an op whose trait depends on its arguments sets
-it on the instance in ``__init__``. ``datapipe._op_table`` lists the ops and their traits
-from the classes.
+``distributes``, ``no_read_ahead``), documented on ``Dataset``; an op whose trait depends on
+its arguments sets it on the instance in ``__init__``. ``datapipe._op_table`` lists the ops
+and their traits from the classes. An op that may run as a parallel stage also declares its
+``stage_request`` (docs/architecture.md, "The stage request").
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from datapipe.options import Options
 
 if TYPE_CHECKING:  # torch's IterableDataset: imported with the method, not the package
     from datapipe.distribute.torch_dataset import TorchIterableDataset
+    from datapipe.parallel.request import StageRequest
 
 INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
@@ -128,6 +130,14 @@ class Dataset:
     - ``distributes``: hands its input to a preprocessing service whose dispatcher splits it
       among workers and consumers (``datapipe.service.distribute``); auto-sharding leaves
       a pipeline with such an op alone, as it does one with an explicit ``shard()``.
+    - ``no_read_ahead``: a source that must not be asked for an element before the consumer
+      needs it (``from_generator``: its generator may wait for the consumer), unless a
+      stage that computes ahead by design sits between them (``parallel.plan``).
+
+    An op that may run as a parallel stage sets its ``stage_request`` (a
+    ``datapipe.parallel.request.StageRequest``: its policy, parallelism, order, executor,
+    buffer size, whether processes are allowed) when it is built; the planner, replay,
+    auto-sharding and statistics read it (None: the op never runs as a stage).
 
     Every method checks its arguments when it builds the node, not when the pipeline first
     runs: a wrong type raises ``TypeError`` (``take("a")``, ``batch(2.0)``, a flag that is
@@ -155,6 +165,8 @@ class Dataset:
     repeats_input: ClassVar[bool] = False
     aligns_inputs: ClassVar[bool] = False
     distributes: ClassVar[bool] = False
+    no_read_ahead: ClassVar[bool] = False
+    _stage_request: StageRequest | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -182,6 +194,14 @@ class Dataset:
         elements ``iter()`` yields on this worker: its auto-sharded share, evened out by
         ``Options.distribute.uneven``. ``len(ds)`` is the same number."""
         return UNKNOWN_CARDINALITY
+
+    @property
+    def stage_request(self) -> StageRequest | None:
+        """What this op asks of the parallel engine when it runs as a stage (its policy,
+        ``num_parallel_calls``, ``deterministic``, ``executor``, buffer size, whether its
+        function may run in worker processes: ``datapipe.parallel.request.StageRequest``),
+        or None for an op that never does. Set from the op's arguments when it is built."""
+        return self._stage_request
 
     @property
     def op_seed(self) -> int | None:

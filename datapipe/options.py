@@ -156,7 +156,17 @@ class ThreadingOptions(_Merge):
     threads for a fixed ``num_parallel_calls``; with ``AUTOTUNE`` the tuner measures and
     picks inline, threads or processes per stage).
     ``process_start_method``: how worker processes start: ``"fork"``, ``"spawn"`` or
-    ``"forkserver"`` (``multiprocessing``'s names; default: ``multiprocessing``'s default).
+    ``"forkserver"`` (``multiprocessing``'s names). Default: ``"fork"`` where forking is
+    safe, else ``"forkserver"``. A forked worker inherits an OpenMP or intra-op thread pool
+    (torch's) that started in the parent as threads that do not exist in it, and its first
+    parallel region waits for ever; a worker that runs torch on one intra-op thread (the
+    default ``max_intra_op_parallelism``) never enters it. So it is ``"forkserver"`` when
+    ``max_intra_op_parallelism > 1`` and such a pool may have started: native threads
+    started in the process after datapipe was imported, or torch was imported before
+    datapipe. A stage's ``start_method`` / ``start_reason`` say which was used and why
+    (logged once as a warning). With forkserver, as with spawn, each worker imports the main
+    module: guard a script with ``if __name__ == "__main__":``. AUTOTUNE tries worker
+    processes only where they would fork (or where this option is set).
     """
 
     private_threadpool_size: int | None = None
@@ -258,6 +268,12 @@ def _one_of(choices: Callable[[], list[str]]) -> Callable[[str, str, Any], Any]:
     return check
 
 
+def _executors() -> list[str]:
+    from datapipe.parallel.executors import names
+
+    return names()
+
+
 def _start_methods() -> list[str]:
     import multiprocessing
 
@@ -275,7 +291,7 @@ _CHECKS: dict[tuple[str, str], Callable[[str, str, Any], Any]] = {
     ("Options", "stats"): _group(StatsOptions),
     ("ThreadingOptions", "private_threadpool_size"): _int(1),
     ("ThreadingOptions", "max_intra_op_parallelism"): _int(1),
-    ("ThreadingOptions", "executor"): _one_of(lambda: ["thread", "process"]),
+    ("ThreadingOptions", "executor"): _one_of(_executors),
     ("ThreadingOptions", "process_start_method"): _one_of(_start_methods),
     ("AutotuneOptions", "enabled"): check_optional_bool,
     ("AutotuneOptions", "cpu_budget"): _int(1),

@@ -7,6 +7,7 @@ its ``conftest.py`` lives there and the folders have no ``__init__.py`` (pytest'
 
 from __future__ import annotations
 
+import _thread
 import importlib.util
 import multiprocessing
 import os
@@ -228,3 +229,19 @@ def run_under_memory_limit(
         env=env,
         cwd=str(root),
     )
+
+
+def iterate_until_interrupted(it: Any, after_s: float = 0.2) -> None:
+    """Iterate ``it`` until a ``KeyboardInterrupt`` arrives ``after_s`` seconds in, on the
+    main thread as Ctrl-C's does; ``AssertionError`` if ``it`` ended first (the pipeline
+    must outlast ``after_s``) or nothing was raised."""
+    timer = threading.Timer(after_s, _thread.interrupt_main)
+    timer.start()
+    try:
+        for _ in it:
+            pass
+    except KeyboardInterrupt:
+        return
+    finally:
+        timer.cancel()
+    raise AssertionError(f"the iterator ended within {after_s} s: no KeyboardInterrupt arrived")

@@ -74,8 +74,8 @@ def _rate(fn, calls, seconds: float, executor=None) -> tuple[float, list]:
     dt = time.perf_counter() - t0
     path = []
     if calls == -1:
-        stage = it._root.inputs[0].stage
-        path = [(k, o, v) for _, k, o, v in stage.events]
+        stage = it.root.inputs[0]  # the map's stage iterator, under the batch
+        path = [(k, o, v) for _, k, o, v in stage.autotune_events]
     it.close()
     return n / dt, path
 

@@ -2,18 +2,23 @@
 
 Importing this package (``import datapipe`` does) installs the auto-shard rewrite, so every
 ``iter()`` gives each worker — each ``torch.distributed`` rank and each ``DataLoader``
-worker — its own share of the data (see ``datapipe.distribute.auto_shard``).
+worker — its own share of the data (see ``datapipe.distribute.auto_shard``), and the layer
+over the core iterator's checkpoint that records shard points and restores elastically
+(``datapipe.distribute.resume_layer``).
 """
 
+from datapipe import _checkpoint
 from datapipe.distribute.auto_shard import AutoShardError, auto_shard, install, replace_inputs
 from datapipe.distribute.context import (
     WorkerContext,
     WorkerContextError,
     resolve_worker_context,
 )
+from datapipe.distribute.resume_layer import ShardedStateLayer
 from datapipe.distribute.state_io import load_state, save_state
 
 install()
+_checkpoint.install_layer(ShardedStateLayer())
 
 
 def __getattr__(name: str) -> object:

@@ -186,9 +186,8 @@ def _varies_between_workers(node: Dataset, options: Options) -> bool:
     op, or a parallel op with ``deterministic=False``)."""
     if node.uses_randomness and node.op_seed is None and options.seed is None:
         return True
-    parallel = node.__dict__.get("_num_parallel_calls") not in (None, 1)
-    det = node.__dict__.get("_deterministic")
-    return parallel and (det is False or (det is None and options.deterministic is False))
+    req = node.stage_request  # the op's declaration (datapipe.parallel.request)
+    return req is not None and req.order_varies(options.deterministic is not False)
 
 
 def _choose(nodes: list[Dataset], policy: AutoShardPolicy, k: int) -> tuple[AutoShardPolicy, str]:

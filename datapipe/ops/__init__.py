@@ -1,1 +1,2 @@
-"""One module per transformation: a Dataset node and its iterator (DESIGN.md)."""
+"""One module per transformation: a Dataset node and its iterator (docs/architecture.md,
+"Rules that keep it simple")."""

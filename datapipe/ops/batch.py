@@ -17,6 +17,8 @@ from datapipe.dataset import (
     Dataset,
 )
 from datapipe.ops.map import validate_parallelism
+from datapipe.parallel import policies
+from datapipe.parallel.request import StageRequest
 
 
 def batched_cardinality(n: int, batch_size: int, drop_remainder: bool) -> int:
@@ -58,8 +60,11 @@ class BatchDataset(Dataset):
         super().__init__(input_ds)
         self._batch_size = check_int("batch", "batch_size", batch_size, minimum=1)
         self._drop_remainder = check_bool("batch", "drop_remainder", drop_remainder)
-        self._num_parallel_calls = validate_parallelism("batch", num_parallel_calls)
-        self._deterministic = check_optional_bool("batch", "deterministic", deterministic)
+        self._stage_request = StageRequest(
+            policies.MAP,
+            parallelism=validate_parallelism("batch", num_parallel_calls),
+            deterministic=check_optional_bool("batch", "deterministic", deterministic),
+        )
 
     @property
     def element_spec(self) -> Any:
@@ -77,10 +82,10 @@ class BatchDataset(Dataset):
         )
 
     def _make_iterator(self, ctx, epoch):
-        from datapipe.parallel.plan import decide
+        from datapipe.parallel.plan import plan_stage
 
         inner = ctx.make(self._inputs[0], epoch)
-        plan = decide(self, ctx)
+        plan = plan_stage(self.stage_request, ctx, self._inputs[0])
         if plan is not None:
             from datapipe.parallel.batch import parallel_batch_iterator
 

@@ -14,8 +14,9 @@ from datapipe.dataset import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from datapipe.errors import annotate
 from datapipe.ops.flat_map import _sub_dataset, sub_dataset_spec
 from datapipe.ops.map import validate_parallelism
-from datapipe.parallel import autotune
+from datapipe.parallel import autotune, policies
 from datapipe.parallel.pool import close_deadline
+from datapipe.parallel.request import StageRequest
 
 
 class InterleaveDataset(Dataset):
@@ -78,8 +79,11 @@ class InterleaveDataset(Dataset):
         self._func = map_func
         self._cycle = cycle_length
         self._block = check_int("interleave", "block_length", block_length, minimum=1)
-        self._num_parallel_calls = validate_parallelism("interleave", num_parallel_calls)
-        self._deterministic = check_optional_bool("interleave", "deterministic", deterministic)
+        self._stage_request = StageRequest(
+            policies.Slots(self._block),
+            parallelism=validate_parallelism("interleave", num_parallel_calls),
+            deterministic=check_optional_bool("interleave", "deterministic", deterministic),
+        )
         self._spec_cache: Any = None
 
     @property
@@ -93,11 +97,11 @@ class InterleaveDataset(Dataset):
         return UNKNOWN_CARDINALITY
 
     def _make_iterator(self, ctx, epoch):
-        from datapipe.parallel.plan import decide
+        from datapipe.parallel.plan import plan_stage
 
         inner = ctx.make(self._inputs[0], epoch)
         it = InterleaveIterator(inner, self._func, self._cycle, self._block, ctx, epoch)
-        plan = decide(self, ctx)
+        plan = plan_stage(self.stage_request, ctx, self._inputs[0])
         if plan is not None:
             from datapipe.parallel.interleave import SlotEngine
 

@@ -11,6 +11,8 @@ from datapipe._spec import UnknownSpec, seen_spec, spec_of
 from datapipe._validate import check_optional_bool, check_optional_int
 from datapipe.dataset import AUTOTUNE, Dataset, RandomAccessUnaryDataset
 from datapipe.errors import PipelineError, annotate
+from datapipe.parallel import policies
+from datapipe.parallel.request import StageRequest
 
 
 def validate_parallelism(op: str, num_parallel_calls: int | None) -> int | None:
@@ -21,6 +23,21 @@ def validate_parallelism(op: str, num_parallel_calls: int | None) -> int | None:
         minimum=1,
         special=(AUTOTUNE,),
         what="a positive integer or AUTOTUNE",
+    )
+
+
+def map_request(op: str, num_parallel_calls: int | None, deterministic: bool | None,
+                executor: str | None) -> StageRequest:  # fmt: skip
+    """The stage request of a map-like op (``map``, ``random_map``): its arguments checked
+    (naming ``op``); its function may run in worker processes."""
+    from datapipe.parallel.plan import validate_executor
+
+    return StageRequest(
+        policies.MAP,
+        parallelism=validate_parallelism(op, num_parallel_calls),
+        deterministic=check_optional_bool(op, "deterministic", deterministic),
+        executor=validate_executor(op, executor),
+        processes_allowed=True,
     )
 
 
@@ -87,15 +104,11 @@ class MapDataset(RandomAccessUnaryDataset):
         name: str | None = None,
         executor: str | None = None,
     ):
-        from datapipe.parallel.plan import validate_executor
-
         super().__init__(input_ds)
         if not callable(map_func):
             raise TypeError(f"map: map_func must be callable, got {type(map_func).__name__}")
         self._func = ReturnsElement(map_func)  # a returned list is a tuple (tf.data)
-        self._num_parallel_calls = validate_parallelism("map", num_parallel_calls)
-        self._deterministic = check_optional_bool("map", "deterministic", deterministic)
-        self._executor = validate_executor("map", executor)
+        self._stage_request = map_request("map", num_parallel_calls, deterministic, executor)
         if name:
             self._name = name
         self._spec_cache: Any = None
@@ -108,17 +121,14 @@ class MapDataset(RandomAccessUnaryDataset):
         return MapAccess(self._inputs[0]._make_random_access(ctx), self._func, self._name)
 
     def _make_iterator(self, ctx, epoch):
-        from datapipe.parallel.plan import decide
+        from datapipe.parallel.plan import plan_stage
 
         inner = ctx.make(self._inputs[0], epoch)
-        plan = decide(self, ctx)
+        plan = plan_stage(self.stage_request, ctx, self._inputs[0])
         if plan is not None:
-            from datapipe.parallel.map import ParallelMapIterator
+            from datapipe.parallel.stage import StageIterator
 
-            return ParallelMapIterator(
-                inner, self._func, self._name, plan.value, plan.deterministic, ctx,
-                plan=plan, pool_key=id(self),
-            )  # fmt: skip
+            return StageIterator(inner, plan, ctx, self._name, self._func, pool_key=id(self))
         return MapIterator(inner, self._func, self._name)
 
 

@@ -1,9 +1,30 @@
-"""``prefetch``: overlap producing elements with consuming them (``tf.data`` semantics)."""
+"""``prefetch``: overlap producing elements with consuming them (``tf.data`` semantics).
+
+The stage is a buffer lane (``policies.Buffer``): one worker thread takes chunks from the
+input (``pool.ChunkSizer``: growing from 1 towards a few ms of input work) and the
+consumer takes elements from the oldest chunk. An input failure is kept at its position
+and raised to the consumer there; the thread then goes on (the input may continue after a
+failure, e.g. under ``ignore_errors``).
+
+``buffer_size=AUTOTUNE``: the stage first runs inline (no thread) and measures what one
+element of its input costs; under ``autotune.PREFETCH_INLINE_MAX_COST_S`` (a cheap input,
+e.g. batches of scalars) it stays inline, as a thread hand-off would cost more than it
+hides. Otherwise the producer thread starts with a buffer of 4 elements, and the tuner
+doubles it while the consumer waits on an empty buffer (tf.data's prefetch autotuning), up
+to 1024, and never past the pipeline's RAM budget.
+
+State (``parallel/replay.py``): the input's state before the oldest chunk not fully
+consumed and how many of its elements were consumed; a restore replays the input from
+there (recomputing the buffered elements rather than storing them). Above a
+nondeterministic stage the buffered elements themselves are stored.
+"""
 
 from __future__ import annotations
 
 from datapipe._validate import check_int
 from datapipe.dataset import AUTOTUNE, Dataset, RandomAccessUnaryDataset
+from datapipe.parallel import policies
+from datapipe.parallel.request import StageRequest
 
 
 class PrefetchDataset(RandomAccessUnaryDataset):
@@ -26,14 +47,21 @@ class PrefetchDataset(RandomAccessUnaryDataset):
         self._buffer_size = check_int(
             "prefetch", "buffer_size", buffer_size, 0, (AUTOTUNE,), ">= 0 or AUTOTUNE"
         )
+        self._stage_request = StageRequest(policies.BUFFER, buffer_size=self._buffer_size)
 
     def _make_iterator(self, ctx, epoch):
-        from datapipe.parallel.plan import decide
+        from datapipe.parallel.plan import plan_stage
 
         inner = ctx.make(self._inputs[0], epoch)
-        plan = decide(self, ctx)
+        plan = plan_stage(self.stage_request, ctx, self._inputs[0])
         if plan is None:
             return inner
-        from datapipe.parallel.prefetch import PrefetchIterator
+        from datapipe.parallel.stage import StageIterator
 
-        return PrefetchIterator(inner, plan, ctx)
+        # A buffer lane: no transform. Its input's failures are not prefetch's own (no
+        # index of its own to name them by).
+        return StageIterator(inner, plan, ctx, "prefetch", error_index=_no_index)
+
+
+def _no_index(i: int) -> None:
+    return None

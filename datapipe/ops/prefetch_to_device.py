@@ -10,6 +10,12 @@ from datapipe._validate import check_int
 from datapipe.dataset import AUTOTUNE, Dataset, RandomAccessUnaryDataset
 from datapipe.ops.map import MapAccess
 from datapipe.ops.to_torch import ToTorchDataset
+from datapipe.parallel import policies
+from datapipe.parallel.request import StageRequest
+
+# prefetch_to_device(AUTOTUNE): elements in flight to the device at first (double
+# buffering), and at most (each one holds a batch of device memory).
+DEVICE_AUTOTUNE = (2, 16)
 
 
 class PrefetchToDeviceDataset(RandomAccessUnaryDataset):
@@ -69,6 +75,12 @@ class PrefetchToDeviceDataset(RandomAccessUnaryDataset):
         self._buffer_size = check_int(
             self._name, "buffer_size", buffer_size, 1, (AUTOTUNE,), ">= 1 or AUTOTUNE"
         )
+        # On an accelerator each element is handed over when its copy is ready (a queue);
+        # device="cpu" is a plain prefetch (a buffer that AUTOTUNE may also run inline).
+        policy = policies.BUFFER if self._device.type == "cpu" else policies.QUEUE
+        self._stage_request = StageRequest(
+            policy, buffer_size=self._buffer_size, autotune_buffer=DEVICE_AUTOTUNE
+        )
 
     @property
     def device(self) -> Any:
@@ -96,9 +108,11 @@ class PrefetchToDeviceDataset(RandomAccessUnaryDataset):
 
     def _make_iterator(self, ctx, epoch):
         from datapipe.parallel.device_prefetch import DevicePrefetchIterator
-        from datapipe.parallel.plan import decide
+        from datapipe.parallel.plan import plan_stage
         from datapipe.parallel.transfer import for_device
 
         transfer = for_device(self._device)  # raises here, before the input starts
         inner = ctx.make(self._inputs[0], epoch)
-        return DevicePrefetchIterator(inner, transfer, decide(self, ctx), ctx)
+        plan = plan_stage(self.stage_request, ctx, self._inputs[0])
+        assert plan is not None  # buffer_size >= 1: always a stage
+        return DevicePrefetchIterator(inner, transfer, plan, ctx)

@@ -11,10 +11,10 @@ import numpy as np
 
 from datapipe._functions import ReturnsElement
 from datapipe._iterator import OpIterator
-from datapipe._validate import check_optional_bool, check_seed
+from datapipe._validate import check_seed
 from datapipe.dataset import Dataset, RandomAccessUnaryDataset
 from datapipe.errors import annotate
-from datapipe.ops.map import MapIterator, first_element_spec, validate_parallelism
+from datapipe.ops.map import MapIterator, first_element_spec, map_request
 
 _LOCAL = threading.local()  # one reusable Philox per thread (see element_rng)
 
@@ -113,18 +113,14 @@ class RandomMapDataset(RandomAccessUnaryDataset):
         deterministic: bool | None = None,
         executor: str | None = None,
     ):
-        from datapipe.parallel.plan import validate_executor
-
         super().__init__(input_ds)
         if not callable(map_func):
             raise TypeError(f"random_map: map_func must be callable, got {type(map_func).__name__}")
         self._func = ReturnsElement(map_func)  # a returned list is a tuple, as in map
         self._seed = seed
-        self._num_parallel_calls = validate_parallelism("random_map", num_parallel_calls)
         check_seed("random_map", seed)
-        check_optional_bool("random_map", "deterministic", deterministic)
-        self._deterministic = deterministic
-        self._executor = validate_executor("random_map", executor)
+        self._stage_request = map_request("random_map", num_parallel_calls, deterministic,
+                                         executor)  # fmt: skip
         self._spec_cache: Any = None
 
     @property
@@ -138,19 +134,17 @@ class RandomMapDataset(RandomAccessUnaryDataset):
         return _RandomMapAccess(self, ctx, self._inputs[0]._make_random_access(ctx))
 
     def _make_iterator(self, ctx, epoch):
-        from datapipe.parallel.plan import decide
+        from datapipe.parallel.plan import plan_stage
 
         inner = ctx.make(self._inputs[0], epoch)
         fn = RandomCall(self._func, self._key(ctx, epoch), inner.index_base())
-        plan = decide(self, ctx)
+        plan = plan_stage(self.stage_request, ctx, self._inputs[0])
         if plan is not None:
-            from datapipe.parallel.map import ParallelMapIterator
+            from datapipe.parallel.stage import StageIterator
 
             # indexed=True: the workers call fn(index in the input stream, element).
-            return ParallelMapIterator(
-                inner, fn, self._name, plan.value, plan.deterministic, ctx,
-                indexed=True, plan=plan, pool_key=id(self),
-            )  # fmt: skip
+            return StageIterator(inner, plan, ctx, self._name, fn, indexed=True,
+                                 pool_key=id(self))  # fmt: skip
         return MapIterator(IndexedIterator(inner), fn, self._name)
 
 
@@ -169,7 +163,7 @@ class IndexedIterator(OpIterator):
         return list(zip(range(start, self.count), chunk))
 
     def index_base(self) -> tuple[int, int] | None:
-        # As the parallel path (ParallelMapIterator): a random_map above keys on it too.
+        # As the parallel path (stage.StageIterator): a random_map above keys on it too.
         return self.inner.index_base()
 
     def get_state(self) -> dict:

@@ -53,7 +53,7 @@ No per-element time tells in advance whether a function holds the GIL, so the st
 measures each candidate in turn, on the live pipeline, and keeps the fastest:
 
 1. **Inline** first: the consumer's thread computes each chunk when it needs it (no
-   thread, no read-ahead; ``engine.Engine._inline``), which measures the function's cost
+   thread, no read-ahead; ``executors.Inline``), which measures the function's cost
    per element: its CPU time when the thread mostly computed (wall time would count the
    time other processes held the core), its wall time when it mostly waited
    (``_work``). Below ``INLINE_MAX_COST_S`` (5 µs) in two consecutive windows the stage
@@ -63,16 +63,21 @@ measures each candidate in turn, on the live pipeline, and keeps the fastest:
    price plus ~1.7 µs per call (4.9 vs 3.2 µs per 1-element call, 44 vs 45 µs per
    256-element call; load ~3). A cost over ``CLEAR_COST_FACTOR`` (10) times the limit
    leaves inline after one window, however few elements it held.
-2. **Threads** next, at the CPU budget, for two windows. Kept (and hill-climbed as
-   above) when they reach ``THREADS_SCALE_OK`` (80%) of linear scaling over inline:
-   numpy, Pillow, torch and I/O release the GIL and get there.
+2. **Threads** next, at the CPU budget, for two windows (one, when they gained nothing:
+   below ``THREADS_NO_GAIN``, 55%, of linear scaling). Kept (and hill-climbed as above)
+   when they reach ``THREADS_SCALE_OK`` (80%) of linear scaling over inline: numpy,
+   Pillow, torch and I/O release the GIL and get there.
 3. **Processes** are tried when threads stayed below that, the function costs at least
    ``PROCESS_MIN_COST_S`` (50 µs: ~170 µs per process round trip plus pickling must be
    amortised by chunks of ``pool.PROCESS_CHUNK_S`` = 20 ms of work), ``map`` /
-   ``random_map`` can send their function (cloudpickle) and the RAM budget has
-   ``PROCESS_RAM_BYTES`` per process. They are kept if they beat the better of inline and
-   threads by ``PROCESS_MIN_GAIN`` (10%); otherwise the stage goes back to that one. A
-   process stage never has more workers than the CPU budget. Threads that scale are
+   ``random_map`` can send their function (cloudpickle) and the sampled inputs and results
+   of its last chunk (``engine.Engine.samples_cross``), the workers would fork
+   (``processes.fork_is_chosen``) and the RAM budget has ``PROCESS_RAM_BYTES`` per
+   process. An element that cannot cross later is computed in the parent and the stage
+   goes back to threads for good (``stage.Stage.step_back``). They are kept if they beat
+   the better of inline and threads by ``PROCESS_MIN_GAIN`` (10%); otherwise the stage
+   goes back to that one. A process stage never has more workers than the CPU budget.
+   Threads that scale are
    compared with processes too when their CPU-bound results are small
    (``PROCESS_SMALL_OUTPUT_BYTES``, 64 KiB; kept at a 5% gain): a process sends such a
    result back for nothing and pays none of the GIL hand-offs around each C call.
@@ -85,6 +90,12 @@ stage; a stage that fell back does not try again during the iteration.
 
 The tuner has no thread of its own: stage consumers call ``maybe_step`` whenever they ask
 for data or wake from a wait, and one of them runs a step when a window has passed.
+
+Its state is split three ways (docs/architecture.md, "The tuner"): what a stage's engine
+and executors measure (``stage.Meter``), the knob the tuner turns (``stage.Knob``: value and
+executor), and the tuner's own search state per stage (``_Search``), which nothing outside
+this module reads. The executor search is one phase per executor (``PHASES``: an entry and
+a judge), in the order of the stage's executors.
 """
 
 from __future__ import annotations
@@ -95,7 +106,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -127,6 +138,10 @@ CLEAR_COST_FACTOR = 10
 PROCESS_MIN_COST_S = 50e-6
 # ... and only when threads reached less than this share of linear scaling in the budget.
 THREADS_SCALE_OK = 0.8
+# ... and after one window already when they reached less than this share: no gain at all
+# over inline (two threads of a GIL-bound function run at 0.9-1.0x one), so the second
+# window of the trial (W6: 50 ms at half speed) would only confirm it.
+THREADS_NO_GAIN = 0.55
 # Processes are kept only if they beat the better of threads and inline by this factor.
 PROCESS_MIN_GAIN = 1.1
 # Threads that scale are still compared with processes when the function is CPU-bound and
@@ -138,16 +153,6 @@ PROCESS_SMALL_OUTPUT_BYTES = 64 << 10
 PROCESS_MIN_GAIN_SMALL = 1.05
 # RAM set aside per worker process in the budget (its private pages: interpreter, imports).
 PROCESS_RAM_BYTES = 256 << 20
-
-
-def _small_cpu_bound(s: Stage) -> bool:
-    """The stage's threads computed (not waited) and its results are small: processes may
-    beat threads that scale (see ``PROCESS_SMALL_OUTPUT_BYTES``)."""
-    return (
-        s.out_bytes is not None
-        and s.out_bytes <= PROCESS_SMALL_OUTPUT_BYTES
-        and s.cpu_fraction >= 0.5
-    )
 
 
 def cpu_count() -> int:
@@ -227,126 +232,120 @@ class RamBudget:
             self.peak = max(self.peak, self.used)
 
 
-class Stage:
-    """One tunable knob and the measurements that steer it.
+class _Search:
+    """The tuner's private state for one stage: what it measured last, the trial under way,
+    and where its executor search stands. Nothing outside this module reads it."""
 
-    Workers and consumers add to the counters (under the stage's own lock or the GIL; a
-    lost update only blurs one window). ``apply(value)`` puts a new value into effect.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        kind: str,
-        value: int,
-        autotuned: bool,
-        max_value: int,
-        apply: Callable[[int], None] | None = None,
-        intra_op: int = 1,
-    ):
-        self.name, self.kind, self.value = name, kind, int(value)
-        self.autotuned, self.max_value, self.apply = autotuned, int(max_value), apply
-        self.intra_op = intra_op
-        self.produced = 0
-        self.busy_s = 0.0
-        self.cpu_s = 0.0
-        self.consumer_wait_s = 0.0
-        self.full = 0  # times a producer found its buffer full (buffers only)
-        self._full_mark = 0
-        self.history: list[int] = [self.value]  # every value the tuner chose, in order
+    def __init__(self, knob: Any, meter: Any, executors: list[str] | None):
+        self.knob, self.meter = knob, meter
+        self.mark: tuple | None = None
+        self.trial: tuple | None = None  # (old value, base rate, direction)
+        self.settle = False  # discard the window right after a change (buffers refill)
+        self.switches = knob.switches  # the knob's executor changes seen (re-measure after)
+        self.cooldown = {"up": 0, "down": 0}
+        self.failures = {"up": 0, "down": 0}
+        self.windows = 0
+        self.cpu_fraction = 1.0
+        self.step_up = 1.5  # growth factor of the next trial up (2 after a near-linear gain)
+        self.grew = False  # a trial up was kept (threads that wait: no more large steps)
+        self.refused_up: int | None = None  # the last value a trial up did not earn
+        self.recent: dict[int, list[float]] = {}  # value -> its last windows' rates
+        self.rate = 0.0
         # judged trials: (direction, from, to, rate before, rate during, kept)
         self.trials: list[tuple] = []
-        # (time.perf_counter(), knob, old, new) per change: datapipe.stats's autotune_events
-        # (time, "value", old, new) or (time, "executor", old kind, new kind)
-        self.events: list[tuple[float, str, int | str, int | str]] = []
-        # hill-climbing state
-        self._mark: tuple | None = None
-        self._trial: tuple | None = None  # (old value, base rate, direction)
-        self._settle = False  # discard the window right after a change (buffers refill)
-        self._cooldown = {"up": 0, "down": 0}
-        self._failures = {"up": 0, "down": 0}
-        self._windows = 0
-        self.cpu_fraction = 1.0
-        # bytes per result, measured by the engine on the first chunk a worker computed
-        self.out_bytes: float | None = None
-        self._step_up = 1.5  # growth factor of the next trial up (2 after a near-linear gain)
-        self._grew = False  # a trial up was kept (threads that wait: no more large steps)
-        self._refused_up: int | None = None  # the last value a trial up did not earn
-        self._recent: dict[int, list[float]] = {}  # value -> its last windows' rates
-        self.rate = 0.0
-        # the executor: the one running ("inline", "thread", "process"); whether AUTOTUNE
-        # chooses it (then ``phase`` walks inline -> thread trial -> process trial -> done),
-        # whether processes may be tried, and ``switch(executor, value)`` to change it
-        self.executor = "thread"
-        self.choose_executor = False
-        self.allow_process = False
-        self.switch: Callable[[str, int], bool] | None = None
-        self.phase = "done"
+        # the executor search: the executors it may try, in order, and the phase (the one
+        # under measurement, or "done"); its measured rates and costs
+        self.executors = list(executors or ())
+        self.phase = self.executors[0] if self.executors else "done"
         self.phase_rates: list[float] = []
         self.executor_rates: dict[str, float] = {}
         self.cost_s = 0.0  # busy seconds per element in the last window
-        # inline: seconds the consumer spent between its requests (its own work), and per
-        # element in the last window; a prefetch can hide at most the smaller of the two
-        self.outside_s = 0.0
-        self.outside_cpu_s = 0.0
-        self._outside_mark = (0.0, 0.0)
+        # inline: the consumer's own work per element in the last window (a prefetch can
+        # hide at most the smaller of its input's cost and this)
+        self.outside_mark = (0.0, 0.0)
         self.outside_cost_s = 0.0
-        self._over = 0  # consecutive windows whose cost was over the inline limit
-        self._thread_max: int | None = None
+        self.full_mark = 0  # the meter's ``full`` count at the last buffer step
+        self.over = 0  # consecutive windows whose cost was over the inline limit
         self.inline_cost_s = 0.0
-        self._process_max = max_value
+        self.process_max = knob.limit
 
-    def _counters(self) -> tuple:
-        return (time.monotonic(), self.produced, self.busy_s, self.cpu_s, self.consumer_wait_s)
+    def counters(self) -> tuple:
+        m = self.meter
+        return (time.monotonic(), m.produced, m.busy_s, m.cpu_s, m.consumer_wait_s)
 
-    def set_executor(self, kind: str, value: int) -> bool:
-        """Change the executor (and the knob); False if the engine refused (e.g. a function
-        that cannot be sent to processes)."""
-        if self._thread_max is None:
-            self._thread_max = self.max_value
-        cap = self._thread_max if kind != "process" else min(self._thread_max, self._process_max)
-        value = max(1, min(int(value), cap))
-        if self.switch is None or not self.switch(kind, value):
+    def switch(self, kind: str, value: int, cap: int | None = None) -> bool:
+        """Move the knob's executor (the search's own moves)."""
+        if not self.knob.set_executor(kind, value, cap):
             return False
-        self.max_value = cap  # processes: at most one per core of the budget
-        self.events.append((time.perf_counter(), "executor", self.executor, kind))
-        if value != self.value:
-            self.events.append((time.perf_counter(), self.kind, self.value, value))
-            self.history.append(value)
-        self.executor, self.value = kind, value
-        self.phase_rates = []
-        self._settle, self._trial, self._mark = True, None, None
+        self.switches = self.knob.switches
+        self.remeasure()
         return True
 
-    def set_value(self, v: int) -> None:
-        v = max(1, min(int(v), self.max_value))
-        if v != self.value:
-            self.events.append((time.perf_counter(), self.kind, self.value, v))
-            self.value = v
-            self.history.append(v)
-            if self.apply is not None:
-                self.apply(v)
+    def remeasure(self) -> None:
+        """After an executor change: the window until the next step is not measured (the
+        mark is taken then: workers start, buffers refill), the ones after it are."""
+        self.phase_rates = []
+        self.settle, self.trial, self.mark = False, None, None
+
+
+def _small_cpu_bound(s: _Search) -> bool:
+    """The stage's threads computed (not waited) and its results are small: processes may
+    beat threads that scale (see ``PROCESS_SMALL_OUTPUT_BYTES``)."""
+    out = s.meter.out_bytes
+    return out is not None and out <= PROCESS_SMALL_OUTPUT_BYTES and s.cpu_fraction >= 0.5
 
 
 class Autotuner:
-    """The tuner of one pipeline (one ``iter()``): its stages, budgets and steps."""
+    """The tuner of one pipeline (one ``iter()``): its stages' knobs and meters (``stage.Knob``,
+    ``stage.Meter``), the budgets, and a search state per stage that it keeps to itself."""
 
     def __init__(self, enabled: bool, cpu_budget: int, ram_budget: int):
         self.enabled, self.cpu_budget = enabled, int(cpu_budget)
         self.ram = RamBudget(ram_budget)
-        self.stages: list[Stage] = []
+        self._searches: dict[int, _Search] = {}  # id(knob) -> its search
         self._lock = threading.Lock()
         self._last = time.monotonic()
 
-    def add_stage(self, stage: Stage) -> Stage:
-        with self._lock:
-            self.stages.append(stage)
-        return stage
+    @property
+    def knobs(self) -> list:
+        """The knobs of the stages running now."""
+        return [s.knob for s in list(self._searches.values())]
 
-    def remove_stage(self, stage: Stage) -> None:
+    def add(self, knob: Any, meter: Any, executors: list[str] | None = None) -> None:
+        """Tune ``knob`` from ``meter``; with ``executors`` (in the order to try: inline,
+        threads, processes) the search also chooses the executor (``knob.executor`` is the
+        first)."""
         with self._lock:
-            if stage in self.stages:
-                self.stages.remove(stage)
+            if id(knob) not in self._searches:
+                self._searches[id(knob)] = _Search(knob, meter, executors)
+
+    def begin(self, knob: Any) -> None:
+        """The stage's consumer asked for its first element: its first window starts now
+        (not at the next step, a window later: AUTOTUNE's inline phase lasted 0.1 s)."""
+        s = self._searches.get(id(knob))
+        if s is not None and s.mark is None:
+            s.mark = s.counters()
+
+    def remove(self, knob: Any) -> None:
+        with self._lock:
+            self._searches.pop(id(knob), None)
+
+    def end_search(self, knob: Any) -> None:
+        """The executor stays as it is now (the stage stepped back, or a caller switches it
+        itself): no more executor moves for ``knob``; its value is still tuned."""
+        s = self._searches.get(id(knob))
+        if s is not None:
+            s.phase, s.executors = "done", []
+
+    def trials(self, knob: Any) -> list[tuple]:
+        """The judged trials of ``knob`` (direction, from, to, rate before, rate during,
+        kept): why the tuner chose what it chose."""
+        s = self._searches.get(id(knob))
+        return [] if s is None else list(s.trials)
+
+    def in_trial(self, knob: Any) -> bool:
+        s = self._searches.get(id(knob))
+        return s is not None and s.trial is not None
 
     def maybe_step(self) -> None:
         """Run one tuning step if a window has passed and no other thread is running one."""
@@ -356,54 +355,59 @@ class Autotuner:
             return
         try:
             self._last = time.monotonic()
-            for s in list(self.stages):
-                if s.autotuned:
+            for s in list(self._searches.values()):
+                if s.knob.autotuned:
                     self._step_stage(s)
         finally:
             self._lock.release()
 
     # ---- one stage ---------------------------------------------------------------------
-    def _step_stage(self, s: Stage) -> None:
-        now = s._counters()
-        if s._mark is None:
-            s._mark = now
+    def _step_stage(self, s: _Search) -> None:
+        k = s.knob
+        if s.switches != k.switches:  # someone else moved the executor: measure anew
+            s.switches = k.switches
+            s.remeasure()
+        now = s.counters()
+        if s.mark is None:
+            s.mark = now
             return
-        dt, dn, dbusy, dcpu, dwait = (a - b for a, b in zip(now, s._mark))
+        dt, dn, dbusy, dcpu, dwait = (a - b for a, b in zip(now, s.mark))
         if dn < MIN_WINDOW_ELEMENTS and dt < 4 * WINDOW_S and not _clearly_costly(s, dn, dbusy):
             return  # too few elements to judge; keep measuring
-        if s._trial is not None and not s._settle and dt < TRIAL_WINDOWS * WINDOW_S:
+        if s.trial is not None and not s.settle and dt < TRIAL_WINDOWS * WINDOW_S:
             return  # a trial is judged on a longer window: noise must not win
-        s._mark = now
-        if s._settle:
-            s._settle = False
+        s.mark = now
+        if s.settle:
+            s.settle = False
             return
         rate = dn / dt if dt > 0 else 0.0
         s.rate = rate
         if dbusy > 0:
             s.cpu_fraction = min(1.0, dcpu / dbusy)
+        m = s.meter
         if dn:
             s.cost_s = _work(dbusy, dcpu) / dn
-            out = (s.outside_s - s._outside_mark[0], s.outside_cpu_s - s._outside_mark[1])
+            out = (m.outside_s - s.outside_mark[0], m.outside_cpu_s - s.outside_mark[1])
             s.outside_cost_s = _work(*out) / dn
-        s._outside_mark = (s.outside_s, s.outside_cpu_s)
+        s.outside_mark = (m.outside_s, m.outside_cpu_s)
         if s.phase != "done" and self._step_executor(s, rate):
             return
-        if s.executor == "inline":
+        if k.executor == "inline":
             return
-        if s.kind == "buffer":
+        if k.kind == "buffer":
             self._step_buffer(s, dt, dwait)
             return
-        busy_fraction = dbusy / (s.value * dt) if dt > 0 else 0.0
-        if s._trial is not None:
+        busy_fraction = dbusy / (k.value * dt) if dt > 0 else 0.0
+        if s.trial is not None:
             self._judge(s, rate)
             return
         self._propose(s, rate, busy_fraction)
 
-    def _judge(self, s: Stage, rate: float) -> None:
-        assert s._trial is not None  # a trial is running
-        old, base, direction = s._trial
-        s._trial = None
-        new = s.value
+    def _judge(self, s: _Search, rate: float) -> None:
+        assert s.trial is not None  # a trial is running
+        old, base, direction = s.trial
+        s.trial = None
+        new = s.knob.value
         if direction == "up":
             ideal = new / old
             keep = rate >= base * max(1.08, 1 + 0.25 * (ideal - 1))
@@ -412,153 +416,206 @@ class Autotuner:
         if len(s.trials) < 1000:
             s.trials.append((direction, old, new, round(base, 1), round(rate, 1), keep))
         if direction == "up":
-            s._refused_up = None if keep and new >= (s._refused_up or 0) else s._refused_up
+            s.refused_up = None if keep and new >= (s.refused_up or 0) else s.refused_up
             if not keep:
-                s._refused_up = new
-        s._recent[new] = [rate] * TRIAL_WINDOWS  # samples at the tried value, whichever wins
+                s.refused_up = new
+        s.recent[new] = [rate] * TRIAL_WINDOWS  # samples at the tried value, whichever wins
         if keep:
-            s._failures[direction] = 0
+            s.failures[direction] = 0
             if direction == "up":  # scaled almost linearly: take bigger steps, bigger
                 # still for threads that mostly wait (the model predicts linear scaling
                 # until the CPU budget is full, which _fit_cpu enforces)
                 linear = rate >= base * (1 + 0.7 * (ideal - 1))
-                s._step_up = 2.0 if linear else 1.5
-                s._grew = True
+                s.step_up = 2.0 if linear else 1.5
+                s.grew = True
             return
-        s.set_value(old)
-        s._failures[direction] = min(s._failures[direction] + 1, 6)
-        s._cooldown[direction] = 2 ** (s._failures[direction] + 2)
-        s._mark = None  # re-measure at the restored value
+        s.knob.set_value(old)
+        s.failures[direction] = min(s.failures[direction] + 1, 6)
+        s.cooldown[direction] = 2 ** (s.failures[direction] + 2)
+        s.mark = None  # re-measure at the restored value
 
-    def _propose(self, s: Stage, rate: float, busy_fraction: float) -> None:
-        s._windows += 1
+    def _propose(self, s: _Search, rate: float, busy_fraction: float) -> None:
+        s.windows += 1
         for d in ("up", "down"):
-            s._cooldown[d] = max(0, s._cooldown[d] - 1)
-        p = s.value
+            s.cooldown[d] = max(0, s.cooldown[d] - 1)
+        k = s.knob
+        p = k.value
         # A trial is judged against the median of the last few windows at this value, not
         # the last one alone: with another process on the cores, single 50-ms windows of
         # 40 sleeping threads swung between 5,500 and 16,000 el/s (W4's I/O case: a lucky
         # base refused every step up and the stage stayed at 44% of the best setting).
-        recent = s._recent.setdefault(p, [])
+        recent = s.recent.setdefault(p, [])
         recent.append(rate)
         del recent[:-BASE_WINDOWS]
         if len(recent) < BASE_WINDOWS:  # also the warm-up: chunk sizes are still settling
             return
         rate = statistics.median(recent)
-        if busy_fraction >= 0.7 and p < s.max_value and s._cooldown["up"] == 0:
+        if busy_fraction >= 0.7 and p < k.max_value and s.cooldown["up"] == 0:
             # Threads that mostly wait scale linearly until the CPU budget is full (the
             # model's prediction), so their first step is already large. Later steps are
             # at most 2x: past saturation a 4x step cannot show the 1.75x its size asks
             # for (W4's I/O: 16 -> 64 threads gained 1.66x and was refused, the stage then
             # searched below 64 for a second of a 5-s run).
-            wait = s.cpu_fraction < 0.25 and not s._grew
-            step = (8.0 if s.cpu_fraction < 0.1 else 4.0) if wait else s._step_up
-            target = min(s.max_value, max(p + 1, math.ceil(step * p)))
-            if s._refused_up is not None and p < s._refused_up:
+            wait = s.cpu_fraction < 0.25 and not s.grew
+            step = (8.0 if s.cpu_fraction < 0.1 else 4.0) if wait else s.step_up
+            target = min(k.max_value, max(p + 1, math.ceil(step * p)))
+            if s.refused_up is not None and p < s.refused_up:
                 # Past a saturation point a large step cannot show the gain its size asks
                 # for: aim half way to the refused value (bisection), not at it again.
-                target = min(target, max(p + 1, (p + s._refused_up) // 2))
+                target = min(target, max(p + 1, (p + s.refused_up) // 2))
             target = self._fit_cpu(s, target)
             if target > p:
-                s._trial, s._settle = (p, rate, "up"), True
-                s.set_value(target)
+                s.trial, s.settle = (p, rate, "up"), True
+                k.set_value(target)
                 return
         idle = busy_fraction < 0.5
         # Threads busy, yet all of them together use about one core: the GIL signature (or
         # threads queueing on one lock) -- fewer threads may do as well.
         one_core = 2 < p <= 16 and 0.7 <= p * s.cpu_fraction * busy_fraction <= 1.3
-        periodic = s._windows % PROBE_EVERY_WINDOWS == 0
-        if p > 1 and s._cooldown["down"] == 0 and (idle or one_core or periodic):
-            s._trial, s._settle = (p, rate, "down"), True
-            s.set_value(max(1, math.floor(p / 1.5)))
+        periodic = s.windows % PROBE_EVERY_WINDOWS == 0
+        if p > 1 and s.cooldown["down"] == 0 and (idle or one_core or periodic):
+            s.trial, s.settle = (p, rate, "down"), True
+            k.set_value(max(1, math.floor(p / 1.5)))
 
-    # ---- the executor -------------------------------------------------------------------
-    def _step_executor(self, s: Stage, rate: float) -> bool:
-        """One window of the executor choice; True while it holds the knob (no hill
-        climbing). Phases: ``inline`` (measure the cost per element), ``thread`` (a trial
-        at the CPU budget), ``process`` (a trial, for work that threads do not scale)."""
+    # ---- the executor search: one phase per executor, in the order of ``_Search.executors``
+    def _step_executor(self, s: _Search, rate: float) -> bool:
+        """One window of the executor search; True while it holds the knob (no hill
+        climbing). The phase of the executor running judges its windows (``PHASES``):
+        ``"wait"`` (more windows), ``"keep"`` (done: it stays), ``"next"`` (try the next
+        executor whose entry says it is worth a trial; else the best measured), ``"back"``
+        (done: the best of the others measured)."""
+        phase = PHASES[s.phase]
         if s.phase == "process" and rate == 0.0:
             return True  # the worker processes are still starting (spawn takes seconds)
         s.phase_rates.append(rate)
-        if s.phase == "inline":
-            s.executor_rates["inline"] = max(s.phase_rates)
-            s.inline_cost_s = s.cost_s  # the function's own cost (threads add GIL waits)
-            limit = _inline_limit(s)
-            if s.kind == "buffer":  # a thread can overlap the input with the consumer's
-                cost = min(s.cost_s, s.outside_cost_s)  # work: at most the smaller one
-            else:
-                cost = s.cost_s
-            s._over = s._over + 1 if cost >= limit else 0
-            clear = cost >= CLEAR_COST_FACTOR * limit
-            if not clear and (len(s.phase_rates) < 2 or s._over < 2):
-                return True  # cheap: stays inline (re-measured every window)
-            p = s.value if s.kind == "buffer" else min(s.max_value, max(2, self.cpu_budget))
-            if s.set_executor("thread", p):
-                s.phase = "done" if s.kind == "buffer" else "thread"
-            else:
-                s.phase = "done"
+        verdict = phase.judge(self, s)
+        if verdict == "wait":
             return True
-        if len(s.phase_rates) < (3 if s.phase == "process" else 2):
-            return True  # a trial is judged on its best window of two (three: processes)
-        best = max(s.phase_rates)
-        s.executor_rates[s.phase] = best
-        if s.phase == "thread":
-            self._after_thread_trial(s, best)
-        else:
-            self._after_process_trial(s, best)
+        current, s.phase = s.phase, "done"
+        if verdict == "keep" or (verdict == "next" and self._try_next(s, current)):
+            return True
+        others = {k: r for k, r in s.executor_rates.items() if verdict != "back" or k != current}
+        best = max(others, key=others.__getitem__, default=current)
+        if best != current:
+            s.switch(best, s.knob.value)
         return True
 
-    def _after_thread_trial(self, s: Stage, rate: float) -> None:
-        inline = s.executor_rates.get("inline", 0.0)
-        if rate >= THREADS_SCALE_OK * s.value * inline and not _small_cpu_bound(s):
-            s.phase = "done"  # threads scale: numpy, Pillow, torch, I/O
-            return
-        room = self.ram.free() >= max(1, self.cpu_budget) * PROCESS_RAM_BYTES
-        if s.allow_process and s.inline_cost_s >= PROCESS_MIN_COST_S and room:
-            s._process_max = max_processes(self)
-            if s.set_executor("process", s._process_max):
-                s.phase = "process"
-                return
-        s.phase = "done"
-        if rate < inline:
-            s.set_executor("inline", s.value)
+    def _try_next(self, s: _Search, current: str) -> bool:
+        """Start a trial of the first executor after ``current`` whose entry says it may pay."""
+        order = s.executors
+        for kind in order[order.index(current) + 1 :]:
+            entry = PHASES[kind].enter(self, s)
+            if entry is not None and s.switch(kind, *entry):
+                # a buffer only chooses inline or a thread: its thread is not on trial
+                s.phase = "done" if s.knob.kind == "buffer" else kind
+                return True
+        return False
 
-    def _after_process_trial(self, s: Stage, rate: float) -> None:
-        s.phase = "done"
-        others = [v for k, v in s.executor_rates.items() if k != "process"]
-        gain = PROCESS_MIN_GAIN_SMALL if _small_cpu_bound(s) else PROCESS_MIN_GAIN
-        if rate >= gain * max(others, default=0.0):
-            return
-        inline, threads = s.executor_rates.get("inline", 0.0), s.executor_rates.get("thread", 0.0)
-        s.set_executor("thread" if threads >= inline else "inline", s.value)
-
-    def _fit_cpu(self, s: Stage, target: int) -> int:
+    def _fit_cpu(self, s: _Search, target: int) -> int:
         """Largest value <= target whose predicted CPU demand fits the budget."""
         others = sum(
-            o.value * o.cpu_fraction * o.intra_op
-            for o in self.stages
-            if o is not s and o.kind == "parallelism" and o.executor != "inline"
+            o.knob.value * o.cpu_fraction * o.knob.intra_op
+            for o in list(self._searches.values())
+            if o is not s and o.knob.kind == "parallelism" and o.knob.executor != "inline"
         )
-        per_thread = max(s.cpu_fraction, 0.02) * s.intra_op
+        per_thread = max(s.cpu_fraction, 0.02) * s.knob.intra_op
         room = (self.cpu_budget + 0.25 - others) / per_thread
-        return max(s.value, min(target, int(room)))
+        return max(s.knob.value, min(target, int(room)))
 
-    def _step_buffer(self, s: Stage, dt: float, dwait: float) -> None:
+    def _step_buffer(self, s: _Search, dt: float, dwait: float) -> None:
         # A bigger buffer helps only if the producer was held back by the buffer's size at
         # some point (bursts to absorb); a producer that is simply slower never fills it.
-        was_full, s._full_mark = s.full > s._full_mark, s.full
-        if dt > 0 and dwait / dt > 0.02 and was_full and s.value < s.max_value:
-            s.set_value(min(s.max_value, 2 * s.value))
+        m, k = s.meter, s.knob
+        was_full, s.full_mark = m.full > s.full_mark, m.full
+        if dt > 0 and dwait / dt > 0.02 and was_full and k.value < k.max_value:
+            k.set_value(min(k.max_value, 2 * k.value))
 
 
-def _inline_limit(s: Stage) -> float:
-    """The cost per element under which the stage stays inline."""
-    return PREFETCH_INLINE_MAX_COST_S if s.kind == "buffer" else INLINE_MAX_COST_S
+# ---- the phases: each executor's entry (the knob's value and cap to start its trial at, or
+# None when a trial cannot pay) and judge (a verdict on its measured windows). Adding an
+# executor is one class in executors.py plus one phase here, in the search's order.
+def _enter_inline(t: Autotuner, s: _Search) -> tuple[int, int | None] | None:
+    return s.knob.value, None
 
 
-def _clearly_costly(s: Stage, dn: int, dbusy: float) -> bool:
+def _judge_inline(t: Autotuner, s: _Search) -> str:
+    """Measure the function's cost per element; leave inline when it is over the limit in
+    two consecutive windows (after one, when it is far over it)."""
+    k = s.knob
+    s.executor_rates["inline"] = max(s.phase_rates)
+    s.inline_cost_s = s.cost_s  # the function's own cost (threads add GIL waits)
+    limit = _inline_limit(k)
+    if k.kind == "buffer":  # a thread can overlap the input with the consumer's
+        cost = min(s.cost_s, s.outside_cost_s)  # work: at most the smaller one
+    else:
+        cost = s.cost_s
+    s.over = s.over + 1 if cost >= limit else 0
+    clear = cost >= CLEAR_COST_FACTOR * limit
+    if not clear and (len(s.phase_rates) < 2 or s.over < 2):
+        return "wait"  # cheap: stays inline (re-measured every window)
+    return "next"
+
+
+def _enter_thread(t: Autotuner, s: _Search) -> tuple[int, int | None] | None:
+    k = s.knob
+    return (k.value if k.kind == "buffer" else min(k.limit, max(2, t.cpu_budget))), None
+
+
+def _judge_thread(t: Autotuner, s: _Search) -> str:
+    """Threads at the CPU budget for two windows: kept when they reach ``THREADS_SCALE_OK``
+    of linear scaling over inline (numpy, Pillow, torch, I/O) and are not CPU-bound with
+    small results; else the next executor may be tried."""
+    rate = s.executor_rates["thread"] = max(s.phase_rates)
+    inline = s.executor_rates.get("inline", 0.0)
+    if len(s.phase_rates) < 2 and rate >= THREADS_NO_GAIN * s.knob.value * inline:
+        return "wait"  # a trial is judged on its best window of two
+    if rate >= THREADS_SCALE_OK * s.knob.value * inline and not _small_cpu_bound(s):
+        return "keep"
+    return "next"
+
+
+def _enter_process(t: Autotuner, s: _Search) -> tuple[int, int | None] | None:
+    """Processes pay for work of at least ``PROCESS_MIN_COST_S`` per element, with
+    ``PROCESS_RAM_BYTES`` per process free in the RAM budget; at most one per core."""
+    room = t.ram.free() >= max(1, t.cpu_budget) * PROCESS_RAM_BYTES
+    if s.inline_cost_s < PROCESS_MIN_COST_S or not room:
+        return None
+    s.process_max = max_processes(t)
+    return s.process_max, s.process_max
+
+
+def _judge_process(t: Autotuner, s: _Search) -> str:
+    """Processes for three windows: kept if they beat the better of inline and threads by
+    ``PROCESS_MIN_GAIN`` (``PROCESS_MIN_GAIN_SMALL`` for small CPU-bound results)."""
+    if len(s.phase_rates) < 3:
+        return "wait"
+    rate = s.executor_rates["process"] = max(s.phase_rates)
+    others = [v for kind, v in s.executor_rates.items() if kind != "process"]
+    gain = PROCESS_MIN_GAIN_SMALL if _small_cpu_bound(s) else PROCESS_MIN_GAIN
+    return "keep" if rate >= gain * max(others, default=0.0) else "back"
+
+
+class _Phase(NamedTuple):
+    enter: Callable[[Autotuner, _Search], tuple[int, int | None] | None]
+    judge: Callable[[Autotuner, _Search], str]
+
+
+PHASES: dict[str, _Phase] = {
+    "inline": _Phase(_enter_inline, _judge_inline),
+    "thread": _Phase(_enter_thread, _judge_thread),
+    "process": _Phase(_enter_process, _judge_process),
+}
+
+
+def _inline_limit(k: Any) -> float:
+    """The cost per element under which the stage (its knob ``k``) stays inline."""
+    return PREFETCH_INLINE_MAX_COST_S if k.kind == "buffer" else INLINE_MAX_COST_S
+
+
+def _clearly_costly(s: _Search, dn: int, dbusy: float) -> bool:
     """An inline window of few elements may be judged: each cost far above the limit."""
-    return s.phase == "inline" and dn > 0 and dbusy / dn >= CLEAR_COST_FACTOR * _inline_limit(s)
+    limit = CLEAR_COST_FACTOR * _inline_limit(s.knob)
+    return s.phase == "inline" and dn > 0 and dbusy / dn >= limit
 
 
 def _work(wall: float, cpu: float) -> float:

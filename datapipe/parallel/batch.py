@@ -4,11 +4,11 @@ The sequential ``BatchIterator`` with a ``make`` that only groups cuts the input
 of ``batch_size`` consecutive elements (the last one shorter, or dropped with
 ``drop_remainder``), so a failing input element is handled exactly as by the sequential
 batch: raised at its position, and the elements read before it are kept for the next
-group (the batch minus the failing element, filled with the next ones). A
-``ParallelMapIterator`` in ``indexed`` mode stacks the groups, so parallel batching
-inherits its ordering (``deterministic``), error positions, AUTOTUNE and exact
-checkpoints. An error names the batch op and the index of the batch's first element in the
-batch's input stream, as the sequential batch does.
+group (the batch minus the failing element, filled with the next ones). A stage iterator
+(``stage.StageIterator``) whose transform stacks a group (``indexed``) does the rest, so
+parallel batching inherits the map policy's ordering (``deterministic``), error positions,
+AUTOTUNE and exact checkpoints. An error names the batch op and the index of the batch's
+first element in the batch's input stream, as the sequential batch does.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 from datapipe._batching import stack
 from datapipe._iterator import OpIterator
 from datapipe.ops.batch import BatchIterator
-from datapipe.parallel.map import ParallelMapIterator
 from datapipe.parallel.plan import Plan
+from datapipe.parallel.stage import StageIterator
 
 
 def _group(part: list, start: int) -> tuple[int, list]:
@@ -34,7 +34,7 @@ class GroupIterator(BatchIterator):
 
 
 class _Stack:
-    """Stacks a group (picklable, for worker processes)."""
+    """Stacks a group (picklable)."""
 
     def __call__(self, index: int, group: tuple[int, list]) -> Any:
         start, elements = group
@@ -45,7 +45,4 @@ def parallel_batch_iterator(
     inner: OpIterator, batch_size: int, drop_remainder: bool, plan: Plan, ctx: Any
 ) -> OpIterator:
     groups = GroupIterator(inner, batch_size, drop_remainder)
-    return ParallelMapIterator(
-        groups, _Stack(), "batch", plan.value, plan.deterministic, ctx,
-        indexed=True, plan=plan,
-    )  # fmt: skip
+    return StageIterator(groups, plan, ctx, "batch", _Stack(), indexed=True)

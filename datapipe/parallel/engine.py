@@ -1,5 +1,5 @@
-"""The stage engine: every parallel stage (``map``/``random_map``, ``batch``, ``prefetch``,
-``interleave``) is an ``Engine`` feeding a bounded buffer of chunks from one or more lanes.
+"""The stage engine: the shared state of a parallel stage and its algorithms: lanes, the
+bounded buffer of chunks, admission, the workers' loop, the consumer's wait.
 
 * A **lane** is one ordered input: its iterator (read under the lane's input lock by one
   thread at a time), the chunks taken from it in input order, its replay state
@@ -7,25 +7,21 @@
   lock (a map's function; a batch's stacking). A lane without a transform is a buffer: the
   work is reading the input (``prefetch``, an ``interleave`` input).
 * The **engine** holds the lanes, the condition the consumer and the workers share, the
-  RAM budget, the tuner's knob (``autotune.Stage``), and the **executor** that computes
-  chunks: ``inline`` (the consumer computes a chunk when it needs one: no thread, no
-  read-ahead), ``thread`` (worker threads) or ``process`` (each worker thread hands its
-  chunks to one worker process: ``processes.py``). Its **policy** decides which lane a
-  free worker fills next and how many elements it takes: ``map`` (one lane, at most two
-  chunks per worker in flight), ``buffer`` (one lane, at most ``stage.value`` elements
-  buffered: prefetch), ``queue`` (one lane, one element per chunk, at most ``stage.value``
-  elements taken and not consumed: ``prefetch_to_device``, whose elements become ready one
-  by one) or ``slots`` (many lanes, the emptiest first: interleave).
-* Hand-offs are chunks (a thread hand-off costs ~88 µs here, DESIGN.md), sized by
-  ``pool.ChunkSizer`` towards a few ms of work; results keep the input order within a
-  lane, and a ``deterministic=False`` map lane delivers any finished chunk first.
+  RAM budget, the stage's knob and meter (``stage.py``), its **policy** (``policies.py``:
+  which lane a free worker fills next and how many elements it takes) and the
+  **executor** running it (``executors.py``): the consumer computes inline, or worker
+  threads (serving worker processes, for ``Processes``) run ``work``.
+* Hand-offs are chunks (a thread hand-off costs ~88 µs here: docs/architecture.md),
+  sized by ``pool.ChunkSizer`` towards a few ms of work; results keep the input order
+  within a lane, and a ``deterministic=False`` map lane delivers any finished chunk first.
 * Errors: a failing element is a ``Failed`` item at its place and raised when the consumer
   reaches it; a worker that dies of anything else marks the engine ``fatal``
-  (``WorkerDiedError`` at once, never a wait).
+  (``WorkerDiedError`` at once, never a wait), and every worker of the stage stops before
+  the error goes up.
 * Shutdown: ``close()`` stops and joins every worker within the shared close deadline
-  (``pool.close_deadline``); workers hold the engine, never the op iterator, so dropping
-  the public iterator lets its finaliser run. ``set_state`` bumps ``generation``: a worker
-  still inside a user function from before the restore drops its result.
+  (``pool.close_deadline``); workers hold the engine and their executor, never the op
+  iterator, so dropping the public iterator lets its finaliser run. A restore bumps
+  ``generation``: a worker still inside a user function from before it drops its result.
 """
 
 from __future__ import annotations
@@ -35,26 +31,16 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from itertools import islice
 from typing import Any
 
-from datapipe.errors import annotate
+from datapipe.errors import WorkerDiedError, annotate
 from datapipe.parallel import autotune, replay
-from datapipe.parallel.pool import (
-    POLL_S,
-    PROCESS_CHUNK_S,
-    TARGET_CHUNK_S,
-    Chunk,
-    ChunkSizer,
-    Failed,
-    SharedStage,
-    WorkerGroup,
-    consume,
-    take_ready,
-)
+from datapipe.parallel.executors import apply
+from datapipe.parallel.pool import POLL_S, Chunk, ChunkSizer, Failed, take_ready
 from datapipe.stats import torch_ranges, trace
 
-INLINE, THREAD, PROCESS = "inline", "thread", "process"
+# AUTOTUNE's samples of what would cross a process boundary: one chunk in this many.
+SAMPLE_EVERY = 32
 
 # Set on a thread inside ``computing_inline()``.
 _here = threading.local()
@@ -73,6 +59,11 @@ def computing_inline() -> Iterator[None]:
         yield
     finally:
         _here.inline = before
+
+
+def inline_here() -> bool:
+    """Within ``computing_inline()`` on this thread."""
+    return getattr(_here, "inline", False)
 
 
 class Lane:
@@ -132,132 +123,138 @@ class Lane:
         return None
 
 
-class Engine(SharedStage):
+class Engine:
     """A parallel stage's shared state (see the module docstring).
 
     Args:
-        op: the op's name (worker threads are ``datapipe-<op>-<i>``).
-        policy: ``"map"``, ``"buffer"``, ``"queue"`` or ``"slots"``.
-        tuner, stage: the pipeline's tuner and this stage's knob (parallelism, or the
-            buffer size for ``"buffer"``).
-        executor: ``INLINE``, ``THREAD`` or ``PROCESS``.
+        op: the op's name (errors, statistics).
+        policy: the engine policy (``policies.py``).
+        tuner: the pipeline's tuner (its RAM budget; consumers give it steps).
+        knob, meter: the stage's (``stage.Knob``, ``stage.Meter``).
     """
 
-    def __init__(self, op: str, policy: str, tuner: Any, stage: Any, executor: str = THREAD):
-        self.op, self.policy, self.tuner, self.stage = op, policy, tuner, stage
+    def __init__(self, op: str, policy: Any, tuner: Any, knob: Any, meter: Any):
+        self.op, self.policy, self.tuner, self.knob, self.meter = op, policy, tuner, knob, meter
+        self.label = op  # the workers' torch profiler ranges (datapipe.stats.torch_ranges)
         self.ram = tuner.ram
-        self.executor = executor
+        self.executor: Any = None  # executors.Executor running the stage, set by the stage
+        self.executors: dict[str, Any] = {}  # every one the stage created, by kind
         self.cond = threading.Condition(threading.Lock())
         self.closed = False
         self.generation = 0
         self.lanes: list[Lane] = []
-        self.sizer = ChunkSizer()
+        self.sizer = ChunkSizer(meter)
         self.bytes_per_elem: float | None = None
         # elements admitted before their size was known: computed without a reservation,
-        # they are counted against the budget when it is known (``_fit``)
+        # they are counted against the budget when it is known (``fit``)
         self.unsized = 0
-        self.block = 1  # slots: elements per visit of a lane (interleave's block_length)
-        self.group = WorkerGroup(op, _worker, self)
-        self.processes: Any = None  # processes.Workers once the executor was PROCESS
-        # () -> processes.Workers for this stage (None: processes are not an option)
-        self.process_factory: Callable[[], Any] | None = None
-        self.started = False
+        self.fatal: BaseException | None = None  # a worker died: raised from now on
+        self.waiting = 0  # consumers waiting in ``wait`` for this stage now (under cond)
         # inline: when the consumer got its last answer (wall, thread CPU seconds)
         self._returned: tuple[float, float] | None = None
+        # AUTOTUNE may still move the stage to processes: the first input and result of
+        # the last chunk computed here, to check that they cross a process boundary first
+        self.sampling = False
+        self.samples: tuple = ()
+        self._unsampled = 0  # chunks computed since the last sample (``sample``)
+        # why the process executor gave an element back (set by a worker thread); the
+        # consumer moves the stage back to threads, once (``stage.Stage.step_back``)
+        self.step_back: str | None = None
+        self.stepped_back = False
 
-    @property
-    def chunks(self) -> list[Chunk]:  # for SharedStage.close
-        return [c for lane in self.lanes for c in lane.chunks]
+    def workers_wanted(self) -> int:
+        return self.policy.workers(self.knob.value) if self.executor.threads else 0
 
-    def workers_wanted(self, executor: str | None = None, value: int | None = None) -> int:
-        if (executor or self.executor) == INLINE:
-            return 0
-        return 1 if self.policy in ("buffer", "queue") else value or self.stage.value
-
-    def set_executor(self, kind: str, value: int) -> bool:
-        """Run later chunks on ``kind`` with ``value`` workers (the tuner's executor choice;
-        chunks in flight finish where they are). False if ``kind`` is not possible."""
-        if self.closed:
-            return False
-        if kind == PROCESS and self.processes is None:
-            if self.process_factory is None:
-                return False
-            try:
-                self.processes = self.process_factory()
-            except TypeError:  # the function cannot be sent to a process
-                self.process_factory = None
-                return False
-        if kind == PROCESS:
-            try:
-                self.processes.ensure(value)
-            except Exception:  # noqa: BLE001 - no process can start here: keep the executor
-                if self.executor == PROCESS:
-                    raise
-                self.process_factory = None
-                return False
-        self.sizer.target_s = PROCESS_CHUNK_S if kind == PROCESS else TARGET_CHUNK_S
+    def set_executor(self, ex: Any) -> None:
+        """Compute later chunks on ``ex`` (chunks in flight finish where they are)."""
+        self.sizer.target_s = ex.chunk_s
         with self.cond:
-            self.executor = kind
+            self.executor = ex
             self.cond.notify_all()
-        if kind == INLINE:
-            self.group.resize(0)
-            self.started = False
-        elif self.started:
-            self.group.resize(self.workers_wanted(kind, value))
+
+    # ---- what crosses a process boundary ----------------------------------------------------
+    def samples_cross(self) -> bool:
+        """Whether the sampled inputs and results pickle (AUTOTUNE's check before it moves
+        the stage to processes: an element or a result with a lock, an open file or a
+        generator inside would fail there, where it works on threads)."""
+        from datapipe.parallel import shm
+
+        try:
+            for x in self.samples:
+                shm.check(x)
+        except Exception:  # noqa: BLE001 - any failure to pickle: stay where it works
+            return False
+        finally:
+            self.samples = ()
         return True
 
-    def start(self) -> None:
-        """Start the workers (on the consumer's first request; again after a restore)."""
-        if not self.started:
-            self.started = True
-            if self.executor == PROCESS and self.processes is not None:
-                self.processes.ensure(self.workers_wanted())
-            self.group.resize(self.workers_wanted())
+    def sample(self, elems: list, items: list) -> None:
+        """Keep a chunk's first and last input and result, from one chunk in
+        ``SAMPLE_EVERY`` (W1's inline map computes ~4,000 chunks a second: a sample each
+        cost it ~3%)."""
+        self._unsampled -= 1
+        if self._unsampled <= 0 or not self.samples:
+            self._unsampled = SAMPLE_EVERY
+            self.samples = _samples(elems, items)
 
-    def resize(self, n: int) -> None:
-        """The tuner moved the knob (``Stage.apply``): more or fewer workers."""
-        if self.closed or not self.started:
-            return
-        if self.executor == PROCESS and self.processes is not None:
-            self.processes.ensure(self.workers_wanted())
-        self.group.resize(self.workers_wanted())
+    def request_step_back(self, why: str) -> None:
+        """Called by a worker thread: the process executor computed an element here."""
+        with self.cond:
+            if self.step_back is None:
+                self.step_back = why
 
-    def stop_workers(self) -> None:
-        """Stop and join the workers (a restore follows); worker processes stay."""
+    # ---- workers: death, stop, close ------------------------------------------------------
+    def worker_died(self, error: BaseException, cause: BaseException) -> None:
+        """Called on a worker thread whose loop raised: the stage is broken; wake the
+        consumer, which raises ``error`` (chained to ``cause``) at once."""
+        if cause is not None:
+            error.__cause__ = cause
+        with self.cond:
+            if self.fatal is None:
+                self.fatal = error
+            self.cond.notify_all()
+
+    def halt_workers(self) -> None:
+        """Stop and join every worker (a restore follows); a worker still computing drops
+        its result (``generation``)."""
         with self.cond:
             self.generation += 1
             self.closed = True
             self.cond.notify_all()
-        self.group.stop(1.0)
+        for ex in list(self.executors.values()):
+            ex.stop()
         with self.cond:
             self.closed = False
-        self.started = False
 
     def close(self) -> None:
-        super().close()
+        """Stop the workers (within the shared close deadline), close the executors and
+        give back the RAM reserved by chunks not consumed. Idempotent."""
+        with self.cond:
+            if self.closed:
+                return
+            self.closed = True
+            self.cond.notify_all()
+        executors = list(self.executors.values())
+        for ex in executors:
+            ex.stop()
         with self.cond:  # let go of the buffered results now, not when the iterator dies
             for lane in self.lanes:
+                for c in lane.chunks:
+                    self.ram.release(c.reserved)
+                    c.reserved = 0
                 lane.chunks.clear()
                 lane.redo.clear()
-        if self.processes is not None:
-            self.processes.release()
-            self.processes = None
+        for ex in executors:
+            ex.close()
 
     # ---- admission: which lane a free worker fills, and how many elements ----------------
     def admit(self) -> tuple[Lane, int] | None:
         """Under ``cond``: (lane, elements) for the next chunk, or None (nothing now)."""
-        if self.policy == "slots":
-            return self._admit_slot()
-        lane = self.lanes[0]
-        if self.policy == "map":
-            n = self._admit_map(lane)
-        elif self.policy == "queue":
-            n = self._admit_queue(lane)
-        else:
-            n = self._admit_buffer(lane)
-        return (lane, n) if n else None
+        return self.policy.admit(self)
 
     def starts_waiting(self) -> None:
+        """Under ``cond``: a consumer begins to wait (it ends by decrementing ``waiting``).
+        A stage may go over the RAM budget only for a waiting consumer (``fit``)."""
         self.waiting += 1
         bpe = self.bytes_per_elem
         if bpe is not None and self.ram.free() < bpe:
@@ -265,7 +262,7 @@ class Engine(SharedStage):
             # otherwise: waking every worker at each wait would cost a stage of 64 threads)
             self.cond.notify_all()
 
-    def _fit(self, room: int, busy: bool) -> int:
+    def fit(self, room: int, busy: bool) -> int:
         """Elements that fit the RAM budget. Over it, one element when nothing is
         outstanding and a consumer waits for this stage: a budget smaller than what the
         consumer needs must not stall it, and a stage nobody waits for keeps within it."""
@@ -278,62 +275,10 @@ class Engine(SharedStage):
             return 0 if busy or not self.waiting else 1
         return self.sizer.next_size(limit=min(room, fit))
 
-    def _admit_map(self, lane: Lane) -> int:
-        if lane.redo:  # re-taken by a restore: bounded by the checkpoint
-            return 1
-        p = self.stage.value
-        if lane.pending >= 2 * p or lane.input_done:
-            return 0
-        if self.bytes_per_elem is None:  # element size unknown: one element per worker
-            return 0 if lane.pending >= p else 1
-        return self._fit(self.sizer.max_chunk, lane.pending > 0)
-
-    def _admit_buffer(self, lane: Lane) -> int:
-        if lane.pending:
-            return 0  # one chunk at a time: the input is read in order
-        if lane.redo:
-            return 1
-        if lane.input_done:
-            return 0
-        room = self.stage.value - lane.buffered
-        if room <= 0:
-            self.stage.full += 1
-            return 0
-        return self._fit(room, lane.buffered > 0)
-
-    def _admit_queue(self, lane: Lane) -> int:
-        # One element per chunk: each is handed over as soon as it is ready, and the worker
-        # goes on with the next while the consumer holds earlier ones.
-        if lane.redo:
-            return 1
-        if lane.input_done:
-            return 0
-        if lane.pending >= self.stage.value:
-            self.stage.full += 1
-            return 0
-        return min(1, self._fit(1, lane.pending > 0))
-
-    def _admit_slot(self) -> tuple[Lane, int] | None:
-        want = max(2 * self.block, self.sizer.size)
-        if self.ram.free() <= 0:
-            want = 1  # over the RAM budget: only lanes with nothing buffered may take more
-        best = None
-        for lane in self.lanes:
-            if lane.pending:
-                continue
-            if lane.redo:
-                return lane, 1
-            if not lane.input_done and lane.buffered < want:
-                if best is None or lane.buffered < best.buffered:
-                    best = lane
-        if best is None:
-            return None
-        return best, self.sizer.next_size(limit=max(2 * self.block, 1))
-
     def all_done(self) -> bool:
-        """No work will come any more (workers may exit): every input ended (slots: lanes
-        are added while the stage runs, so never)."""
-        if self.policy == "slots":
+        """No work will come any more (workers may exit): every input ended (never while
+        lanes may still be added: interleave)."""
+        if self.policy.lanes_come_and_go:
             return False
         return all(lane.input_done and not lane.redo for lane in self.lanes)
 
@@ -341,23 +286,78 @@ class Engine(SharedStage):
     def next_from(self, lane: Lane, n: int) -> list:
         """Up to ``n`` elements of ``lane`` in its order, waiting for them; ``[]`` at its end.
         A failed element is raised at its position."""
-        if self.executor != INLINE and not getattr(_here, "inline", False):
-            self.start()
-            return consume(self.cond, lambda: self.take(lane, n), lambda: self.closed,
-                           self.stage, self.tuner, self)  # fmt: skip
+        if self.executor.threads and not inline_here():
+            return self.wait(lambda: self.take(lane, n))
         t_in, c_in = time.perf_counter(), time.thread_time()
+        meter = self.meter
         if self._returned is not None:  # the consumer's own work since our last answer
-            self.stage.outside_s += t_in - self._returned[0]
-            self.stage.outside_cpu_s += c_in - self._returned[1]
+            meter.outside_s += t_in - self._returned[0]
+            meter.outside_cpu_s += c_in - self._returned[1]
         try:
             got = self._inline(lane, n)
             if got is not None:
                 self.tuner.maybe_step()
                 return got
-            return consume(self.cond, lambda: self.take(lane, n), lambda: self.closed,
-                           self.stage, self.tuner, self)  # fmt: skip
+            return self.wait(lambda: self.take(lane, n))
         finally:
             self._returned = (time.perf_counter(), time.thread_time())
+
+    def wait(self, take: Callable[[], Any], raise_errors: bool = True) -> Any:
+        """The consumer's side: wait on ``cond`` until ``take()`` (called with ``cond``
+        held) returns something other than None; ``[]`` once closed. Waits count as the
+        stage's consumer wait, and the tuner gets a step at least every ``POLL_S`` of
+        waiting (it has no thread of its own). A taken exception is raised here (returned,
+        without ``raise_errors``), and so is ``fatal`` (a worker died) before anything
+        else, after every worker stopped."""
+        got: Any = None
+        waited = 0.0
+        counted = False  # this consumer is counted in ``waiting``
+        cond, meter = self.cond, self.meter
+        with cond:
+            try:
+                while True:
+                    if self.fatal is not None:
+                        got = self._fatal_error()
+                        break
+                    if self.closed:
+                        return []
+                    got = take()
+                    if got is not None:
+                        break
+                    if not counted:
+                        counted = True
+                        self.starts_waiting()
+                    t0 = time.perf_counter()
+                    cond.wait(POLL_S)
+                    waited += time.perf_counter() - t0
+                    if waited > POLL_S:
+                        meter.consumer_wait_s += waited
+                        waited = 0.0
+                        cond.release()
+                        try:
+                            self.tuner.maybe_step()
+                        finally:
+                            cond.acquire()
+            finally:
+                if counted:
+                    self.waiting -= 1
+        if self.fatal is not None:  # every worker of the broken stage stops first
+            self.close()
+        meter.consumer_wait_s += waited
+        self.tuner.maybe_step()
+        if isinstance(got, BaseException) and raise_errors:
+            try:
+                raise got
+            finally:  # the traceback keeps this frame: it must not keep the error (a cycle
+                got = None  # would keep the pipeline's threads alive until a gc run)
+        return got
+
+    def _fatal_error(self) -> WorkerDiedError:
+        # a fresh error per raise: the stored one must not keep consumer frames
+        assert self.fatal is not None
+        err = WorkerDiedError(*self.fatal.args)
+        err.__cause__ = self.fatal.__cause__
+        return err
 
     def _inline(self, lane: Lane, n: int) -> list | None:
         """Compute ``n`` elements on the consumer's thread when nothing is outstanding (no
@@ -380,7 +380,7 @@ class Engine(SharedStage):
             gen = self.generation
             chunk, elems = take_input(self, lane, 1, 0, gen)
             if chunk is not None:
-                compute(self, lane, chunk, elems, -1, gen)
+                compute(self, lane, chunk, elems, -1, gen, self.executor)
             return None  # the consumer takes it from the chunk, now ready
         t0, c0 = time.perf_counter(), time.thread_time()  # a buffer's work is its reading
         with lane.input_lock:
@@ -395,13 +395,10 @@ class Engine(SharedStage):
             items, failed = elems, False
         else:
             t0, c0 = time.perf_counter(), time.thread_time()
-            items, failed = apply(lane, elems, start)
-        dt = time.perf_counter() - t0
-        st = self.stage
-        st.produced += len(items)
-        st.busy_s += dt
-        st.cpu_s += time.thread_time() - c0
-        self.sizer.observe(len(items), dt)
+            items, failed = apply(lane, elems, start)  # the inline executor's compute
+            if self.sampling:
+                self.sample(elems, items)
+        self.meter.record(len(items), time.perf_counter() - t0, time.thread_time() - c0)
         if not failed:
             return items
         chunk = Chunk(start, None)  # no input state: a snapshot stores its elements
@@ -440,7 +437,7 @@ class Engine(SharedStage):
             part = chunk.reserved * taken // max(left, 1)
             _hand_over(self.ram, part)
             chunk.reserved -= part
-            if self.policy != "map":  # buffers count elements: room for more
+            if self.policy.counts_elements:  # buffers count elements: room for more
                 self.cond.notify_all()
         return err if err is not None else out
 
@@ -472,9 +469,7 @@ class Engine(SharedStage):
             lane.input_done = False
 
     def restore(self, lane: Lane, state: dict) -> None:
-        """``set_state`` of a one-lane stage: stop the workers, rebuild the lane."""
-        if self.started:
-            self.stop_workers()
+        """Rebuild ``lane`` from a snapshot (its workers are stopped: ``halt_workers``)."""
         with lane.input_lock:
             self.reset(lane)
             # Not under ``cond``: replaying reads the input, whose consumer wait may run the
@@ -519,14 +514,19 @@ def _take_carried() -> int:
 
 
 # ---- the workers ------------------------------------------------------------------------
-def _worker(eng: Engine, wid: int) -> None:
+def work(eng: Engine, wid: int, ex: Any) -> None:
+    """Worker thread ``wid`` of executor ``ex`` (``executors.Threads``): admit a chunk,
+    take its input, compute it on ``ex``, hand it to the consumer; until the stage stops,
+    its input ends, or ``ex`` has fewer workers than ``wid + 1`` (a switch or a smaller
+    knob: it retires after the chunk in hand)."""
     gen = eng.generation
+    group = ex.group
     while True:
         with eng.cond:
             got = None
             while not eng.closed and gen == eng.generation:
-                if wid >= eng.group.size:
-                    if eng.group.retire(wid):
+                if wid >= group.size:
+                    if group.retire(wid):
                         return
                 got = eng.admit()
                 if got is not None:
@@ -544,27 +544,28 @@ def _worker(eng: Engine, wid: int) -> None:
             if lane.transform is not None:
                 if eng.bytes_per_elem:
                     reserve = int(n * eng.bytes_per_elem)
-                else:  # its bytes appear when it is done; until then ``_fit`` counts it
+                else:  # its bytes appear when it is done; until then ``fit`` counts it
                     unsized = n
                     eng.unsized += n
             eng.ram.try_reserve(reserve, force=True)
         try:
-            _take_and_compute(eng, lane, n, reserve, wid, gen)
+            _take_and_compute(eng, lane, n, reserve, wid, gen, ex)
         finally:
             if unsized:  # its bytes are reserved now (or it was dropped)
                 with eng.cond:
                     eng.unsized -= unsized
 
 
-def _take_and_compute(eng: Engine, lane: Lane, n: int, reserve: int, wid: int, gen: int) -> None:
+def _take_and_compute(eng: Engine, lane: Lane, n: int, reserve: int, wid: int, gen: int,
+                      ex: Any) -> None:  # fmt: skip
     chunk, elems = take_input(eng, lane, n, reserve, gen)
     if chunk is None:
         return
     if lane.transform is not None and torch_ranges.active():  # a range per chunk
-        with torch_ranges.worker_range(getattr(eng, "label", eng.op)):
-            compute(eng, lane, chunk, elems, wid, gen)
+        with torch_ranges.worker_range(eng.label):
+            compute(eng, lane, chunk, elems, wid, gen, ex)
     else:
-        compute(eng, lane, chunk, elems, wid, gen)
+        compute(eng, lane, chunk, elems, wid, gen, ex)
 
 
 def take_input(
@@ -600,7 +601,7 @@ def take_input(
                 carried = _take_carried()
                 _carry.nbytes = outer
             if lane.transform is None:  # the work of a buffer lane is reading its input
-                _account(eng, len(elems), time.perf_counter() - t0, time.thread_time() - c0)
+                eng.meter.record(len(elems), time.perf_counter() - t0, time.thread_time() - c0)
             chunk.size = len(elems)
             lane.next_index += len(elems)
             if not elems and chunk.input_error is None:
@@ -620,40 +621,31 @@ def take_input(
     return chunk, elems
 
 
-def _account(eng: Engine, n: int, wall: float, cpu: float) -> None:
-    st = eng.stage
-    st.produced += n
-    st.busy_s += wall
-    st.cpu_s += cpu
-    eng.sizer.observe(n, wall)
-
-
-def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: int) -> None:
-    """Compute a taken chunk's results (on this thread, or in worker process ``wid``) and
-    hand them to the consumer."""
+def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: int,
+            ex: Any) -> None:  # fmt: skip
+    """Compute a taken chunk's results on executor ``ex`` (this thread; in worker process
+    ``wid`` for ``Processes``) and hand them to the consumer (``wid`` -1: the consumer's
+    own thread, inline)."""
     t0, c0 = time.perf_counter(), time.thread_time()
-    # Decided once per chunk: the executor may change while it is computed (AUTOTUNE), and
-    # a thread of a larger thread group that has not retired yet has no process of its own.
-    procs = eng.processes
-    remote = wid >= 0 and eng.executor == PROCESS and procs is not None and wid < len(procs.procs)
     if chunk.input_error is not None:
         items: list = [Failed(chunk.input_error)]
         chunk.input_error = True  # keep the fact, not the exception (see take_ready)
         chunk.failed = True
     elif lane.transform is None:
-        items = elems
-    elif remote:
-        got = procs.run(wid, lane, elems, chunk.start + chunk.skip, gen)
-        if got is None:  # stopped (close, restore) while the process computed
+        items = elems  # reading the input was the work (take_input measured it)
+    else:
+        got = ex.compute(lane, elems, chunk.start + chunk.skip, wid,
+                         lambda: eng.closed or gen != eng.generation)  # fmt: skip
+        if got is None:  # stopped (close, restore) while a process computed
             with eng.cond:
                 eng.ram.release(chunk.reserved)
                 chunk.reserved = 0
             return
         items, chunk.failed = got
-    else:
-        items, chunk.failed = apply(lane, elems, chunk.start + chunk.skip)
+        if eng.sampling and not ex.measures:
+            eng.sample(elems, items)
     dt, dcpu = time.perf_counter() - t0, time.thread_time() - c0
-    if lane.transform is not None and trace.ENABLED and not remote:
+    if lane.transform is not None and trace.ENABLED and not ex.measures:
         # datapipe.stats: a span per chunk on this worker's own track
         trace.record_span(f"{eng.op} workers", "chunk", t0, t0 + dt, {"elements": len(items)})
     nbytes = autotune.chunk_nbytes([x for x in items[:1] if type(x) is not Failed]) * len(items)
@@ -666,46 +658,17 @@ def compute(eng: Engine, lane: Lane, chunk: Chunk, elems: list, wid: int, gen: i
         lane.buffered += len(items)
         if items and nbytes:
             eng.bytes_per_elem = nbytes / len(items)
-            eng.stage.out_bytes = eng.bytes_per_elem  # the tuner's executor choice
+            eng.meter.out_bytes = eng.bytes_per_elem  # the tuner's executor choice
         if wid < 0:  # computed inline for the consumer, who takes it now: not a buffer
             nbytes = 0
         eng.ram.exchange(chunk.reserved, nbytes)  # one step: no other stage sees a gap
         chunk.reserved = nbytes
-        if lane.transform is not None and not remote:  # processes.run accounted for it
-            _account(eng, len(items), dt, dcpu)
+        if lane.transform is not None and not ex.measures:  # a process measured its own
+            eng.meter.record(len(items), dt, dcpu)
         eng.cond.notify_all()
 
 
-def apply(lane: Lane, elems: list, first: int) -> tuple[list, bool]:
-    """``lane.transform`` over ``elems`` (the first at stream index ``first``); a failing
-    element becomes a ``Failed`` in its place, named by op and index. Returns (results,
-    whether any failed). The loop runs in C (``list.extend(map(...))`` keeps the results
-    made before an exception), resuming after each failure."""
-    fn = lane.transform
-    assert fn is not None  # a lane that transforms (engine.Lane)
-    out: list = []
-    n, failed = len(elems), False
-    stride, offset = lane.base
-    while len(out) < n:
-        start = len(out)
-        try:
-            rest = islice(elems, start, None)
-            if lane.indexed:
-                out.extend(map(fn, range(first + start, first + n), rest))
-            elif type(elems[start]) is tuple:  # tf.data's convention: a tuple is unpacked
-                out.extend(fn(*x) if type(x) is tuple else fn(x) for x in rest)
-            else:
-                out.extend(map(fn, rest))
-        except BaseException as e:  # noqa: BLE001 - the consumer raises it at this position
-            k = first + len(out)
-            out.append(Failed(annotate(lane.op, offset + stride * k, e)))
-            failed = True
-            continue
-        if len(out) < n:
-            # ``extend`` took a StopIteration raised by ``fn`` for the end of the elements
-            # (the only way it stops early): a failure of that element, not a retry.
-            k = first + len(out)
-            err = StopIteration(f"raised by the function of '{lane.op}'")
-            out.append(Failed(annotate(lane.op, offset + stride * k, err)))
-            failed = True
-    return out, failed
+def _samples(elems: list, items: list) -> tuple:
+    """The first and last input of a chunk and their results (not failures)."""
+    pairs = [(elems[i], items[i]) for i in {0, len(items) - 1} if type(items[i]) is not Failed]
+    return tuple(x for pair in pairs for x in pair)

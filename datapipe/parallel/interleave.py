@@ -1,4 +1,4 @@
-"""Parallel ``interleave``: the open input datasets are lanes of one engine (``"slots"``
+"""Parallel ``interleave``: the open input datasets are lanes of one stage (``Slots``
 policy): ``num_parallel_calls`` worker threads keep each open dataset's buffer filled (the
 emptiest first) while the consumer walks the cycle (``ops/interleave.py``) and takes from
 the lane of the slot it visits.
@@ -18,48 +18,31 @@ import time
 import weakref
 from typing import Any
 
-from datapipe.parallel import autotune
-from datapipe.parallel.engine import THREAD, Engine, Lane
+from datapipe.parallel.engine import Lane
 from datapipe.parallel.plan import Plan
-from datapipe.parallel.pool import POLL_S, WorkerDiedError, _closing
+from datapipe.parallel.pool import POLL_S, _closing
+from datapipe.parallel.stage import Stage
 
 
 class SlotEngine:
-    """The workers behind a parallel interleave's open slots (one lane per slot)."""
+    """The workers behind a parallel interleave's open slots (one lane per slot): a
+    ``Stage`` whose lanes come and go with the cycle's datasets."""
 
     def __init__(self, plan: Plan, ctx: Any):
         self.deterministic = plan.deterministic
         self.ctx = ctx
-        self.tuner = autotune.get_tuner(ctx)
-        self.stage = self.tuner.add_stage(
-            autotune.Stage("interleave", "parallelism", plan.value, plan.autotuned, plan.max_value)
-        )
-        self._new_engine(1)
-
-    def _new_engine(self, block: int) -> None:
-        self.eng = Engine("interleave", "slots", self.tuner, self.stage, THREAD)
-        self.eng.block = block
-        ref = weakref.ref(self.eng)  # the tuner must not keep a closed pipeline alive
-
-        def apply(n: int) -> None:
-            eng = ref()
-            if eng is not None:
-                eng.resize(n)
-
-        self.stage.apply = apply
+        self.stage = Stage("interleave", plan, ctx)
+        self.eng = self.stage.engine
+        self._owner: Any = None
 
     @property
     def cond(self) -> Any:
         return self.eng.cond
 
     def start(self, owner: Any) -> None:
-        eng = self.eng
-        if not eng.started:
-            if self.stage not in self.tuner.stages:
-                self.tuner.add_stage(self.stage)
-            eng.block = owner.block
-            eng.start()
-            weakref.finalize(owner, Engine.close, eng)
+        if self._owner is None:  # the interleave's finaliser closes the stage
+            self._owner = weakref.finalize(owner, Stage.close, self.stage)
+        self.stage.start()
 
     def lane_for(self, it: Any, sub_ds: Any, index: int) -> Lane:
         """The lane of the dataset opened for input element ``index``; its failures are
@@ -104,29 +87,17 @@ class SlotEngine:
             lane.chunks.clear()
 
     def read(self, slot: Any, k: int, must_wait: bool) -> list | BaseException | None:
-        """Up to ``k`` elements of ``slot``; ``[]`` at its end; None when nothing is ready
-        and the cycle may move on (``deterministic=False`` and not ``must_wait``)."""
+        """Up to ``k`` elements of ``slot``, or a failure to raise at its place; ``[]`` at
+        its end; None when nothing is ready and the cycle may move on
+        (``deterministic=False`` and not ``must_wait``)."""
         eng, lane = self.eng, slot.lane
-        with eng.cond:
-            while not eng.closed:
-                if eng.fatal is not None:  # a worker died: raise now, never wait
-                    err = WorkerDiedError(*eng.fatal.args)
-                    err.__cause__ = eng.fatal.__cause__
-                    return err
-                got = eng.take(lane, k)
-                if got is not None:
-                    return got
-                if not self.deterministic and not must_wait:
-                    return None
-                t0 = time.perf_counter()
-                eng.cond.wait(POLL_S)
-                self.stage.consumer_wait_s += time.perf_counter() - t0
-                eng.cond.release()
-                try:
-                    self.tuner.maybe_step()
-                finally:
-                    eng.cond.acquire()
-        return []
+        if not self.deterministic and not must_wait:
+            with eng.cond:
+                ready = eng.fatal is None and not eng.closed
+                got = eng.take(lane, k) if ready else None
+            if ready:
+                return got  # None: not ready, the cycle moves on
+        return eng.wait(lambda: eng.take(lane, k), raise_errors=False)
 
     def wait_for_any(self) -> None:
         """``deterministic=False`` and no open slot has an element ready: wait (one poll at
@@ -137,14 +108,15 @@ class SlotEngine:
                 return  # the next read raises the worker's death or ends
             t0 = time.perf_counter()
             eng.cond.wait(POLL_S)
-            self.stage.consumer_wait_s += time.perf_counter() - t0
-        self.tuner.maybe_step()
+            eng.meter.consumer_wait_s += time.perf_counter() - t0
+        eng.tuner.maybe_step()
 
     def slot_state(self, slot: Any) -> dict:
         return self.eng.snapshot(slot.lane)
 
     def stop(self, final: bool = False) -> None:
-        """Stop the workers; unless ``final`` (close), a fresh set may start later."""
-        self.eng.close()
-        if not final:
-            self._new_engine(self.eng.block)
+        """Stop the workers; unless ``final`` (close), they start again on the next read."""
+        if final:
+            self.stage.close()
+        else:
+            self.stage.stop_workers()

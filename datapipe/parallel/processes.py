@@ -1,11 +1,12 @@
 """The process executor: worker processes that run a map's function on chunks.
 
-Each worker thread of a ``map`` / ``random_map`` engine (``engine.py``) owns one worker
-process: the thread reads the chunk's input (the pipeline is sharded and read in the
-parent; workers only run the function), sends the elements, waits for the results and
-hands them to the consumer, so ordering, error positions, checkpoints and the tuner work
-as with threads. What changes is where the function runs: in a process of its own, so
-pure-Python functions that hold the GIL use more than one core.
+Each worker thread of a ``map`` / ``random_map`` stage's process executor
+(``executors.Processes``) serves one worker process: the thread reads the chunk's input
+(the pipeline is sharded and read in the parent; workers only run the function), sends
+the elements, waits for the results and hands them to the consumer, so ordering, error
+positions, checkpoints and the tuner work as with threads. What changes is where the
+function runs: in a process of its own, so pure-Python functions that hold the GIL use
+more than one core.
 
 * **Elements** go through shared memory (``shm.py``): arrays and torch tensors in any
   nested structure travel as one POSIX shared-memory segment per chunk (in both
@@ -25,8 +26,24 @@ pure-Python functions that hold the GIL use more than one core.
   OOM killer, ``os._exit``) raises ``WorkerDiedError`` naming the process, its exit signal
   and the elements it was computing, within ``POLL_S`` of its death.
 * **Start methods**: ``Options.threading.process_start_method`` (``fork``, ``spawn``,
-  ``forkserver``; default: ``multiprocessing``'s). With fork the children start in
-  milliseconds; with spawn each imports datapipe (and torch) first, ~3 s here.
+  ``forkserver``). Unset, it is ``fork`` where forking is safe and ``forkserver`` where it
+  is not (``choose_start_method``): a forked child inherits the parent's OpenMP thread pool
+  (torch's intra-op pool) as threads that do not exist in it, and its first parallel
+  region waits for them for ever. A worker running torch on one intra-op thread (the
+  default ``max_intra_op_parallelism``) never enters such a pool; with more, the workers
+  start with ``forkserver`` when a pool may have started here: native threads that Python
+  does not know about started since datapipe was imported, or torch was imported before
+  datapipe (its pool may predate that count). AUTOTUNE tries processes only where they
+  would fork (``fork_is_chosen``): forkserver imports the main module in each worker, which
+  would run an unguarded script again. The stage's ``start_method`` and ``start_reason``
+  say which was used and why. With fork the children start in milliseconds; the forkserver starts
+  once per process (importing datapipe, and torch when the parent has it, ~1-3 s here),
+  then forks each child from itself in milliseconds; with spawn each child imports
+  datapipe (and torch) first, ~3 s here.
+* **Elements that cannot cross** (``strict=False``, AUTOTUNE's choice): an element or a
+  result that cannot be pickled is computed in the parent, and the stage is asked once
+  (``on_step_back``) to go back to threads; with ``strict=True`` (``executor="process"``)
+  it fails at its position, naming the op and the index.
 """
 
 from __future__ import annotations
@@ -41,13 +58,13 @@ import threading
 import time
 import traceback
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import wait as wait_any
 from typing import Any
 
-from datapipe.errors import RemoteTraceback, annotate
+from datapipe.errors import RemoteTraceback, WorkerDiedError, annotate
 from datapipe.parallel import shm
-from datapipe.parallel.pool import POLL_S, Failed, WorkerDiedError
+from datapipe.parallel.pool import POLL_S, Failed
 from datapipe.stats import trace
 
 # Pools of finished stages a pipeline keeps for a later epoch's stage (repeat) to reuse.
@@ -57,7 +74,10 @@ _SERIAL = itertools.count()
 
 class _Failure:
     """An element whose function raised in a worker: the exception (None when it cannot
-    be pickled), its type name and message, and the formatted traceback."""
+    be pickled), its type name and message, and the formatted traceback. ``unsendable``:
+    the function returned, but its result could not be sent back."""
+
+    unsendable = False
 
     def __init__(self, e: BaseException):
         import pickle
@@ -143,7 +163,86 @@ def _encode(out: list, name: str) -> tuple:
             except Exception as e:  # noqa: BLE001
                 err = TypeError(f"the function's result cannot be sent from the worker: {e}")
                 out[i] = _Failure(err)
+                out[i].unsendable = True
         return shm.dumps(out, name)
+
+
+# ---- the start method -------------------------------------------------------------------
+def choose_start_method(requested: str | None, intra_op: int) -> tuple[str, str]:
+    """(start method, why) for worker processes (module docstring, "Start methods")."""
+    if requested:
+        return requested, "set in Options.threading.process_start_method"
+    if "fork" not in multiprocessing.get_all_start_methods():
+        method = multiprocessing.get_start_method()
+        return method, f"{method} is this platform's default (no fork here)"
+    if intra_op <= 1:
+        return "fork", (
+            "the workers run torch on one intra-op thread (max_intra_op_parallelism 1), so "
+            "they never enter a thread pool inherited from this process"
+        )
+    pool = _pool_may_have_started()
+    if pool is not None:
+        return "forkserver", (
+            f"the workers use {intra_op} intra-op threads and {pool}: a forked worker would "
+            "wait for that pool's threads, which do not exist in it, for ever"
+        )
+    return "fork", "no thread pool started in this process after datapipe was imported"
+
+
+def _pool_may_have_started() -> str | None:
+    """Why an OpenMP or intra-op thread pool may be running in this process, or None."""
+    import datapipe.parallel as par
+
+    if par.TORCH_BEFORE_IMPORT:
+        return "torch was imported before datapipe (its pool may predate datapipe's count)"
+    if par.IMPORT_THREADS is None:
+        return None  # no /proc to count threads in (not Linux): fork is not the default
+    # Sampled twice: a Python thread that is starting or ending is briefly on the list of
+    # the process's threads and not on Python's.
+    first = par.native_threads() or set()
+    time.sleep(0.002)
+    new = (first & (par.native_threads() or set())) - par.IMPORT_THREADS
+    if not new:
+        return None
+    return (
+        f"{len(new)} native thread(s) that Python does not know about started after "
+        "datapipe was imported (an OpenMP or intra-op pool, e.g. torch's)"
+    )
+
+
+def fork_is_chosen(requested: str | None, intra_op: int) -> bool:
+    """Whether workers would start by forking: the only start method AUTOTUNE may choose
+    processes with when no method is set, as forkserver and spawn import the main module
+    in each worker (a script without ``if __name__ == "__main__":`` would run again)."""
+    return requested is not None or choose_start_method(None, intra_op)[0] == "fork"
+
+
+def _context(method: str) -> Any:
+    mp: Any = multiprocessing.get_context(method)
+    if method == "forkserver":
+        # The server imports what every worker needs once; it runs no torch op itself, so
+        # the workers forked from it start without any thread pool.
+        preload = ["datapipe.parallel.processes"] + (["torch"] if "torch" in sys.modules else [])
+        mp.set_forkserver_preload(preload)
+    return mp
+
+
+_warned_forkserver = False
+
+
+def _announce(op: str, method: str, why: str, requested: str | None) -> None:
+    global _warned_forkserver
+    if method == "forkserver" and requested is None and not _warned_forkserver:
+        _warned_forkserver = True
+        import logging
+
+        logging.getLogger("datapipe").warning(
+            "%s: worker processes start with forkserver, not fork: %s. The main module is "
+            "imported in each worker, as with spawn: guard a script's pipeline with "
+            "`if __name__ == '__main__':`.",
+            op,
+            why,
+        )
 
 
 # ---- the parent's side ----------------------------------------------------------------
@@ -161,20 +260,31 @@ class _Proc:
 class Workers:
     """The worker processes of one stage of one pipeline.
 
-    ``set_function(fn)`` once per stage (epoch); ``ensure(n)`` starts processes up to ``n``;
-    ``run(wid, lane, elems, first, gen)`` computes a chunk in process ``wid`` (called by the
-    engine's worker thread ``wid`` only); ``release()`` when the stage closes; ``shutdown()``
+    ``set_function(fn)`` once per stage (epoch); ``start_process()`` starts one more;
+    ``run(wid, lane, elems, first, cancelled)`` computes a chunk in process ``wid`` (called
+    by the executor's worker thread ``wid`` only; ``cancelled()`` says the stage stopped
+    meanwhile); what the workers measure goes to ``meter`` (``stage.Meter``), never back
+    into the engine; ``release()`` when the stage closes; ``shutdown()``
     stops them all.
     """
 
     def __init__(self, op: str, start_method: str | None, intra_op: int):
         self.op, self.intra_op = op, intra_op
-        self.mp: Any = multiprocessing.get_context(start_method)  # its Process, Pipe
+        self.requested = start_method
+        self.mp: Any = None  # the multiprocessing context (its Process, Pipe): at first start
+        self.start_method: str | None = None  # and why (``choose_start_method``)
+        self.start_reason: str | None = None
+        # AUTOTUNE's choice (False): an element or a result that cannot be pickled is
+        # computed in the parent (``local(lane, elems, first)``) and ``on_step_back(why)``
+        # asks the stage to go back to threads; True (executor="process"): it fails.
+        self.strict = True
+        self.local: Any = None
+        self.on_step_back: Any = None
         self.prefix = f"{shm.SHM_PREFIX}{os.getpid()}-{next(_SERIAL)}-"
         self.procs: list[_Proc] = []
         self.fn_key = 0
         self.fn_blob: bytes | None = None
-        self.engine: Any = None
+        self.meter: Any = None  # the stage's meter (None: parked, or not leased yet)
         self.registry: Any = None  # weakref to the pipeline's _Registry
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _shutdown, self.procs, self.prefix)
@@ -192,31 +302,36 @@ class Workers:
         self.fn_key += 1
         self.fn_blob = blob
 
-    def ensure(self, n: int) -> None:
+    def start_process(self) -> None:
+        """Start one more worker process (the first chooses the start method)."""
         with self._lock:
-            while len(self.procs) < n:
-                i = len(self.procs)
-                parent, child = self.mp.Pipe()
-                prefix = f"{self.prefix}{i}-"
-                p = self.mp.Process(
-                    target=_worker_main,
-                    args=(child, prefix, self.intra_op),
-                    name=f"datapipe-{self.op}-process-{i}",
-                    daemon=True,
-                )
-                p.start()
-                child.close()
-                self.procs.append(_Proc(p, parent, prefix))
+            if self.mp is None:
+                method, why = choose_start_method(self.requested, self.intra_op)
+                self.mp, self.start_method, self.start_reason = _context(method), method, why
+                _announce(self.op, method, why, self.requested)
+            i = len(self.procs)
+            parent, child = self.mp.Pipe()
+            prefix = f"{self.prefix}{i}-"
+            p = self.mp.Process(
+                target=_worker_main,
+                args=(child, prefix, self.intra_op),
+                name=f"datapipe-{self.op}-process-{i}",
+                daemon=True,
+            )
+            p.start()
+            child.close()
+            self.procs.append(_Proc(p, parent, prefix))
 
     def pids(self) -> list[int]:
         return [p.process.pid for p in self.procs]
 
-    def run(self, wid: int, lane: Any, elems: list, first: int, gen: int) -> tuple | None:
+    def run(self, wid: int, lane: Any, elems: list, first: int,
+            cancelled: Callable[[], bool]) -> tuple | None:  # fmt: skip
         """(results, any failed) of ``lane.transform`` over ``elems`` computed in process
         ``wid`` (``Failed`` items in place of failures); None if the stage stopped."""
         proc = self.procs[wid]
         if proc.abandoned is not None:  # its result first (see _Proc.abandoned)
-            late = self._wait(proc, proc.abandoned, gen, first, len(elems))
+            late = self._wait(proc, proc.abandoned, cancelled, first, len(elems))
             if late is None:
                 return None
             proc.abandoned = None
@@ -233,32 +348,46 @@ class Workers:
         except Exception:  # noqa: BLE001 - some element cannot be pickled: fail those only
             if all(_picklable(x) for x in elems):
                 raise  # the chunk as a whole: _run_sendable would come back here for ever
-            return self._run_sendable(wid, lane, elems, first, gen)
+            return self._run_sendable(wid, lane, elems, first, cancelled)
         try:
             proc.conn.send(("run", task, self.fn_key, lane.indexed, first, payload))
         except OSError:
             shm.discard(payload[1])
             proc.process.join(0.5)
             raise self._died(proc, first, len(elems)) from None
-        msg = self._wait(proc, task, gen, first, len(elems))
+        msg = self._wait(proc, task, cancelled, first, len(elems))
         if msg is None:
             proc.abandoned = task
             return None
         _, _, result, t0, t1, cpu = msg
         out = shm.loads(*result)
-        eng = self.engine
-        if eng is not None:
-            st = eng.stage
-            st.produced += len(out)
-            st.busy_s += t1 - t0
-            st.cpu_s += cpu
-            eng.sizer.observe(len(out), t1 - t0)
+        meter = self.meter
+        if meter is not None:
+            meter.record(len(out), t1 - t0, cpu)
         if trace.ENABLED:  # a span per chunk on the track of the thread serving this worker
             args = {"elements": len(out), "pid": proc.process.pid}
             trace.record_span(f"{self.op} workers", "chunk", t0, t1, args)
+        if not self.strict:
+            self._results_here(out, lane, elems, first)
         return _located(out, lane, first, proc)
 
-    def _run_sendable(self, wid: int, lane: Any, elems: list, first: int, gen: int) -> tuple | None:
+    def _results_here(self, out: list, lane: Any, elems: list, first: int) -> None:
+        """Compute in the parent the elements whose results could not be sent back."""
+        for k, x in enumerate(out):
+            if type(x) is _Failure and x.unsendable:
+                self._step_back(first + k, x.message)
+                items, _ = self.local(lane, [elems[k]], first + k)
+                out[k] = items[0]
+
+    def _step_back(self, index: int, why: str) -> None:
+        if self.on_step_back is not None:
+            self.on_step_back(
+                f"{self.op}: element {index} cannot be sent to a worker process ({why}); it "
+                "was computed in this process, and AUTOTUNE moved the stage back to threads"
+            )
+
+    def _run_sendable(self, wid: int, lane: Any, elems: list, first: int,
+                      cancelled: Callable[[], bool]) -> tuple | None:  # fmt: skip
         """``run`` for a chunk holding elements that cannot be pickled: each of those fails
         at its position (naming the op and index); the others are computed."""
         import pickle
@@ -269,6 +398,11 @@ class Workers:
             try:
                 pickle.dumps(elems[k], protocol=5)
             except Exception as e:  # noqa: BLE001 - reported at the element's position
+                if not self.strict:  # AUTOTUNE's choice: computed here, never an error
+                    self._step_back(first + k, f"{type(e).__name__}: {e}")
+                    out += self.local(lane, [elems[k]], first + k)[0]
+                    k += 1
+                    continue
                 err = TypeError(
                     f"the element cannot be sent to a worker process ({type(e).__name__}: "
                     f"{e}); use executor='thread'"
@@ -280,15 +414,15 @@ class Workers:
             j = k + 1
             while j < len(elems) and _picklable(elems[j]):
                 j += 1
-            got = self.run(wid, lane, elems[k:j], first + k, gen)
+            got = self.run(wid, lane, elems[k:j], first + k, cancelled)
             if got is None:
                 return None
             out += got[0]
             k = j
-        return out, True
+        return out, any(type(x) is Failed for x in out)
 
-    def _wait(self, proc: _Proc, task: int, gen: int, first: int, n: int) -> tuple | None:
-        eng = self.engine
+    def _wait(self, proc: _Proc, task: int, cancelled: Callable[[], bool], first: int,
+              n: int) -> tuple | None:  # fmt: skip
         while True:
             ready = wait_any([proc.conn, proc.process.sentinel], POLL_S)
             if proc.conn in ready:
@@ -304,7 +438,7 @@ class Workers:
             if proc.conn in ready or proc.process.sentinel in ready:
                 proc.process.join(0.5)
                 raise self._died(proc, first, n)
-            if eng is None or eng.closed or gen != eng.generation:
+            if cancelled():
                 return None  # stopping: the late result is dropped by the next task
 
     def _died(self, proc: _Proc, first: int, n: int) -> WorkerDiedError:
@@ -326,7 +460,7 @@ class Workers:
     def release(self) -> None:
         """The stage using these processes closed: park them for the next epoch's stage
         (inside ``epoch_boundary``), else stop them."""
-        self.engine = None
+        self.meter = None
         reg = self.registry() if self.registry is not None else None
         if reg is None:
             self.shutdown()
@@ -400,6 +534,8 @@ def _shutdown(procs: list[_Proc], prefix: str) -> None:
             p.conn.close()
         except OSError:
             pass
+        if p.process.exitcode is not None:
+            p.process.close()  # its sentinel's descriptor now, not when it is collected
     procs.clear()
     shm.unlink_prefix(prefix)
 

@@ -41,19 +41,12 @@ def replayable(ds: Any, ctx: Any) -> bool:
     (given the same seeds): no op below (or at) ``ds`` is a parallel stage with
     ``deterministic=False``. Sub-datasets built at run time by ``interleave`` /
     ``flat_map`` functions are checked when they are opened."""
-    stack, seen = [ds], set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        calls = getattr(node, "_num_parallel_calls", None)
-        if calls not in (None, 1) and hasattr(node, "_deterministic"):
-            det = node._deterministic
-            if not (ctx.deterministic if det is None else det):
-                return False
-        stack.extend(getattr(node, "_inputs", ()))
-    return True
+    from datapipe._context import walk
+
+    det = ctx.deterministic
+    # each op's declaration (parallel/request.py) says whether its order may vary
+    return not any(n.stage_request is not None and n.stage_request.order_varies(det)
+                   for n in walk(ds))  # fmt: skip
 
 
 def snapshot(lane: Any) -> dict:

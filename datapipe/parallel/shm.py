@@ -18,11 +18,13 @@ Where ``/dev/shm`` is missing (not Linux) everything goes in band.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import io
 import mmap
 import os
 import pickle
+import sys
 from typing import Any
 
 import numpy as np
@@ -135,21 +137,88 @@ def _warn_no_room(size: int, e: OSError) -> None:
     )
 
 
+class _Discard(io.RawIOBase):
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        return len(b)
+
+
+def check(obj: Any) -> None:
+    """Raise what ``dumps(obj, ...)`` would raise for an object that cannot be sent
+    (a lock, an open file, a generator); nothing is kept, and large buffers are not
+    copied (they would go out of band)."""
+    _Pickler(_Discard(), protocol=5, buffer_callback=lambda buf: False).dump(obj)
+
+
 def loads(data: bytes, name: str | None, layout: list) -> Any:
-    """Rebuild what ``dumps`` sent; the segment's name is removed at once."""
+    """Rebuild what ``dumps`` sent; the segment's name is removed at once, and no file
+    descriptor stays open for it (``map_shared``)."""
     if name is None:
         return pickle.loads(data)
     path = os.path.join(SHM_DIR, name)
     fd = os.open(path, os.O_RDWR)
     try:
         os.unlink(path)
-        size = os.fstat(fd).st_size
-        mm = mmap.mmap(fd, size)
+        view = map_shared(fd, os.fstat(fd).st_size)
     finally:
         os.close(fd)
-    view = memoryview(mm)
     buffers = [view[o : o + n] for o, n in layout]
     return pickle.loads(data, buffers=buffers)
+
+
+class _Mapping:
+    """Owns one mapping made by ``map_shared``; unmaps it when the last view is gone."""
+
+    __slots__ = ("addr", "size")
+
+    def __init__(self, addr: int, size: int):
+        self.addr, self.size = addr, size
+
+    def __del__(self) -> None:
+        _LIBC.munmap(ctypes.c_void_p(self.addr), ctypes.c_size_t(self.size))
+
+
+def _libc() -> Any:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                              ctypes.c_int, ctypes.c_long]  # fmt: skip
+        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+_LIBC = _libc()
+_MAP_FAILED = ctypes.c_void_p(-1).value
+
+
+def map_shared(fd: int, size: int) -> memoryview:
+    """A writable view of the first ``size`` bytes of ``fd``, mapped shared, that holds no
+    file descriptor. Python's ``mmap.mmap`` keeps a duplicate of ``fd`` open until the
+    mapping is freed: one per chunk whose arrays are still referenced (a ``list(ds)`` of a
+    long process map ran out of descriptors at ~1,000 chunks). ``mmap(trackfd=False)`` does
+    not (Python >= 3.13); before, the mapping is made with libc's ``mmap``, and unmapped
+    when the last array viewing it is freed."""
+    if sys.version_info >= (3, 13):
+        return memoryview(mmap.mmap(fd, size, trackfd=False))  # type: ignore[call-arg]
+    if _LIBC is None:
+        return memoryview(mmap.mmap(fd, size))
+    # The length is a power of two: ctypes keeps each array type it makes (per length) for
+    # good, so lengths of all sizes would grow that cache without bound. The pages past the
+    # segment's end are never touched (that would be SIGBUS): the view stops at ``size``.
+    length = 1 << max(12, (size - 1).bit_length())
+    prot, flags = mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED
+    addr = _LIBC.mmap(None, length, prot, flags, fd, 0)
+    if addr is None or addr == _MAP_FAILED:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mmap of a {size}-byte segment: {os.strerror(err)}")
+    buf = (ctypes.c_char * length).from_address(addr)
+    buf._mapping = _Mapping(addr, length)  # type: ignore[attr-defined]  # freed with buf
+    return memoryview(buf).cast("B")[:size]
 
 
 def discard(name: str | None) -> None:

@@ -1,1 +1,2 @@
-"""One module per source: a Dataset node and its iterator (DESIGN.md)."""
+"""One module per source: a Dataset node and its iterator (docs/architecture.md, "Rules
+that keep it simple")."""

@@ -72,7 +72,7 @@ class GeneratorDataset(Dataset):
     _name = "from_generator"
     # The generator may wait on the consumer (a queue the training loop fills): without a
     # buffer the user asked for, no element is requested before it is needed.
-    _no_read_ahead = True
+    no_read_ahead = True
 
     def __init__(self, generator: Callable[..., Any], output_signature: Any, args: tuple = ()):
         super().__init__()

@@ -30,7 +30,7 @@ class RandomDataset(Dataset):
     Raises:
         TypeError: ``seed`` not an integer, ``rerandomize_each_iteration`` not a bool.
 
-    The values come from numpy's PCG64 seeded through ``IterContext`` (DESIGN.md,
+    The values come from numpy's PCG64 seeded through ``IterContext`` (docs/architecture.md,
     "Randomness is explicit"), not from TensorFlow's Philox, so they are not the numbers
     tf.data draws; the range, dtype and the epoch behaviour are tf.data's. The iterator
     state is the generator's state. ``cardinality()`` is ``INFINITE_CARDINALITY``; no

@@ -61,7 +61,8 @@ class StageStats:
         self.kind = type(node).__name__
         self.node = node
         self.recorder = recorder
-        self.num_parallel_calls = getattr(node, "_num_parallel_calls", None)
+        req = getattr(node, "stage_request", None)  # a parallel op's declaration
+        self.num_parallel_calls = None if req is None else req.parallelism
         self.elements = 0
         self.bytes = 0
         self.calls = 0

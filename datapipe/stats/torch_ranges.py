@@ -123,9 +123,9 @@ def instrument(iterator: Any) -> None:
             continue
         label = labels.get(id(node)) or f"{node._name} (inner)"
         it.next_chunk = _ranged(it, label)
-        eng = it.__dict__.get("_eng")
-        if eng is not None:
-            eng.label = label  # the worker threads' chunk ranges
+        label_workers = getattr(it, "label_worker_ranges", None)
+        if label_workers is not None:
+            label_workers(label)  # a parallel stage: its worker threads' chunk ranges
 
 
 def uninstrument(iterator: Any) -> None:

@@ -14,6 +14,7 @@ import torch
 from _cpu_stream import CpuStreamTransfer
 
 import datapipe as dp
+from datapipe.parallel import policies
 from datapipe.parallel import transfer as transfer_mod
 from datapipe.parallel.plan import read_ahead_allowed
 from datapipe.stats import InputBoundTimer
@@ -439,17 +440,17 @@ def test_profile_verdict_knows_prefetch_to_device_overlaps_the_step():
 def test_buffer_plan_autotune_and_fixed(stand_in, threads):
     stand_in()
     it = iter(dp.range(8).batch(2).prefetch_to_device("cuda"))
-    st = it.root.stage
+    st = it.root.knob
     assert (st.kind, st.value, st.max_value, st.autotuned) == ("buffer", 2, 16, True)
-    assert it.root._eng.policy == "queue" and it.root._eng.executor == "thread"
+    assert it.root.stage.policy is policies.QUEUE and it.root.executor == "thread"
     assert next(it).tolist() == [0, 1]
     assert threads.names() == ["datapipe-prefetch_to_device-0"]  # one worker thread
     assert [b.tolist() for b in it] == [[2, 3], [4, 5], [6, 7]]
     fixed = iter(dp.range(8).batch(2).prefetch_to_device("cuda", buffer_size=5))
-    assert (fixed.root.stage.value, fixed.root.stage.autotuned) == (5, False)
+    assert (fixed.root.knob.value, fixed.root.knob.autotuned) == (5, False)
     off = dp.Options(autotune=dp.AutotuneOptions(enabled=False))
     untuned = iter(dp.range(8).batch(2).prefetch_to_device("cuda").with_options(off))
-    assert (untuned.root.stage.value, untuned.root.stage.autotuned) == (2, False)
+    assert (untuned.root.knob.value, untuned.root.knob.autotuned) == (2, False)
     fixed.close()
     untuned.close()
     assert threads.settle() == []

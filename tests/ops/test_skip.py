@@ -11,7 +11,7 @@ import datapipe as dp
 
 
 def test_skip_on_a_random_access_chain_does_not_compute_the_skipped_elements():
-    # skip's docstring and DESIGN.md: on a random-access chain the skipped elements are
+    # skip's docstring and docs/architecture.md: on a random-access chain the skipped elements are
     # never computed; before, skip streamed through all of them (10**12 here: a hang).
     calls: list[int] = []
 

@@ -12,6 +12,7 @@ from harness import FakeClock
 
 import datapipe as dp
 from datapipe.parallel import autotune
+from datapipe.parallel.stage import Knob, Meter
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -23,26 +24,30 @@ class FakeWorkload:
     def __init__(self, monkeypatch, rate, cpu_fraction=1.0, busy=1.0, cpu_budget=8):
         self.clock = FakeClock(monkeypatch, (autotune.time, "monotonic"))
         self.tuner = autotune.Autotuner(True, cpu_budget, 1 << 30)
-        self.stage = self.tuner.add_stage(autotune.Stage("map", "parallelism", 1, True, 64))
+        self.knob, self.meter = Knob("map", "parallelism", 1, True, 64), Meter()
+        self.tuner.add(self.knob, self.meter)
         self.rate, self.cpu_fraction, self.busy = rate, cpu_fraction, busy
 
     def run(self, windows: int) -> None:
         for _ in range(windows):
-            p, dt = self.stage.value, autotune.WINDOW_S
+            p, dt = self.knob.value, autotune.WINDOW_S
             self.clock.sleep(dt)
-            self.stage.produced += int(self.rate(p) * dt)
-            self.stage.busy_s += p * dt * self.busy
+            self.meter.produced += int(self.rate(p) * dt)
+            self.meter.busy_s += p * dt * self.busy
             frac = self.cpu_fraction(p) if callable(self.cpu_fraction) else self.cpu_fraction
-            self.stage.cpu_s += p * dt * self.busy * frac
+            self.meter.cpu_s += p * dt * self.busy * frac
             self.tuner.maybe_step()
+
+    def trials(self) -> list:
+        return self.tuner.trials(self.knob)
 
     def settled(self) -> int:
         """The value once any trial in progress is judged."""
         for _ in range(10):
-            if self.stage._trial is None:
+            if not self.tuner.in_trial(self.knob):
                 break
             self.run(1)
-        return self.stage.value
+        return self.knob.value
 
 
 def _half_ms(x):
@@ -55,8 +60,8 @@ def test_gil_bound_function_stays_at_one_thread(monkeypatch):
     w = FakeWorkload(monkeypatch, rate=lambda p: 10_000 / (1 + 0.03 * (p - 1)))
     w.run(400)
     assert w.settled() == 1
-    assert max(w.stage.history) <= 2  # it tried 2 threads, measured no gain, went back
-    assert w.stage.history.count(2) >= 2  # and retried later (conditions may change)
+    assert max(w.knob.history) <= 2  # it tried 2 threads, measured no gain, went back
+    assert w.knob.history.count(2) >= 2  # and retried later (conditions may change)
 
 
 def test_gil_bound_function_started_high_comes_down(monkeypatch):
@@ -65,9 +70,9 @@ def test_gil_bound_function_started_high_comes_down(monkeypatch):
     w = FakeWorkload(
         monkeypatch, rate=lambda p: 10_000 / (1 + 0.03 * (p - 1)), cpu_fraction=lambda p: 1 / p
     )
-    w.stage.set_value(8)
+    w.knob.set_value(8)
     w.run(200)
-    assert w.settled() <= 2, w.stage.trials
+    assert w.settled() <= 2, w.trials()
 
 
 def test_gil_releasing_function_uses_the_cores_and_no_more(monkeypatch):
@@ -83,9 +88,9 @@ def test_io_latency_that_saturates_settles_between_a_rejected_step_and_its_start
     # every retry: AUTOTUNE stayed at 16 (57% of the best fixed setting in W4's I/O run).
     # After a refused step the next one aims half way to it.
     w = FakeWorkload(monkeypatch, rate=lambda p: 500 * min(p, 24), cpu_fraction=0.02)
-    w.stage.set_value(2)  # where the executor choice hands threads over
+    w.knob.set_value(2)  # where the executor choice hands threads over
     w.run(600)
-    assert w.rate(w.settled()) >= 0.95 * 500 * 24, w.stage.trials
+    assert w.rate(w.settled()) >= 0.95 * 500 * 24, w.trials()
 
 
 def test_io_latency_function_grows_past_the_core_count(monkeypatch):
@@ -106,11 +111,11 @@ def test_a_lucky_window_before_a_trial_does_not_refuse_a_real_gain(monkeypatch):
         return 10_000 * (p / 4) ** 0.65 * (1.5 if next(window) == 3 else 1.0)
 
     w = FakeWorkload(monkeypatch, rate, cpu_budget=64)
-    w.stage.set_value(4)
+    w.knob.set_value(4)
     w.run(12)
-    first = w.stage.trials[0]
+    first = w.trials()[0]
     assert first[:3] == ("up", 4, 6) and first[3] == 10_000 and first[5] is True
-    assert w.stage.value >= 6
+    assert w.knob.value >= 6
 
 
 def test_cpu_budget_caps_cpu_bound_threads(monkeypatch):
@@ -123,7 +128,7 @@ def test_cpu_budget_caps_cpu_bound_threads(monkeypatch):
 def test_idle_workers_are_given_back(monkeypatch):
     # Downstream is the bottleneck: the rate is fixed and workers mostly wait.
     w = FakeWorkload(monkeypatch, rate=lambda p: 1_000, busy=0.2)
-    w.stage.set_value(8)
+    w.knob.set_value(8)
     w.run(200)
     assert w.settled() == 1
 
@@ -132,19 +137,20 @@ def test_buffer_grows_while_consumer_waits(monkeypatch):
     now = [0.0]
     monkeypatch.setattr(autotune.time, "monotonic", lambda: now[0])
     tuner = autotune.Autotuner(True, 2, 1 << 30)
-    s = tuner.add_stage(autotune.Stage("prefetch", "buffer", 4, True, 1024))
+    s, m = Knob("prefetch", "buffer", 4, True, 1024), Meter()
+    tuner.add(s, m)
     for _ in range(4):
         now[0] += autotune.WINDOW_S
-        s.produced += 100
-        s.consumer_wait_s += 0.05 * autotune.WINDOW_S
-        s.full += 1  # the producer hit the buffer's limit
+        m.produced += 100
+        m.consumer_wait_s += 0.05 * autotune.WINDOW_S
+        m.full += 1  # the producer hit the buffer's limit
         tuner.maybe_step()
     assert s.value >= 16 and s.history[:3] == [4, 8, 16]
     # A consumer waiting on a producer that never fills the buffer: no growth.
     for _ in range(4):
         now[0] += autotune.WINDOW_S
-        s.produced += 100
-        s.consumer_wait_s += 0.05 * autotune.WINDOW_S
+        m.produced += 100
+        m.consumer_wait_s += 0.05 * autotune.WINDOW_S
         tuner.maybe_step()
     assert s.history[-1] == s.value and len(s.history) <= 5
 
@@ -154,7 +160,7 @@ def test_disabled_autotune_keeps_values(monkeypatch):
     ds = ds.with_options(dp.Options(autotune=dp.AutotuneOptions(enabled=False)))
     it = iter(ds)
     assert [int(x) for x in it] == list(range(50))
-    assert len(it.root.stage.history) == 1  # never moved from where it started
+    assert len(it.root.knob.history) == 1  # never moved from where it started
 
 
 # ---- real functions (decisions measured on this machine; generous bounds) -------------
@@ -177,19 +183,19 @@ def _run_auto(fn, n, cpu_budget):
     ds = dp.range(n).map(fn, num_parallel_calls=dp.AUTOTUNE).with_options(opts)
     it = iter(ds)
     got = [int(x) for x in it]
-    stage = it.root.stage
+    knob, trials = it.root.knob, it.root.tuner.trials(it.root.knob)
     it.close()
     assert got == [fn(i) for i in range(n)] if fn is _spin else len(got) == n
-    return stage
+    return knob, trials
 
 
 @pytest.mark.slow
 def test_real_gil_bound_map_settles_small():
-    stage = _run_auto(_spin, 20000, cpu_budget=6)  # starts at 6 threads
+    stage, trials = _run_auto(_spin, 20000, cpu_budget=6)  # starts at 6 threads
     assert stage.history[0] == 6 and max(stage.history) == 6  # never grew past its start
     # Below where it started (the most threads it may use here); 1-2 on a quiet machine,
     # but a loaded machine's noise can stop the descent one step early.
-    assert stage.value <= 4, stage.trials
+    assert stage.value <= 4, trials
 
 
 @pytest.mark.slow
@@ -198,7 +204,7 @@ def test_real_sleeping_map_grows():
         time.sleep(0.002)
         return x
 
-    stage = _run_auto(io, 3000, cpu_budget=2)
+    stage, _ = _run_auto(io, 3000, cpu_budget=2)
     assert stage.value >= 4, stage.history
 
 
@@ -290,21 +296,17 @@ def test_a_stage_goes_over_a_full_ram_budget_only_for_a_waiting_consumer():
     # test above. A waiting consumer still gets one, so a small budget cannot stall.
     import threading
 
+    from datapipe.parallel import policies
     from datapipe.parallel.engine import Engine
-    from datapipe.parallel.pool import consume
 
     tuner = autotune.Autotuner(True, 2, 3 * ELEMENT_BYTES)
-    eng = Engine("map", "map", tuner, autotune.Stage("map", "parallelism", 2, False, 2))
+    eng = Engine("map", policies.MAP, tuner, Knob("map", "parallelism", 2, False, 2), Meter())
     eng.bytes_per_elem = float(ELEMENT_BYTES)
     assert tuner.ram.try_reserve(3 * ELEMENT_BYTES)  # held by the stages above
-    assert eng._fit(8, busy=False) == 0  # nobody waits: the budget holds
+    assert eng.fit(8, busy=False) == 0  # nobody waits: the budget holds
     ready: list = []
     consumer = threading.Thread(
-        target=lambda: ready.append(
-            consume(
-                eng.cond, lambda: ready[0] if ready else None, lambda: False, eng.stage, tuner, eng
-            )  # fmt: skip
-        )
+        target=lambda: ready.append(eng.wait(lambda: ready[0] if ready else None))
     )
     consumer.start()
     end = time.monotonic() + 10
@@ -312,13 +314,13 @@ def test_a_stage_goes_over_a_full_ram_budget_only_for_a_waiting_consumer():
         assert time.monotonic() < end, "the consumer never waited"
         time.sleep(0.001)
     with eng.cond:
-        assert eng._fit(8, busy=False) == 1  # one element over, for the waiting consumer
-        assert eng._fit(8, busy=True) == 0  # not while one is on its way to it
+        assert eng.fit(8, busy=False) == 1  # one element over, for the waiting consumer
+        assert eng.fit(8, busy=True) == 0  # not while one is on its way to it
         ready.append(["x"])
         eng.cond.notify_all()
     consumer.join(10)
     assert ready == [["x"], ["x"]] and eng.waiting == 0
-    assert eng._fit(8, busy=False) == 0
+    assert eng.fit(8, busy=False) == 0
 
 
 def test_ram_budget_holds_across_the_hand_over_between_stages(monkeypatch):
@@ -377,7 +379,7 @@ def test_restore_of_a_running_stage_gives_back_each_reservation_once(where):
     it0.close()
     gate.clear()
     it = iter(ds)
-    eng, lane = it.root._eng, it.root._lane
+    eng, lane = it.root.stage.engine, it.root._lane
     assert int(it.root.next_chunk(1)[0][0]) == 0  # element 0 is a chunk of its own
     end = time.monotonic() + 10
     while True:  # until the workers stand where the case puts them
@@ -413,36 +415,36 @@ class FakeExecutors:
         self.cpu_fraction = cpu_fraction
         self.tuner = autotune.Autotuner(True, cpu_budget, 1 << 40)
         cap = 1024 if kind == "buffer" else 64
-        self.stage = self.tuner.add_stage(autotune.Stage("map", kind, value, True, cap))
-        s = self.stage
-        s.executor, s.choose_executor, s.phase, s.allow_process = "inline", True, "inline", True
-        s.switch = lambda executor, v: True
+        self.knob, self.meter = Knob("map", kind, value, True, cap), Meter()
+        self.knob.executor = "inline"
+        self.knob.on_executor = lambda executor, v: True
+        self.tuner.add(self.knob, self.meter, ["inline", "thread", "process"])
         self.cost, self.rates = cost, rates
 
     def run(self, windows: int) -> None:
-        s = self.stage
+        k, m = self.knob, self.meter
         for _ in range(windows):
             dt = autotune.WINDOW_S
             self.clock.sleep(dt)
-            n = int(self.rates[s.executor](s.value) * dt)
-            s.produced += n
-            if s.executor == "inline":
+            n = int(self.rates[k.executor](k.value) * dt)
+            m.produced += n
+            if k.executor == "inline":
                 busy = n * self.cost
             else:  # workers busy all the time (the stage is the bottleneck)
-                busy = (1 if s.kind == "buffer" else s.value) * dt
-            s.busy_s += busy
-            s.cpu_s += busy * self.cpu_fraction
+                busy = (1 if k.kind == "buffer" else k.value) * dt
+            m.busy_s += busy
+            m.cpu_s += busy * self.cpu_fraction
             self.tuner.maybe_step()
 
     def path(self) -> list:
-        return [(old, new) for _, knob, old, new in self.stage.events if knob == "executor"]
+        return [(old, new) for _, knob, old, new in self.knob.events if knob == "executor"]
 
 
 def test_cheap_map_stays_inline(monkeypatch):
     # W1's x*2+1: ~0.2 µs of work per element; no hand-off could pay for itself.
     w = FakeExecutors(monkeypatch, 2e-7, {"inline": lambda p: 4e6, "thread": lambda p: 2.5e6})
     w.run(300)
-    assert w.stage.executor == "inline" and w.path() == []
+    assert w.knob.executor == "inline" and w.path() == []
 
 
 def test_gil_bound_map_goes_to_processes(monkeypatch):
@@ -451,8 +453,37 @@ def test_gil_bound_map_goes_to_processes(monkeypatch):
     w = FakeExecutors(monkeypatch, 2.1e-4, rates)
     w.run(300)
     assert w.path() == [("inline", "thread"), ("thread", "process")]
-    assert w.stage.executor == "process" and w.stage.value == 2
-    assert w.stage.max_value == 2  # one process per core of the budget, never more
+    assert w.knob.executor == "process" and w.knob.value == 2
+    assert w.knob.max_value == 2  # one process per core of the budget, never more
+
+
+def _window_of(w, move) -> int:
+    """The window at whose step the stage made executor ``move`` (old, new)."""
+    for k in range(1, 40):
+        w.clock.sleep(1e-9)  # sums of 0.05 drift below a window's length on the fake clock
+        w.run(1)
+        if move in w.path():
+            return k
+    raise AssertionError(w.path())
+
+
+def test_threads_that_gain_nothing_are_judged_after_one_window(monkeypatch):
+    # W6's search took ~0.5 s of a 3-s run, at half speed until processes: a thread trial
+    # of a GIL-bound function needs no second window to show that it gained nothing.
+    # Window 1 marks, 2 leaves inline (costly), 3 marks the threads' first window.
+    gil = {"inline": lambda p: 4700, "thread": lambda p: 4300, "process": lambda p: 4600 * p}
+    assert _window_of(FakeExecutors(monkeypatch, 2.1e-4, gil), ("thread", "process")) == 4
+    # Threads that gain a little (1.3x for 2) are judged on their best of two windows.
+    some = dict(gil, thread=lambda p: 6100)
+    assert _window_of(FakeExecutors(monkeypatch, 2.1e-4, some), ("thread", "process")) == 5
+
+
+def test_the_first_window_starts_with_the_first_request(monkeypatch):
+    # The tuner stepped a window after the pipeline started and only marked then: every
+    # stage spent a window more inline than it had to.
+    w = FakeExecutors(monkeypatch, 1e-3, {"inline": lambda p: 1000, "thread": lambda p: 1900})
+    w.tuner.begin(w.knob)
+    assert _window_of(w, ("inline", "thread")) == 1
 
 
 def test_gil_releasing_map_keeps_threads(monkeypatch):
@@ -460,7 +491,7 @@ def test_gil_releasing_map_keeps_threads(monkeypatch):
     rates = {"inline": lambda p: 1000, "thread": lambda p: 950 * min(p, 2)}
     w = FakeExecutors(monkeypatch, 1e-3, rates)
     w.run(300)
-    assert w.path() == [("inline", "thread")] and w.stage.executor == "thread"
+    assert w.path() == [("inline", "thread")] and w.knob.executor == "thread"
 
 
 def test_cpu_bound_map_with_small_results_tries_processes_though_threads_scale(monkeypatch):
@@ -468,20 +499,20 @@ def test_cpu_bound_map_with_small_results_tries_processes_though_threads_scale(m
     # GIL hand-offs and send back a few bytes, do 8% better.
     rates = {"inline": lambda p: 1000, "thread": lambda p: 950 * p, "process": lambda p: 1030 * p}
     w = FakeExecutors(monkeypatch, 1e-3, rates)
-    w.stage.out_bytes = 3.0
+    w.meter.out_bytes = 3.0
     w.run(300)
     assert w.path() == [("inline", "thread"), ("thread", "process")]
-    assert w.stage.executor == "process" and w.stage.value == 2
+    assert w.knob.executor == "process" and w.knob.value == 2
     # ... and go back to threads when processes gain less than 5% there (numpy's sort).
     rates = {"inline": lambda p: 1000, "thread": lambda p: 950 * p, "process": lambda p: 960 * p}
     w = FakeExecutors(monkeypatch, 1e-3, rates)
-    w.stage.out_bytes = 8.0
+    w.meter.out_bytes = 8.0
     w.run(300)
     assert w.path() == [("inline", "thread"), ("thread", "process"), ("process", "thread")]
     # Large results (W2's 150-KB images) or threads that wait (I/O): processes not tried.
     for out_bytes, cpu_fraction in ((150_528.0, 1.0), (8.0, 0.1)):
         w = FakeExecutors(monkeypatch, 1e-3, rates, cpu_fraction=cpu_fraction)
-        w.stage.out_bytes = out_bytes
+        w.meter.out_bytes = out_bytes
         w.run(300)
         assert w.path() == [("inline", "thread")], (out_bytes, cpu_fraction)
 
@@ -489,16 +520,16 @@ def test_cpu_bound_map_with_small_results_tries_processes_though_threads_scale(m
 def test_engine_reports_the_result_size_to_its_stage():
     it = iter(dp.range(64).map(_big, num_parallel_calls=2))
     assert sum(1 for _ in it) == 64
-    stage = it.root.stage
+    meter = it.root.meter
     it.close()
-    assert stage.out_bytes == ELEMENT_BYTES
+    assert meter.out_bytes == ELEMENT_BYTES
 
 
 def test_io_wait_map_grows_threads_past_the_cores(monkeypatch):
     rates = {"inline": lambda p: 480, "thread": lambda p: 490 * min(p, 40)}
     w = FakeExecutors(monkeypatch, 2e-3, rates, cpu_fraction=0.02)  # threads mostly sleep
     w.run(400)
-    assert w.stage.executor == "thread" and w.stage.value >= 16
+    assert w.knob.executor == "thread" and w.knob.value >= 16
 
 
 def test_processes_that_do_not_pay_are_given_up(monkeypatch):
@@ -507,7 +538,7 @@ def test_processes_that_do_not_pay_are_given_up(monkeypatch):
     w = FakeExecutors(monkeypatch, 1e-3, rates)
     w.run(300)
     assert w.path() == [("inline", "thread"), ("thread", "process"), ("process", "thread")]
-    assert w.stage.executor == "thread"
+    assert w.knob.executor == "thread"
 
 
 def test_threads_slower_than_inline_go_back_inline(monkeypatch):
@@ -526,14 +557,14 @@ def test_prefetch_starts_a_thread_only_when_it_can_hide_work(monkeypatch):
         rates = {"inline": lambda p: rate, "thread": lambda p: rate}
         w = FakeExecutors(monkeypatch, input_cost, rates, kind="buffer", value=4)
         for _ in range(40):
-            w.stage.outside_s += consumer_cost * rate * autotune.WINDOW_S
+            w.meter.outside_s += consumer_cost * rate * autotune.WINDOW_S
             w.run(1)
         return w
 
-    assert fake(4e-5, 1e-1).stage.executor == "inline"  # cheap input (W1's batches)
-    assert fake(2e-3, 5e-6).stage.executor == "inline"  # costly input, nothing to overlap
+    assert fake(4e-5, 1e-1).knob.executor == "inline"  # cheap input (W1's batches)
+    assert fake(2e-3, 5e-6).knob.executor == "inline"  # costly input, nothing to overlap
     costly = fake(2e-3, 2e-2)  # a slow input and a training step: prefetch
-    assert costly.path() == [("inline", "thread")] and costly.stage.value == 4
+    assert costly.path() == [("inline", "thread")] and costly.knob.value == 4
 
 
 def test_prefetch_of_costly_elements_leaves_inline_after_one_window(monkeypatch):
@@ -541,7 +572,7 @@ def test_prefetch_of_costly_elements_leaves_inline_after_one_window(monkeypatch)
     # holds one element; waiting for two windows of 16 kept the stage inline for 0.5 s.
     w = FakeExecutors(monkeypatch, 0.07, {"inline": lambda p: 0, "thread": lambda p: 0},
                       kind="buffer", value=4)  # fmt: skip
-    s, moved_at = w.stage, None
+    s, moved_at = w.meter, None
     for k in range(1, 9):
         w.clock.sleep(0.075)  # one element per step: 70 ms of input, 5 ms of the consumer
         s.produced += 1
@@ -550,7 +581,7 @@ def test_prefetch_of_costly_elements_leaves_inline_after_one_window(monkeypatch)
         s.outside_s += 0.005
         s.outside_cpu_s += 0.005
         w.tuner.maybe_step()
-        if moved_at is None and s.executor == "thread":
+        if moved_at is None and w.knob.executor == "thread":
             moved_at = k
     # step 1 marks the first window, step 2 judges it (before: 200-ms windows, two of them)
     assert moved_at == 2 and w.path() == [("inline", "thread")]
@@ -560,7 +591,7 @@ def test_costly_map_leaves_inline_after_one_window(monkeypatch):
     rates = {"inline": lambda p: 1000, "thread": lambda p: 1900 * min(p, 2)}
     w = FakeExecutors(monkeypatch, 1e-3, rates)  # ~1 ms per element: 200x the limit
     w.run(1)
-    assert w.stage.executor == "inline"  # the first step only marks the window's start
+    assert w.knob.executor == "inline"  # the first step only marks the window's start
     w.run(1)
     assert w.path() == [("inline", "thread")]
 
@@ -569,7 +600,7 @@ def test_cheap_map_needs_two_windows_to_leave_inline(monkeypatch):
     rates = {"inline": lambda p: 1e5, "thread": lambda p: 1.9e5 * min(p, 2)}
     w = FakeExecutors(monkeypatch, 1e-5, rates)  # 10 µs: over the limit, not 10x over it
     w.run(2)
-    assert w.stage.executor == "inline"
+    assert w.knob.executor == "inline"
     w.run(1)
     assert w.path() == [("inline", "thread")]
 
@@ -583,7 +614,7 @@ def test_real_cheap_map_and_prefetch_run_inline(threads):
         total += int(b.sum())
         assert threads.names() == []
     assert total == sum(2 * i + 1 for i in range(300_000))
-    stages = {s.name: s for s in it.root.tuner.stages}
+    stages = {s.name: s for s in it.root.tuner.knobs}
     assert stages["map"].executor == "inline" and stages["prefetch"].executor == "inline"
     it.close()
 
@@ -596,8 +627,8 @@ def test_inline_stage_restored_from_a_threaded_snapshot(resume_on, clean):
     # ever computed it and the consumer waited for ever.
     ds = dp.range(400).map(_half_ms, num_parallel_calls=dp.AUTOTUNE)
     it = iter(ds)
-    stage = it.root.stage
-    stage.phase = "done"  # the test's switches, not the tuner's
+    stage = it.root.knob
+    it.root.tuner.end_search(stage)  # the test's switches, not the tuner's
     assert stage.set_executor("thread", 2)
     got = []
     while not it.root.get_state()["replay"]:  # until the cut falls inside a chunk
@@ -628,10 +659,10 @@ def test_thread_that_took_a_chunk_before_a_switch_to_fewer_processes(clean):
         return x
 
     it = iter(dp.range(40).map(gated).map(_half_ms, num_parallel_calls=dp.AUTOTUNE))
-    stage, eng = it.root.stage, it.root._eng
-    stage.phase = "done"  # the test's switches, not the tuner's
+    stage = it.root.knob
+    it.root.tuner.end_search(stage)  # the test's switches, not the tuner's
     assert stage.set_executor("thread", 2)
-    eng.start()
+    it.root.stage.start()
     end = time.monotonic() + 10
     while it.root._lane.pending < 2:
         assert time.monotonic() < end, "the two threads never took their chunks"

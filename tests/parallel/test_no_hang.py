@@ -10,8 +10,9 @@ import threading
 import pytest
 
 import datapipe as dp
+from datapipe.errors import WorkerDiedError
 from datapipe.parallel import autotune
-from datapipe.parallel.pool import ChunkSizer, WorkerDiedError
+from datapipe.parallel.pool import ChunkSizer
 
 DEATH_PIPELINES = {
     "map": lambda: dp.range(10_000).map(lambda x: x + 1, num_parallel_calls=2),

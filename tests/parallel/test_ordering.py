@@ -82,13 +82,16 @@ def test_map_keeps_structure_and_tuple_unpacking():
 
 def test_indexed_mode_passes_input_index():
     from datapipe._context import IterContext
-    from datapipe.parallel.map import ParallelMapIterator
+    from datapipe.parallel import policies
+    from datapipe.parallel.plan import plan_stage
+    from datapipe.parallel.request import StageRequest
+    from datapipe.parallel.stage import StageIterator
 
     ds = dp.range(100, 120)
     ctx = IterContext.for_graph(ds)
-    it = ParallelMapIterator(
-        ctx.make(ds, (0,)), lambda i, x: (i, int(x)), "random_map", 3, True, ctx, indexed=True
-    )
+    plan = plan_stage(StageRequest(policies.MAP, parallelism=3), ctx)
+    it = StageIterator(ctx.make(ds, (0,)), plan, ctx, "random_map", lambda i, x: (i, int(x)),
+                       indexed=True)  # fmt: skip
     try:
         from datapipe._iterator import pull_exactly
 

@@ -23,13 +23,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from harness import own_shm_segments, settle_processes, worker_processes
+from harness import iterate_until_interrupted, own_shm_segments, settle_processes, worker_processes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import datapipe as dp
+from datapipe.errors import WorkerDiedError
 from datapipe.parallel import shm
-from datapipe.parallel.pool import WorkerDiedError
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -42,7 +42,10 @@ def _backed_by_shared_memory(a: np.ndarray) -> bool:
     base = a
     while isinstance(base, np.ndarray):
         base = base.base
-    return isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)
+    # a view of the segment's mapping (mmap.mmap, or shm.map_shared's libc mapping)
+    return isinstance(base, memoryview) and (
+        isinstance(base.obj, mmap.mmap) or hasattr(base.obj, "_mapping")
+    )
 
 
 BIG = 300_000  # characters: a string travels inside the pickle, past a pipe's 64 KiB buffer
@@ -249,7 +252,7 @@ def test_worker_killed_by_a_signal_raises_within_5s(clean):
 
     it = iter(dp.range(100_000).map(slow, 2, executor="process"))
     assert int(next(it)) == 0
-    victim = it.root._eng.processes.pids()[0]
+    victim = it.root.worker_pids()[0]
     os.kill(victim, signal.SIGKILL)
     t0 = time.monotonic()
     with pytest.raises(WorkerDiedError, match=rf"pid {victim}\) was killed by signal SIGKILL"):
@@ -272,7 +275,7 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path):
             return x
         it = iter(dp.range(10**6).map(slow, 2, executor="process"))
         next(it)
-        print(*it.root._eng.processes.pids(), flush=True)
+        print(*it.root.worker_pids(), flush=True)
         time.sleep(60)
     """)
     )
@@ -350,18 +353,8 @@ def test_exception_in_consumer_stops_processes(clean):
 
 
 def test_keyboard_interrupt_stops_processes(clean):
-    import _thread
-    import threading
-
     it = _started()
-    timer = threading.Timer(0.2, _thread.interrupt_main)
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            for _ in it:
-                pass
-    finally:
-        timer.cancel()
+    iterate_until_interrupted(it)
     assert settle_processes(1.5) == []  # the iterator closed the pipeline itself
     assert list(it) == []
 
@@ -447,16 +440,16 @@ def test_stats_gauges_and_a_trace_track_per_worker(tmp_path, clean):
 def test_switching_executors_mid_stream_keeps_every_element_in_order(clean):
     # What AUTOTUNE does when it moves a stage between inline, threads and processes.
     it = iter(dp.range(2000).map(_jitter, num_parallel_calls=dp.AUTOTUNE))
-    stage = it.root.stage
-    stage.phase = "done"  # the switches below are the test's, not the tuner's
+    knob = it.root.knob
+    it.root.tuner.end_search(knob)  # the switches below are the test's, not the tuner's
     got = []
     for kind in ("thread", "process", "inline", "process", "thread"):
-        assert stage.set_executor(kind, 2)
+        assert knob.set_executor(kind, 2)
         got += [int(next(it)) for _ in range(300)]
         assert it.root.executor == kind
     got += [int(x) for x in it]
     assert got == [10 * i for i in range(2000)]
-    assert [e[2:] for e in stage.events if e[1] == "executor"][:2] == [
+    assert [e[2:] for e in knob.events if e[1] == "executor"][:2] == [
         ("inline", "thread"), ("thread", "process")]  # fmt: skip
     it.close()
 

@@ -239,10 +239,13 @@ def test_resume_at_a_random_cut_deep(tmp_path_factory, n, ops, cut, det, via_fil
 
 # ---- AUTOTUNE's executor moves ------------------------------------------------------------
 def _stage_of(it: dp.Iterator):
+    """The knob of the first stage iterator down the chain, its executor search ended: the
+    test moves the executor, not the tuner."""
     root = it.root
-    while not hasattr(root, "stage"):
+    while not hasattr(root, "knob"):
         root = root.inputs[0]
-    return root.stage
+    root.tuner.end_search(root.knob)
+    return root.knob
 
 
 def executor_moves(steps, det, same_iterator, op, cut_step):
@@ -258,7 +261,6 @@ def executor_moves(steps, det, same_iterator, op, cut_step):
     ds = ds.with_options(dp.Options(deterministic=det, seed=1))
     it = iter(ds)
     stage = _stage_of(it)
-    stage.phase = "done"  # the test moves the executor, not the tuner
     got, state, at_cut = [], None, 0
     for k, (kind, value, reads) in enumerate(steps):
         stage.set_executor("thread" if kind == "process" and op == "prefetch" else kind, value)
@@ -275,9 +277,7 @@ def executor_moves(steps, det, same_iterator, op, cut_step):
     assert (full if det else sorted(full)) == (want if det else sorted(want))
     again = iter(ds)
     if same_iterator is False:  # restore into a stage running on threads
-        other = _stage_of(again)
-        other.phase = "done"
-        other.set_executor("thread", 2)
+        _stage_of(again).set_executor("thread", 2)
     again.set_state(state)
     resumed = [int(x) for x in got[:at_cut]] + [int(x) for x in again]
     again.close()

@@ -8,6 +8,7 @@ import gc
 import time
 
 import pytest
+from harness import iterate_until_interrupted
 
 import datapipe as dp
 
@@ -172,22 +173,12 @@ def test_keyboard_interrupt_in_worker_closes_pipeline(threads):
 
 
 def test_keyboard_interrupt_while_consumer_waits(threads):
-    import _thread
-    import threading
-
     def very_slow(x):
         time.sleep(0.5)
         return x
 
     it = iter(dp.range(100).map(very_slow, num_parallel_calls=2))
-    timer = threading.Timer(0.2, _thread.interrupt_main)  # arrives inside the queue wait
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            for _ in it:
-                pass
-    finally:
-        timer.cancel()
+    iterate_until_interrupted(it)  # at 0.2 s: inside the consumer's wait
     assert threads.settle(1.0) == []
 
 
