@@ -31,7 +31,8 @@ the model only *proposes* moves and the measured rate decides them:
   kept only if its output rate rose, over the median of the last three windows before it,
   by at least 25% of the ideal linear gain (and 8%); otherwise it is reverted and the stage waits
   ``2**(k+2)`` windows before trying again (``k`` grows with each failure). This is what keeps a
-  GIL-bound function at 1–2 threads instead of the budget's maximum.
+  GIL-bound function at 1–2 threads instead of the budget's maximum. (Threads that wait
+  are judged faster: "The ramp" below.)
 * A stage whose workers idle (busy fraction < 0.5; the consumer or the input limits it),
   or whose busy threads together use about one core (the GIL's signature), and every 64th
   window (~3 s) any stage, probes ``p -> p / 1.5``; it keeps the lower value if the rate
@@ -63,10 +64,11 @@ measures each candidate in turn, on the live pipeline, and keeps the fastest:
    price plus ~1.7 µs per call (4.9 vs 3.2 µs per 1-element call, 44 vs 45 µs per
    256-element call; load ~3). A cost over ``CLEAR_COST_FACTOR`` (10) times the limit
    leaves inline after one window, however few elements it held.
-2. **Threads** next, at the CPU budget, for two windows (one, when they gained nothing:
-   below ``THREADS_NO_GAIN``, 55%, of linear scaling). Kept (and hill-climbed as above)
-   when they reach ``THREADS_SCALE_OK`` (80%) of linear scaling over inline: numpy,
-   Pillow, torch and I/O release the GIL and get there.
+2. **Threads** next, at the CPU budget (higher for a function that waited: "The ramp"),
+   for two windows (one, when they gained nothing: below ``THREADS_NO_GAIN``, 55%, of
+   linear scaling). Kept (and hill-climbed as above) when they reach ``THREADS_SCALE_OK``
+   (80%) of linear scaling over inline at the budget's thread count: numpy, Pillow, torch
+   and I/O release the GIL and get there.
 3. **Processes** are tried when threads stayed below that, the function costs at least
    ``PROCESS_MIN_COST_S`` (50 µs: ~170 µs per process round trip plus pickling must be
    amortised by chunks of ``pool.PROCESS_CHUNK_S`` = 20 ms of work), ``map`` /
@@ -87,6 +89,32 @@ smaller of its input's cost and the consumer's own work per element, so below
 ``PREFETCH_INLINE_MAX_COST_S`` (200 µs, about two hand-offs) for either it stays inline —
 W1's batches (~70-100 µs each) feeding a loop that sums them. The choice is made once per
 stage; a stage that fell back does not try again during the iteration.
+
+The ramp (a latency-bound stage: a remote read of tens of milliseconds)
+------------------------------------------------------------------------
+Its threads are busy yet mostly wait (their CPU time under ``WAIT_CPU_FRACTION``, 25%,
+of their busy time), so the model predicts linear scaling until the CPU budget is full,
+and each window is short of elements (16 of 20-ms elements take 0.16 s at 2 threads).
+Judged like any stage, such a stage took 2.1-2.2 s to reach 90% of its final rate
+(``benchmarks/bench_s3_scale.py``): a window inline, two at 2 threads, three more before
+the first step, and a cooldown after a step that gained less than its size asked for. So:
+
+* Leaving inline, threads start where the first step of waiting threads would take them:
+  ``WAIT_STEP_MAX`` (8x) the CPU budget's count when the inline window's thread used
+  under ``WAIT_CPU_FRACTION_LOW`` (10%) of a core, ``WAIT_STEP`` (4x) under 25%, within
+  the CPU budget's prediction and the thread limit (``_enter_thread``); their trial is
+  judged on one window once they scale, and hill climbing starts from that window's rate.
+* With threads named, the first step of waiting threads (the same 4x / 8x) comes after one
+  window, not after the three a base rate needs: the gain it must show dwarfs the noise.
+* A trial up of waiting threads whose first window rose by ``CLEAR_GAIN`` (70%) of the
+  ideal gain is judged on that window.
+* A trial up refused yet ``PARTIAL_GAIN`` (1.25x) faster than its base tries half way at
+  once, against the same base (bisection), instead of going back and waiting a cooldown.
+
+The budgets bound it as before: the CPU demand predicted from the measured CPU time per
+thread (threads using 15% of a core each: ~15 on two cores), the thread limit
+(``threading.private_threadpool_size`` or 64) and the RAM budget. GIL-bound and CPU-bound
+functions use most of a core per thread and take none of these paths.
 
 The tuner has no thread of its own: stage consumers call ``maybe_step`` whenever they ask
 for data or wake from a wait, and one of them runs a step when a window has passed.
@@ -130,6 +158,8 @@ WAIT_STEP, WAIT_STEP_MAX = 4.0, 8.0
 # ... and a trial up of theirs whose first window already rose by this share of the ideal
 # gain is judged on that window (a step that must show 1.25x here shows 1.7x).
 CLEAR_GAIN = 0.7
+# Threads on trial are measured until each finished an element, for at most this long.
+THREAD_WARMUP_S = 1.0
 # A trial up refused yet this many times faster than its base tries half way at once.
 PARTIAL_GAIN = 1.25
 MAX_AUTOTUNE_BUFFER = 1024
@@ -385,6 +415,8 @@ class Autotuner:
         dt, dn, dbusy, dcpu, dwait = (a - b for a, b in zip(now, s.mark))
         if dn < MIN_WINDOW_ELEMENTS and dt < 4 * WINDOW_S and not _clearly_costly(s, dn, dbusy):
             return  # too few elements to judge; keep measuring
+        if _warming_up(s, dn, dt):
+            return
         rate = dn / dt if dt > 0 else 0.0
         if s.trial is not None and not s.settle and dt < TRIAL_WINDOWS * WINDOW_S:
             if not _clear_gain(s, rate, dcpu, dbusy):
@@ -654,6 +686,15 @@ def _wait_step(cpu_fraction: float) -> float | None:
     if cpu_fraction < WAIT_CPU_FRACTION_LOW:
         return WAIT_STEP_MAX
     return WAIT_STEP if cpu_fraction < WAIT_CPU_FRACTION else None
+
+
+def _warming_up(s: _Search, dn: int, dt: float) -> bool:
+    """Threads on trial that have not finished one element each (for at most
+    ``THREAD_WARMUP_S``): the window is their start, not their rate. 16 threads of 20-ms
+    remote reads delivered nothing for 0.4 s of their first windows at load 9 (connections
+    opening), and the stage was judged not to scale and went to 2 processes (29 obj/s)."""
+    k = s.knob
+    return s.phase == "thread" and k.kind == "parallelism" and dn < k.value and dt < THREAD_WARMUP_S
 
 
 def _clear_gain(s: _Search, rate: float, dcpu: float, dbusy: float) -> bool:

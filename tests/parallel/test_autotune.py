@@ -713,6 +713,22 @@ def test_latency_bound_stage_that_saturates_early_backs_off_to_half_way_at_once(
     assert w.knob.history[:3] == [2, 16, 9]
 
 
+def test_threads_are_not_judged_before_each_finished_an_element(monkeypatch):
+    # Under load (9 on 2 cores) 16 threads of remote reads delivered nothing for 0.4 s after
+    # they started (connections opening): the trial was judged on those windows, found no
+    # gain, and the stage went to 2 processes (29 obj/s where threads read 90).
+    clock = []
+
+    def rate(p):
+        return 0 if clock[0].now < 0.5 else 50 * min(p, 24)
+
+    w = LatencyStage(monkeypatch, rate)
+    clock.append(w.clock)
+    w.run(2.0)
+    moves = [(old, new) for _, kind, old, new in w.knob.events if kind == "executor"]
+    assert moves == [("inline", "thread")] and w.knob.value >= 24, w.knob.history
+
+
 def test_real_sleeping_map_starts_its_threads_high():
     # A function that sleeps 20 ms (a remote read): its inline window shows a thread that
     # waited (CPU << wall), so threads start where the first step of waiting threads goes
