@@ -691,8 +691,8 @@ def _wait_step(cpu_fraction: float) -> float | None:
 def _warming_up(s: _Search, dn: int, dt: float) -> bool:
     """Threads on trial that have not finished one element each (for at most
     ``THREAD_WARMUP_S``): the window is their start, not their rate. 16 threads of 20-ms
-    remote reads delivered nothing for 0.4 s of their first windows at load 9 (connections
-    opening), and the stage was judged not to scale and went to 2 processes (29 obj/s)."""
+    remote reads (s3fs on moto) delivered nothing for 0.4 s of their first windows at load 9,
+    were judged not to scale, and the stage went to 2 processes (29 obj/s, threads ~90)."""
     k = s.knob
     return s.phase == "thread" and k.kind == "parallelism" and dn < k.value and dt < THREAD_WARMUP_S
 
