@@ -28,7 +28,7 @@ from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._positions import error_from_state, error_to_state
 from datapipe._validate import check_int
-from datapipe.dataset import Dataset
+from datapipe.dataset_ops import Dataset
 from datapipe.errors import FileReadError, annotate
 from datapipe.io.file_source import FileSource
 

@@ -15,7 +15,7 @@ from datapipe._iterator import OpIterator
 from datapipe._positions import error_from_state, error_to_state
 from datapipe._spec import TensorSpec
 from datapipe._validate import check_int
-from datapipe.dataset import Dataset
+from datapipe.dataset_ops import Dataset
 from datapipe.errors import FileReadError, annotate
 from datapipe.io._compression import open_compressed
 from datapipe.io._safe_files import max_file_bytes, open_regular

@@ -11,7 +11,7 @@ from datapipe._iterator import OpIterator
 from datapipe._positions import error_from_state, error_to_state
 from datapipe._spec import batched_spec
 from datapipe._validate import check_bool, check_int, check_optional_bool
-from datapipe.dataset import (
+from datapipe.dataset_ops import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
     Dataset,

@@ -10,7 +10,7 @@ from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._positions import error_from_state, error_to_state
 from datapipe._validate import check_int, check_optional_bool, check_optional_int
-from datapipe.dataset import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset_ops import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
 from datapipe.ops.flat_map import _sub_dataset, sub_dataset_spec
 from datapipe.ops.map import validate_parallelism

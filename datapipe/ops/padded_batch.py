@@ -12,7 +12,7 @@ from datapipe import _structure as nest
 from datapipe._batching import stack_leaf
 from datapipe._spec import NoneSpec, TensorSpec, is_torch, static_dim
 from datapipe._validate import check_bool, check_int
-from datapipe.dataset import (
+from datapipe.dataset_ops import (
     Dataset,
 )
 from datapipe.errors import BatchShapeError, PipelineError

@@ -13,7 +13,7 @@ from datapipe import _structure as nest
 from datapipe._batching import _check_structures, stack_leaf
 from datapipe._spec import TensorSpec, UnknownSpec, is_torch
 from datapipe._validate import check_bool, check_int
-from datapipe.dataset import Dataset
+from datapipe.dataset_ops import Dataset
 from datapipe.ops.batch import BatchIterator, batched_cardinality
 
 

@@ -18,7 +18,7 @@ from datapipe._positions import (
 )
 from datapipe._spec import DatasetSpec
 from datapipe._validate import check_bool, check_int
-from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import PipelineBrokenError
 
 

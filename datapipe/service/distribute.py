@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from datapipe._context import IterContext, walk
-from datapipe.dataset import (
+from datapipe.dataset_ops import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
     Dataset,
@@ -213,7 +213,7 @@ class Plan:
 def _probe_rewrite(ds: Dataset, policy: str, index: int, count: int) -> IterContext:
     """The auto-shard rewrite of ``ds`` as worker ``index`` of ``count`` under ``policy``
     (a dry run: nothing is built)."""
-    from datapipe.dataset import REWRITES
+    from datapipe.dataset_ops import REWRITES
 
     opts = Options(
         distribute=DistributeOptions(
