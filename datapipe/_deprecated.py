@@ -19,29 +19,31 @@ from typing import Any
 class _MovedModule(types.ModuleType):
     """``sys.modules[old]``: every attribute read forwards to ``new`` with a warning."""
 
-    def __init__(self, old: str, new: str):
+    def __init__(self, old: str, new: str, renamed: dict[str, str]):
         super().__init__(old, f"Deprecated alias of {new}.")
-        self._new = new
+        self._new, self._renamed = new, renamed
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
+        now = self._renamed.get(name, name)
         warnings.warn(
-            f"{self.__name__} was renamed to {self._new}: import {name} from {self._new}",
+            f"{self.__name__} was renamed to {self._new}: import {now} from {self._new}",
             DeprecationWarning,
             stacklevel=2,
         )
-        return getattr(importlib.import_module(self._new), name)
+        return getattr(importlib.import_module(self._new), now)
 
     def __dir__(self) -> list[str]:
         return dir(importlib.import_module(self._new))
 
 
-def alias_module(old: str, new: str) -> types.ModuleType:
+def alias_module(old: str, new: str, renamed: dict[str, str] | None = None) -> types.ModuleType:
     """Make ``import old`` / ``from old import x`` work (with a ``DeprecationWarning``
-    naming ``new`` on each attribute read); returns the stand-in."""
+    naming ``new`` on each attribute read); ``renamed`` maps the old module's names that
+    changed too to their new names. Returns the stand-in."""
     if old not in sys.modules:
-        sys.modules[old] = _MovedModule(old, new)
+        sys.modules[old] = _MovedModule(old, new, renamed or {})
     return sys.modules[old]
 
 

@@ -175,10 +175,10 @@ def _is(node: Dataset, cls: type[_T] | None) -> TypeGuard[_T]:
 
 def _explicit_shard(nodes: list[Dataset]) -> Dataset | None:
     """A node that shards the pipeline itself: an explicit ``shard()`` (or a shard point),
-    or a ``distribute`` whose service splits the data (trait ``distributes``)."""
+    or a ``distribute`` whose service splits the data (trait ``uses_service``)."""
     from datapipe.ops.shard import ShardDataset
 
-    return next((n for n in nodes if isinstance(n, (ShardDataset, _Cut)) or n.distributes), None)
+    return next((n for n in nodes if isinstance(n, (ShardDataset, _Cut)) or n.uses_service), None)
 
 
 def _varies_between_workers(node: Dataset, options: Options) -> bool:
@@ -489,7 +489,7 @@ def auto_shard(root: Dataset, ctx: IterContext) -> Dataset:
         if worker.count > 1 and not ctx.dry_run:
             how = (
                 "a distribute() hands the data to a service whose dispatcher splits it"
-                if explicit.distributes
+                if explicit.uses_service
                 else "the pipeline shards itself with an explicit shard()"
             )
             _announce(root, worker, f"off: {how}")

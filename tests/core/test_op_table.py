@@ -88,7 +88,7 @@ def test_the_trait_table_is_the_classes_traits():
 # ---- docstrings that name ops by trait ------------------------------------------------------
 def _nodes_named(name: str) -> list[type]:
     """Node classes whose ``_name`` is ``name`` (the last part of a dotted name), anywhere."""
-    importlib.import_module("datapipe.service.distribute")
+    importlib.import_module("datapipe.service.op")
     found, stack = [], [Dataset]
     while stack:
         cls = stack.pop()
