@@ -467,12 +467,12 @@ class SnapshotShardDataset(Dataset):
         return sum(self._rows)
 
     def _make_iterator(self, ctx, epoch):
-        return _ShardIterator(
+        return _SnapshotShardIterator(
             _ShardReader(self._run_dir, self._shard, self._rows, ElementCodec(self._stored))
         )
 
 
-class _ShardIterator(OpIterator):
+class _SnapshotShardIterator(OpIterator):
     op_name = "snapshot"
 
     def __init__(self, reader: _ShardReader):

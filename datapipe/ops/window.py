@@ -191,7 +191,7 @@ class WindowIterator(OpIterator):
         except PipelineBrokenError:
             raise
         except Exception as e:  # noqa: BLE001 - kept at its position (see the class)
-            return [Failed(e)]
+            return [Failed.buffered(e)]
 
     def _advance_to(self, start: int) -> None:
         """Drop (and, past the buffer, pull and drop) input elements before ``start``:

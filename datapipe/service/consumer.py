@@ -39,7 +39,7 @@ from datapipe._positions import Failed, buffer_from_state, buffer_to_state
 from datapipe.errors import PipelineBrokenError, WorkerDiedError
 from datapipe.service.jobs import Assignment, Record
 from datapipe.service.layout import layout_from_state, layout_to_state
-from datapipe.service.state import check_states, own_part
+from datapipe.service.state import check_consumer_states, own_part
 from datapipe.service.worker import (
     REPLY_BYTES,
     REPLY_ELEMENTS,
@@ -478,7 +478,7 @@ class ServiceIterator(OpIterator):
         """Resume from this consumer's state, or from the list of all consumers' states of
         a shared job (see ``distribute``); the job is rejoined at the next element."""
         with self.lock:
-            self._restore(check_states(state, self.node))
+            self._restore(check_consumer_states(state, self.node))
 
     def _restore(self, states: list[dict]) -> None:
         job = states[0]["job"]

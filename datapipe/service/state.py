@@ -25,7 +25,7 @@ def own_part(state: dict) -> dict:
             "records": list(state["records"])}  # fmt: skip
 
 
-def check_states(state: Any, node: Any) -> list[dict]:
+def check_consumer_states(state: Any, node: Any) -> list[dict]:
     """``state`` as a list of consumer states of one job of ``node``'s kind.
 
     Raises:

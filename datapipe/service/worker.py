@@ -116,7 +116,7 @@ def split_options(policy: str | None, context: tuple | None, cpu_budget: int | N
     return opts
 
 
-def build_chain(dataset: Any, open_args: dict, cpu_budget: int | None = None) -> tuple:
+def build_split_chain(dataset: Any, open_args: dict, cpu_budget: int | None = None) -> tuple:
     """``(ctx, root)``: split ``open_args["spec"]``'s chain, restored to ``open_args["state"]``
     when given. ``open_args``: ``policy`` (``"FILE"``/``"DATA"``: split the pool; None: the
     whole pipeline), ``spec`` (``SplitSpec.to_state()``), ``epoch``, ``seed``, ``state``."""
@@ -311,7 +311,7 @@ class WorkerCore:
             if open_args is None:
                 raise RuntimeError(f"distribute: stream {key} was never opened on this worker")
             t0 = time.perf_counter()
-            ctx, root = build_chain(self.pipeline(blob_key, blob), open_args, self.cpu_budget)
+            ctx, root = build_split_chain(self.pipeline(blob_key, blob), open_args, self.cpu_budget)
             stream = self.streams[key] = Stream(ctx, root)
             self.stats["open_s"] += time.perf_counter() - t0
             self.stats["opens"] += 1

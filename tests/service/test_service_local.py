@@ -30,7 +30,7 @@ from datapipe.service.layout import (
 )
 from datapipe.service.op import ServiceDataset, distribute
 from datapipe.service.ray_service import RayService, parse_address
-from datapipe.service.worker import Packed, WorkerCore, build_chain, elements_of, pack
+from datapipe.service.worker import Packed, WorkerCore, build_split_chain, elements_of, pack
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -407,7 +407,7 @@ def test_a_split_is_not_sharded_again_on_the_worker(monkeypatch):
     own = dp.Options(distribute=dp.DistributeOptions(num_workers=2, worker_index=1))
     ds = dp.range(40).with_options(own).map(lambda x: x + 1)
     spec = PoolSplits((40,), 10).spec(2)
-    ctx, root = build_chain(ds, _open(ds, spec))
+    ctx, root = build_split_chain(ds, _open(ds, spec))
     out = []
     while chunk := root.next_chunk(100):
         out += chunk
