@@ -128,6 +128,34 @@ class RecordFileSource(FileSource):
     uses_randomness = False
     elementwise = False
     _cycle = 1
+    _compression = ""
+
+    def _read_files(
+        self, filenames: Any, compression_type: Any, num_parallel_reads: Any, reader: str
+    ) -> None:
+        """Check and set tf.data's file-reader arguments: ``_files`` (``file_list``),
+        ``_compression`` (``None``/``""``, ``"GZIP"`` or ``"ZLIB"``, any case) and
+        ``_cycle`` (``cycle_of``); ``reader`` is the class name, for the messages.
+
+        Raises:
+            TypeError: ``filenames`` is a Dataset, ``compression_type`` not a str or None,
+                ``num_parallel_reads`` not an int.
+            ValueError: no files, another compression, ``num_parallel_reads`` < 1.
+        """
+        self._files = file_list(filenames, self._name, reader)
+        if compression_type is not None and not isinstance(compression_type, str):
+            raise TypeError(
+                f"{self._name}: compression_type must be a str or None, got "
+                f"{type(compression_type).__name__}"
+            )
+        comp = (compression_type or "").upper()
+        if comp not in ("", "GZIP", "ZLIB"):
+            raise ValueError(
+                f"{self._name}: compression_type must be None, '', 'GZIP' or 'ZLIB', got "
+                f"{compression_type!r}"
+            )
+        self._compression = comp
+        self._cycle = cycle_of(self._name, num_parallel_reads)
 
     def open_reader(self, file_index: int, offset: int) -> RecordReader:
         raise NotImplementedError

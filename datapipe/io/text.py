@@ -19,8 +19,6 @@ from datapipe.errors import FileReadError
 from datapipe.io._record_files import (
     RecordFileSource,
     RecordReader,
-    cycle_of,
-    file_list,
     open_stream,
 )
 from datapipe.io._safe_files import max_file_bytes
@@ -131,15 +129,7 @@ class TextLineDataset(RecordFileSource):
         encoding: str | None = "utf-8",
     ):
         super().__init__()
-        self._files = file_list(filenames, self._name, "TextLineDataset")
-        comp = (compression_type or "").upper()
-        if comp not in ("", "GZIP", "ZLIB"):
-            raise ValueError(
-                f"{self._name}: compression_type must be None, '', 'GZIP' or 'ZLIB', "
-                f"got {compression_type!r}"
-            )
-        self._compression = comp
-        self._cycle = cycle_of(self._name, num_parallel_reads)
+        self._read_files(filenames, compression_type, num_parallel_reads, "TextLineDataset")
         self._encoding = encoding
 
     @property

@@ -29,8 +29,6 @@ from datapipe.io._bounded import read_declared
 from datapipe.io._record_files import (
     RecordFileSource,
     RecordReader,
-    cycle_of,
-    file_list,
     open_stream,
 )
 
@@ -120,15 +118,7 @@ class TFRecordDataset(RecordFileSource):
         num_parallel_reads: int | None = None,
     ):
         super().__init__()
-        self._files = file_list(filenames, self._name, "TFRecordDataset")
-        comp = (compression_type or "").upper()
-        if comp not in ("", "GZIP", "ZLIB"):
-            raise ValueError(
-                f"{self._name}: compression_type must be None, '', 'GZIP' or 'ZLIB', got "
-                f"{compression_type!r}"
-            )
-        self._compression = comp
-        self._cycle = cycle_of(self._name, num_parallel_reads)
+        self._read_files(filenames, compression_type, num_parallel_reads, "TFRecordDataset")
         _crc32c()  # fail at construction, not at the first record
 
     @property

@@ -152,3 +152,16 @@ def test_a_file_gone_at_resume_fails_at_its_place_and_the_rest_is_read(tmp_path)
         next(it2)
     assert "text_line" in str(err.value)
     assert list(it2) == ["b1"]
+
+
+def test_arguments_are_checked_by_the_shared_reader():
+    with pytest.raises(TypeError, match="text_line: compression_type must be a str or None"):
+        TextLineDataset("x.txt", compression_type=5)
+    with pytest.raises(ValueError, match="text_line: compression_type must be None, '', 'GZIP'"):
+        TextLineDataset("x.txt", compression_type="BZIP2")
+    with pytest.raises(ValueError, match="text_line: filenames is empty"):
+        TextLineDataset([])
+    with pytest.raises(ValueError, match="num_parallel_reads"):
+        TextLineDataset("x.txt", num_parallel_reads=0)
+    assert TextLineDataset("x.txt", compression_type="gzip")._compression == "GZIP"
+    assert TextLineDataset("x.txt", num_parallel_reads=dp.AUTOTUNE)._cycle == 2
