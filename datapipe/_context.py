@@ -33,7 +33,7 @@ from datapipe.options import Options
 
 if TYPE_CHECKING:
     from datapipe._iterator import OpIterator
-    from datapipe.dataset import Dataset
+    from datapipe.dataset_ops import Dataset
 
 # Hooks called on every op iterator as it is built (statistics, tracing): fn(node, it) -> it.
 ITERATOR_HOOKS: list[Callable[[Any, Any, IterContext], Any]] = []

@@ -12,7 +12,7 @@ import numpy as np
 from datapipe._functions import ReturnsElement
 from datapipe._iterator import OpIterator
 from datapipe._validate import check_seed
-from datapipe.dataset import Dataset, RandomAccessUnaryDataset
+from datapipe.dataset_ops import Dataset, RandomAccessUnaryDataset
 from datapipe.errors import annotate
 from datapipe.ops.map import MapIterator, first_element_spec, map_request
 

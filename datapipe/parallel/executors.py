@@ -29,8 +29,9 @@ from collections.abc import Callable
 from itertools import islice
 from typing import Any, ClassVar
 
+from datapipe._positions import Failed
 from datapipe.errors import WorkerDiedError, annotate
-from datapipe.parallel.pool import PROCESS_CHUNK_S, TARGET_CHUNK_S, Failed, _closing
+from datapipe.parallel.pool import PROCESS_CHUNK_S, TARGET_CHUNK_S, _closing
 
 
 class WorkerGroup:
