@@ -163,7 +163,11 @@ class MapIterator(ElementwiseIterator):
     def next_chunk(self, n: int) -> list:
         self._raise_pending()
         chunk = self._take(n)
-        out, err = apply_chunk(self.func, chunk, self.op_name, self.count, self.unpack)
+        try:
+            out, err = apply_chunk(self.func, chunk, self.op_name, self.count, self.unpack)
+        except KeyboardInterrupt:  # Ctrl-C in the function: a state taken now has the chunk
+            self.leftover = chunk + self.leftover
+            raise
         if err is None:
             self.count += len(chunk)
             return out

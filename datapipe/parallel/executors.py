@@ -128,6 +128,8 @@ def apply(lane: Any, elems: list, first: int) -> tuple[list, bool]:
             else:
                 out.extend(map(fn, rest))
         except BaseException as e:  # noqa: BLE001 - the consumer raises it at this position
+            if isinstance(e, KeyboardInterrupt) and threading.current_thread() is _MAIN:
+                raise  # Ctrl-C (inline, on the main thread) stops: no element's failure
             k = first + len(out)
             out.append(Failed(annotate(lane.op, offset + stride * k, e)))
             failed = True
@@ -301,6 +303,8 @@ class Processes(Threads):
     def close(self) -> None:
         self.workers.release()
 
+
+_MAIN = threading.main_thread()
 
 EXECUTORS: dict[str, type[Executor]] = {"inline": Inline, "thread": Threads, "process": Processes}
 
