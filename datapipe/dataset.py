@@ -119,6 +119,9 @@ class Dataset:
       ``flat_map``, ``unbatch``); a shard point below one cannot even out element counts.
     - ``uses_randomness``: draws random numbers, seeded through the ``IterContext``
       (``shuffle``, ``random_map``, ``global_shuffle``, ``sample_from_datasets``).
+    - ``keys_draws``: calls a function per element inside a stage whose random layers draw
+      by the element's position (``map``, ``random_map``: ``datapipe._draws``); counted
+      apart from ``uses_randomness``, so the other ops' seeds do not move.
     - ``keeps_random_access``: has random access when every input has (``map``, ``batch``,
       ``take``, ``zip``).
     - ``selects_indices``: keeps some input indices (``shard``, ``skip``); moved below
@@ -160,6 +163,7 @@ class Dataset:
     commutes_with_shard: ClassVar[bool] = False
     expands: ClassVar[bool] = False
     uses_randomness: bool = False  # an op may set it per instance (first_fit_pack)
+    keys_draws: ClassVar[bool] = False
     keeps_random_access: ClassVar[bool] = False
     selects_indices: ClassVar[bool] = False
     repeats_input: ClassVar[bool] = False

@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Literal, NoReturn, TypeVar, overload
 import numpy as np
 import torch
 
+from datapipe._draws import element_draw
 from datapipe.image_format import DATA_FORMATS, resolve_data_format
 
 from . import _targets
@@ -631,6 +632,10 @@ class RandomLayer(Layer):
             return hashed_uniform(int(generator.integers(2**63)), 0, shape, device)
         if generator is not None:
             self._fail("generator", "must be a torch.Generator, numpy Generator or None", generator)
+        if not torch.compiler.is_compiling():  # a pipeline stage is eager Python
+            keyed = element_draw(self.seed)  # inside a map stage: by the element's position
+            if keyed is not None:
+                return hashed_uniform(keyed[0], keyed[1], shape, device)
         if self.seed is None:
             return torch.rand(shape, device=device)
         return hashed_uniform(self.seed, self._next_draw(), shape, device)
