@@ -35,7 +35,7 @@ with the function that carries it (``ReturnsElement.stage_draws``,
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -114,12 +114,12 @@ class _Scope:
         self.counts: dict = {}  # layer seed -> [64 bits, draws taken] for that element
 
 
-def stage_draws_of(fn: Callable) -> StageDraws | None:
+def stage_draws_of(fn: Any) -> StageDraws | None:
     draws = getattr(fn, "stage_draws", None)
     return draws if isinstance(draws, StageDraws) else None
 
 
-def enter(fn: Callable, out: list, first: int = 0,
+def enter(fn: Any, out: list, first: int = 0,
           indices: Sequence[int] | None = None) -> _Scope | None:  # fmt: skip
     """Open the scope of a chunk that ``fn`` computes into ``out`` (appending in order):
     element ``k`` of the chunk is at stream index ``first + k`` (or ``indices[k]``, random

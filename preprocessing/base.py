@@ -526,10 +526,25 @@ class RandomLayer(Layer):
     deep-copied layer starts afresh from its seed. In ``eval()`` mode the layer is the
     identity (apart from the dtype policy), like Keras's ``training=False``.
 
-    The layer's own stream is shared by every call: in ``Dataset.map(layer,
-    num_parallel_calls=N > 1)`` which element gets which draw depends on thread timing. For
-    a stream that is the same for any parallelism, use
-    ``Dataset.random_map(lambda x, rng: layer(x, generator=rng), seed=...)``.
+    Inside a pipeline stage (the function of ``Dataset.map`` or ``Dataset.random_map``, on
+    any executor) a layer called without ``generator`` draws by the element instead: draw
+    ``c`` of this element is ``hashed_uniform(bits, c)``, with ``bits`` a pure function of
+    (layer seed, the stage's key, the element's position; ``datapipe._draws``), so
+    ``ds.map(torch.nn.Sequential(RandomFlip(seed=1), RandomRotation(0.1, seed=2)),
+    num_parallel_calls=N)`` gives the same bits for every ``N``, ``AUTOTUNE``, thread or
+    process workers, ``deterministic=False`` (each element's own draws), two runs,
+    ``ds[i]`` and a resume from the iterator's ``state_dict`` (the position is part of the
+    pipeline's state; no layer state is needed); each epoch draws anew. The stage's key
+    comes from the pipeline's seed rules (``random_map``'s ``seed``, else ``Options.seed``
+    and the stage's position, else that position alone), so a seeded layer needs no
+    ``Options.seed``; an unseeded layer draws from the key when ``Options.seed`` (or
+    ``random_map``'s ``seed``) is set, else from torch's global generator as outside a
+    stage (then it is not reproducible with parallel calls). The counter does not move in a
+    stage; outside one (a model's forward, a ``DataLoader`` worker) the layer keeps its
+    counter stream. Why by position and not by counter: a counter shared by a stage's
+    threads hands draws out in thread order, and each worker process has its own copy of
+    the layer; the element's position is the one number every executor, run and restored
+    iterator agrees on (the same key ``random_map``'s generators use).
 
     Subclasses draw with ``_uniform(n, low, high, device, generator)`` (shape ``(n,)``),
     ``_rand(shape, device, generator)`` (U[0, 1)) and ``_randn(shape, device, generator)``

@@ -122,8 +122,11 @@ class MapDataset(RandomAccessUnaryDataset):
     def _make_random_access(self, ctx):
         inner = self._inputs[0]._make_random_access(ctx)
         base = getattr(inner, "index_base", None)  # as the iterator's: the same draws
-        return MapAccess(inner, self._func, self._name,
-                         keyed=lambda epoch: self._func.keyed(ctx.stage_draws(self, epoch, base)))  # fmt: skip
+
+        def keyed(epoch: tuple) -> Callable:
+            return self._func.keyed(ctx.stage_draws(self, epoch, base))
+
+        return MapAccess(inner, self._func, self._name, keyed=keyed)
 
     def _make_iterator(self, ctx, epoch):
         from datapipe.parallel.plan import plan_stage
@@ -142,12 +145,14 @@ class MapDataset(RandomAccessUnaryDataset):
 
 class MapAccess:
     """Random access through a function of each element. ``keyed``: epoch -> the function
-    for that epoch (``map``'s, which carries the epoch's draw key), else ``func``."""
+    for that epoch (``map``'s and ``random_map``'s carry the epoch's keys), else ``func``;
+    ``indexed``: it is called ``fn(index, element)`` (``random_map``'s ``RandomCall``)."""
 
     def __init__(self, inner: Any, func: Callable, op: str, unpack: bool = True,
-                 keyed: Callable[[tuple], Callable] | None = None):  # fmt: skip
+                 keyed: Callable[[tuple], Callable] | None = None,
+                 indexed: bool = False):  # fmt: skip
         self.inner, self.func, self.op, self.unpack = inner, func, op, unpack
-        self.keyed = keyed
+        self.keyed, self.indexed = keyed, indexed
         self._funcs: dict[tuple, Callable] = {}
         if hasattr(inner, "index_base"):  # as MapIterator.index_base: random_map keys on it
             self.index_base = inner.index_base
@@ -173,7 +178,10 @@ class MapAccess:
         try:
             for i, x in zip(indices, self.inner.get_many(indices, epoch)):
                 try:
-                    out.append(call(fn, x) if self.unpack else fn(x))
+                    if self.indexed:
+                        out.append(fn(i, x))
+                    else:
+                        out.append(call(fn, x) if self.unpack else fn(x))
                 except Exception as e:  # noqa: BLE001 - located and re-raised
                     raise annotate(self.op, int(i), e) from e
         finally:

@@ -3,18 +3,18 @@ element (Grain's ``RandomMapTransform``; tf.data users write ``map`` with statel
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from datapipe._draws import element_rng, enter, leave
+from datapipe._draws import element_rng
 from datapipe._functions import ReturnsElement
 from datapipe._iterator import OpIterator
 from datapipe._validate import check_seed
 from datapipe.dataset import Dataset, RandomAccessUnaryDataset
-from datapipe.errors import annotate
-from datapipe.ops.map import MapIterator, first_element_spec, map_request
+from datapipe.ops.map import MapAccess, MapIterator, first_element_spec, map_request
+
 
 class RandomCall:
     """``f(element, rng)`` for element ``index`` (``f(*element, rng)`` for a plain tuple,
@@ -113,7 +113,15 @@ class RandomMapDataset(RandomAccessUnaryDataset):
         return RandomCall(self._func, self._key(ctx, epoch), base, draws)
 
     def _make_random_access(self, ctx):
-        return _RandomMapAccess(self, ctx, self._inputs[0]._make_random_access(ctx))
+        inner = self._inputs[0]._make_random_access(ctx)
+        # Keyed on the source index through shard/skip/take/map below, as the iterator
+        # path is (``OpIterator.index_base``): element i draws the same either way.
+        base = getattr(inner, "index_base", None)
+
+        def keyed(epoch: tuple) -> RandomCall:
+            return self._call(ctx, epoch, base)
+
+        return MapAccess(inner, self._func, self._name, keyed=keyed, indexed=True)
 
     def _make_iterator(self, ctx, epoch):
         from datapipe.parallel.plan import plan_stage
@@ -154,39 +162,3 @@ class IndexedIterator(OpIterator):
     def set_state(self, state: dict) -> None:
         self.count = int(state["count"])
         self.inner.set_state(state["input"])
-
-
-class _RandomMapAccess:
-    def __init__(self, node: RandomMapDataset, ctx: Any, inner: Any):
-        self.node, self.ctx, self.inner = node, ctx, inner
-        self._calls: dict[tuple, RandomCall] = {}
-        # Keyed on the source index through shard/skip/take/map below, as the iterator
-        # path is (``OpIterator.index_base``): element i draws the same either way.
-        self.base = getattr(inner, "index_base", None)
-        if self.base is not None:
-            self.index_base = self.base
-
-    def __len__(self) -> int:
-        return len(self.inner)
-
-    def _call(self, epoch: tuple) -> RandomCall:
-        fn = self._calls.get(epoch)
-        if fn is None:
-            if len(self._calls) > 8:  # keys of finished epochs (repeat passes)
-                self._calls.clear()
-            fn = self._calls[epoch] = self.node._call(self.ctx, epoch, self.base)
-        return fn
-
-    def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
-        fn = self._call(tuple(epoch))
-        out: list = []
-        scope = enter(fn, out, 0, indices)  # the draws of element indices[k] (_draws)
-        try:
-            for i, x in zip(indices, self.inner.get_many(indices, epoch)):
-                try:
-                    out.append(fn(i, x))
-                except Exception as e:  # noqa: BLE001 - located and re-raised
-                    raise annotate(self.node._name, int(i), e) from e
-        finally:
-            leave(scope)
-        return out
