@@ -515,8 +515,9 @@ class RandomLayer(Layer):
 
     Draws come, in order, from the ``generator`` argument of ``forward`` (a
     ``torch.Generator``, or a ``numpy.random.Generator`` as a data pipeline's ``random_map``
-    hands out, from which one seed per draw is taken), the layer's ``seed``, or torch's
-    global RNG when ``seed`` is None. A seeded layer draws without a generator object: draw
+    hands out, from which one seed per draw is taken), inside a pipeline stage the
+    element's key (below), the layer's ``seed``, or torch's global RNG when ``seed`` is
+    None. A seeded layer draws without a generator object: draw
     number ``c`` is a hash of ``(seed, c)`` (``preprocessing._random``) and ``c`` is an int64
     buffer that counts the layer's draws, so draws run on the input's device, the same seed
     gives the same stream, and ``torch.compile(fullgraph=True)`` traces them (compiled and
@@ -540,16 +541,18 @@ class RandomLayer(Layer):
     ``Options.seed``; an unseeded layer draws from the key when ``Options.seed`` (or
     ``random_map``'s ``seed``) is set, else from torch's global generator as outside a
     stage (then it is not reproducible with parallel calls). The counter does not move in a
-    stage; outside one (a model's forward, a ``DataLoader`` worker) the layer keeps its
-    counter stream. Why by position and not by counter: a counter shared by a stage's
-    threads hands draws out in thread order, and each worker process has its own copy of
-    the layer; the element's position is the one number every executor, run and restored
-    iterator agrees on (the same key ``random_map``'s generators use).
+    stage; outside one (a model's forward, a torch ``Dataset.__getitem__``) and in a
+    ``torch.compile``d graph the layer keeps its counter stream. Why by position and not
+    by counter: a counter shared by a stage's threads hands draws out in thread order, and
+    each worker process has its own copy of the layer; the element's position is the one
+    number every executor, run and restored iterator agrees on (``random_map``'s
+    generators are keyed by it too).
 
     Subclasses draw with ``_uniform(n, low, high, device, generator)`` (shape ``(n,)``),
     ``_rand(shape, device, generator)`` (U[0, 1)) and ``_randn(shape, device, generator)``
-    (standard normal); every value is float32. A layer with Keras's ``factor`` argument
-    checks and keeps it with ``_set_factor`` (and its ``value_range`` with
+    (standard normal); every value is float32, and a custom layer drawing with them is
+    keyed by the element in a stage as the built-in ones are. A layer with Keras's
+    ``factor`` argument checks and keeps it with ``_set_factor`` (and its ``value_range`` with
     ``_set_value_range``) in its constructor, and draws one value per image from it with
     ``_draw_factor(images, generator)``.
 

@@ -89,7 +89,10 @@ class MapDataset(RandomAccessUnaryDataset):
             before it were delivered.
 
     The output spec is inferred from the first element (``map_func`` is not traced).
-    Keeps random access.
+    Keeps random access. Random layers (``preprocessing``) that ``map_func`` calls draw by
+    the element's position and the stage's key, not by thread order: the same result for
+    any ``num_parallel_calls``, executor, run and resume (docs/architecture.md, "Draws in
+    a stage").
     """
 
     _name = "map"

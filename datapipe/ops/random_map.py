@@ -58,7 +58,9 @@ class RandomMapDataset(RandomAccessUnaryDataset):
     ``take`` and ``map`` lie between random_map and a random-access source, its index in
     that source (so the draws do not depend on how the source is sharded), both when
     iterating and when indexing (``ds[i]``). Each epoch (each ``iter()``, each
-    ``repeat`` pass) draws anew, reproducibly from the seed.
+    ``repeat`` pass) draws anew, reproducibly from the seed. Random layers that
+    ``map_func`` calls without ``generator=rng`` draw by the same position (from a key of
+    their own: ``rng`` is left alone; docs/architecture.md, "Draws in a stage").
 
     Raises (at iteration):
         PipelineError: ``map_func`` raised; names the op and the element's index.
