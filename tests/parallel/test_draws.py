@@ -91,11 +91,17 @@ def test_the_stage_key_follows_the_seed_rules():
     assert all(a != b for a, b in two)
 
 
-@pytest.mark.parametrize("executor", ["thread", "process"])
-def test_a_resumed_stage_draws_as_the_uninterrupted_one(executor):
+RESUMED = {
+    "sequential": {},
+    "2 threads": {"num_parallel_calls": 2, "executor": "thread"},
+    "2 processes": {"num_parallel_calls": 2, "executor": "process"},
+}
+
+
+@pytest.mark.parametrize("args", RESUMED.values(), ids=RESUMED)
+def test_a_resumed_stage_draws_as_the_uninterrupted_one(args):
     def pipeline():
-        ds = dp.range(60).shuffle(60, seed=3)
-        return ds.map(_two_draws, num_parallel_calls=2, executor=executor)
+        return dp.range(60).shuffle(60, seed=3).map(_two_draws, **args)
 
     whole = list(pipeline())
     it = iter(pipeline())
