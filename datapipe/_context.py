@@ -33,7 +33,7 @@ from datapipe.options import Options
 
 if TYPE_CHECKING:
     from datapipe._iterator import OpIterator
-    from datapipe.dataset import Dataset
+    from datapipe.dataset_ops import Dataset
 
 _DRAWS_TAG = 0x5EED_D4A5  # separates a stage's draw key from the op's own seeds
 

@@ -10,7 +10,7 @@ from datapipe._functions import ElementwiseIterator, ReturnsElement, apply_chunk
 from datapipe._iterator import OpIterator
 from datapipe._spec import UnknownSpec, seen_spec, spec_of
 from datapipe._validate import check_optional_bool, check_optional_int
-from datapipe.dataset import AUTOTUNE, Dataset, RandomAccessUnaryDataset
+from datapipe.dataset_ops import AUTOTUNE, Dataset, RandomAccessUnaryDataset
 from datapipe.errors import PipelineError, annotate
 from datapipe.parallel import policies
 from datapipe.parallel.request import StageRequest

@@ -12,7 +12,7 @@ from datapipe._draws import element_rng
 from datapipe._functions import ReturnsElement
 from datapipe._iterator import OpIterator
 from datapipe._validate import check_seed
-from datapipe.dataset import Dataset, RandomAccessUnaryDataset
+from datapipe.dataset_ops import Dataset, RandomAccessUnaryDataset
 from datapipe.ops.map import MapAccess, MapIterator, first_element_spec, map_request
 
 

@@ -33,10 +33,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from datapipe._positions import Failed
 from datapipe.errors import WorkerDiedError, annotate
 from datapipe.parallel import autotune, replay
 from datapipe.parallel.executors import apply
-from datapipe.parallel.pool import POLL_S, Chunk, ChunkSizer, Failed, take_ready
+from datapipe.parallel.pool import POLL_S, Chunk, ChunkSizer, take_ready
 from datapipe.stats import torch_ranges, trace
 
 # AUTOTUNE's samples of what would cross a process boundary: one chunk in this many.

@@ -30,8 +30,9 @@ from itertools import islice
 from typing import Any, ClassVar
 
 from datapipe._draws import enter, leave
+from datapipe._positions import Failed
 from datapipe.errors import WorkerDiedError, annotate
-from datapipe.parallel.pool import PROCESS_CHUNK_S, TARGET_CHUNK_S, Failed, _closing
+from datapipe.parallel.pool import PROCESS_CHUNK_S, TARGET_CHUNK_S, _closing
 
 
 class WorkerGroup:

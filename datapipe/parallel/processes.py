@@ -63,9 +63,10 @@ from multiprocessing.connection import wait as wait_any
 from typing import Any
 
 from datapipe import _draws
+from datapipe._positions import Failed
 from datapipe.errors import RemoteTraceback, WorkerDiedError, annotate
 from datapipe.parallel import shm
-from datapipe.parallel.pool import POLL_S, Failed
+from datapipe.parallel.pool import POLL_S
 from datapipe.stats import trace
 
 # Pools of finished stages a pipeline keeps for a later epoch's stage (repeat) to reuse.

@@ -9,7 +9,7 @@ The methods here are thin: each builds the node of one op module under ``datapip
 Facts about an op that the rewrites need are *traits*: class attributes of its node class
 (``elementwise``, ``commutes_with_shard``, ``expands``, ``uses_randomness``,
 ``keys_draws``, ``keeps_random_access``, ``selects_indices``, ``repeats_input``,
-``aligns_inputs``, ``distributes``, ``no_read_ahead``), documented on ``Dataset`` (the
+``aligns_inputs``, ``uses_service``, ``no_read_ahead``), documented on ``Dataset`` (the
 iteration context reads ``uses_randomness`` and ``keys_draws`` for seeds); an op whose
 trait depends on its arguments sets it on the instance in ``__init__``.
 ``datapipe._op_table`` lists the ops and their traits from the classes. An op that may run
@@ -132,7 +132,7 @@ class Dataset:
       resume cannot split a pool read below one.
     - ``aligns_inputs``: pairs its inputs' elements by position (``zip``); a shard point
       below it passes only ``elementwise`` ops, so the pairs stay the same.
-    - ``distributes``: hands its input to a preprocessing service whose dispatcher splits it
+    - ``uses_service``: hands its input to a preprocessing service whose dispatcher splits it
       among workers and consumers (``datapipe.service.distribute``); auto-sharding leaves
       a pipeline with such an op alone, as it does one with an explicit ``shard()``.
     - ``no_read_ahead``: a source that must not be asked for an element before the consumer
@@ -170,7 +170,7 @@ class Dataset:
     selects_indices: ClassVar[bool] = False
     repeats_input: ClassVar[bool] = False
     aligns_inputs: ClassVar[bool] = False
-    distributes: ClassVar[bool] = False
+    uses_service: ClassVar[bool] = False
     no_read_ahead: ClassVar[bool] = False
     _stage_request: StageRequest | None = None
 
