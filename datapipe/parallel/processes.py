@@ -52,6 +52,7 @@ import contextlib
 import itertools
 import multiprocessing
 import os
+import secrets
 import signal
 import sys
 import threading
@@ -62,6 +63,9 @@ from collections.abc import Callable, Iterator
 from multiprocessing.connection import wait as wait_any
 from typing import Any
 
+import numpy as np
+
+from datapipe import _draws
 from datapipe._positions import Failed
 from datapipe.errors import RemoteTraceback, WorkerDiedError, annotate
 from datapipe.parallel import shm
@@ -93,12 +97,35 @@ class _Failure:
 
 
 # ---- the worker process ---------------------------------------------------------------
-def _worker_main(conn: Any, prefix: str, intra_op: int) -> None:
+def _reseed(seed: int) -> bool:
+    """Seed this worker's global generators (``random``, numpy's, torch's) from ``seed``,
+    drawn per worker process by the parent, as DataLoader seeds each worker: a forked
+    worker would otherwise repeat the parent's streams, and every worker its siblings'
+    (np.random / torch.rand in a process map gave 263 distinct draws of 400). Draws that
+    must be reproducible use a seeded layer or ``random_map``'s generator, keyed by the
+    element's position (``datapipe._draws``). True if torch was seeded (imported)."""
+    import random
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    return _reseed_torch(seed)
+
+
+def _reseed_torch(seed: int) -> bool:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    torch.manual_seed(seed)
+    return True
+
+
+def _worker_main(conn: Any, prefix: str, intra_op: int, seed: int = 0) -> None:
     """A worker process: run functions on chunks until told to stop or the parent dies."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     parent_pid = os.getppid()  # our pipeline's process (or the forkserver)
     fns: dict[int, Any] = {}
     threads_set = False
+    torch_seeded = _reseed(seed)
     try:
         while True:
             if not conn.poll(1.0):
@@ -114,6 +141,8 @@ def _worker_main(conn: Any, prefix: str, intra_op: int) -> None:
             if not threads_set and "torch" in sys.modules:
                 sys.modules["torch"].set_num_threads(max(1, intra_op))
                 threads_set = True
+            if not torch_seeded:  # a function that imports torch itself (forkserver)
+                torch_seeded = _reseed_torch(seed)
             _run_task(conn, prefix, fns, msg)
     except (EOFError, OSError):  # the parent is gone
         return
@@ -131,13 +160,26 @@ def _load_function(conn: Any, key: int, blob: bytes) -> Any:
 
 
 def _run_task(conn: Any, prefix: str, fns: dict, msg: tuple) -> None:
-    from datapipe._functions import call
-
     _, task, key, indexed, first, payload = msg
     t0, c0 = time.perf_counter(), time.process_time()
     fn = fns.get(key)
     elems = shm.loads(*payload)
     out: list = []
+    # the function carries its stage's draw key: random layers draw by element position
+    scope = _draws.enter(fn, out, first)
+    try:
+        _run_elements(fn, elems, indexed, first, out)
+    finally:
+        _draws.leave(scope)
+    del elems, payload
+    result = _encode(out, f"{prefix}o{task}")
+    t1, cpu = time.perf_counter(), time.process_time() - c0
+    conn.send(("done", task, result, t0, t1, cpu))
+
+
+def _run_elements(fn: Any, elems: list, indexed: bool, first: int, out: list) -> None:
+    from datapipe._functions import call
+
     for k, x in enumerate(elems):
         if isinstance(fn, _Failure) or fn is None:
             out.append(fn if fn is not None else _Failure(RuntimeError("no function")))
@@ -146,10 +188,6 @@ def _run_task(conn: Any, prefix: str, fns: dict, msg: tuple) -> None:
             out.append(fn(first + k, x) if indexed else call(fn, x))
         except BaseException as e:  # noqa: BLE001 - delivered at the element's position
             out.append(_Failure(e))
-    del elems, payload
-    result = _encode(out, f"{prefix}o{task}")
-    t1, cpu = time.perf_counter(), time.process_time() - c0
-    conn.send(("done", task, result, t0, t1, cpu))
 
 
 def _encode(out: list, name: str) -> tuple:
@@ -315,7 +353,7 @@ class Workers:
             prefix = f"{self.prefix}{i}-"
             p = self.mp.Process(
                 target=_worker_main,
-                args=(child, prefix, self.intra_op),
+                args=(child, prefix, self.intra_op, secrets.randbits(63)),
                 name=f"datapipe-{self.op}-process-{i}",
                 daemon=True,
             )
