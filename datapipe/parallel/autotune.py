@@ -570,8 +570,20 @@ def _judge_thread(t: Autotuner, s: _Search) -> str:
     if len(s.phase_rates) < 2 and rate >= THREADS_NO_GAIN * s.knob.value * inline:
         return "wait"  # a trial is judged on its best window of two
     if rate >= THREADS_SCALE_OK * s.knob.value * inline and not _small_cpu_bound(s):
-        return "keep"
+        if not _short_of_cores(t, s):
+            return "keep"
     return "next"
+
+
+def _short_of_cores(t: Autotuner, s: _Search) -> bool:
+    """Busy threads that computed (not waited) and together used less than
+    ``THREADS_SCALE_OK`` of the cores they run on: the GIL, or intra-op threads (torch's,
+    OpenCV's) competing with them, held them back, so processes (one intra-op thread
+    each) may do better. Their rate against inline's does not tell: inline's one window
+    includes the pipeline's start (the walkthrough's augmentation: 225 el/s inline, 625
+    after it; two threads 610 el/s, 1.0 core)."""
+    cores = s.rate * s.cost_s  # CPU seconds per second in the last window
+    return s.cpu_fraction >= 0.25 and cores < THREADS_SCALE_OK * min(s.knob.value, t.cpu_budget)
 
 
 def _enter_process(t: Autotuner, s: _Search) -> tuple[int, int | None] | None:
