@@ -97,7 +97,7 @@ def _worker_main(conn: Any, prefix: str, intra_op: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     parent_pid = os.getppid()  # our pipeline's process (or the forkserver)
     fns: dict[int, Any] = {}
-    threads_set = False
+    threads_set: set = set()  # the libraries whose intra-op threads are set
     try:
         while True:
             if not conn.poll(1.0):
@@ -110,14 +110,28 @@ def _worker_main(conn: Any, prefix: str, intra_op: int) -> None:
             if msg[0] == "fn":
                 fns = {msg[1]: _load_function(conn, msg[1], msg[2])}
                 continue
-            if not threads_set and "torch" in sys.modules:
-                sys.modules["torch"].set_num_threads(max(1, intra_op))
-                threads_set = True
+            if len(threads_set) < len(_INTRA_OP_SETTERS):
+                _set_intra_op_threads(intra_op, threads_set)
             _run_task(conn, prefix, fns, msg)
     except (EOFError, OSError):  # the parent is gone
         return
     finally:
         shm.unlink_prefix(prefix)  # segments nobody will read now
+
+
+# Each library's intra-op thread setting (process-wide), set once per worker process.
+_INTRA_OP_SETTERS = {"torch": "set_num_threads", "cv2": "setNumThreads"}
+
+
+def _set_intra_op_threads(intra_op: int, done: set) -> None:
+    """Give torch's and OpenCV's intra-op pools ``intra_op`` threads in this worker
+    (``max_intra_op_parallelism``, default 1: one process per core, as DataLoader workers
+    run torch) before its next task, once each library is imported (``done``: those set).
+    Both settings are process-wide, and the process is the stage's."""
+    for name, setter in _INTRA_OP_SETTERS.items():
+        if name not in done and name in sys.modules:
+            getattr(sys.modules[name], setter, lambda n: None)(max(1, intra_op))
+            done.add(name)
 
 
 def _load_function(conn: Any, key: int, blob: bytes) -> Any:
