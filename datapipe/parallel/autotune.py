@@ -144,6 +144,10 @@ THREADS_SCALE_OK = 0.8
 THREADS_NO_GAIN = 0.55
 # Processes are kept only if they beat the better of threads and inline by this factor.
 PROCESS_MIN_GAIN = 1.1
+# A process trial lasts past its three windows while the last one beat every earlier one
+# by this factor (the workers are still starting), up to this many windows.
+PROCESS_WARM_GAIN = 1.1
+PROCESS_MAX_WINDOWS = 8
 # Threads that scale are still compared with processes when the function is CPU-bound and
 # its results are at most this many bytes: a process sends them back for nothing, and it
 # pays none of the GIL hand-offs around each C call that threads pay (W4's JPEG function,
@@ -597,14 +601,26 @@ def _enter_process(t: Autotuner, s: _Search) -> tuple[int, int | None] | None:
 
 
 def _judge_process(t: Autotuner, s: _Search) -> str:
-    """Processes for three windows: kept if they beat the better of inline and threads by
-    ``PROCESS_MIN_GAIN`` (``PROCESS_MIN_GAIN_SMALL`` for small CPU-bound results)."""
-    if len(s.phase_rates) < 3:
+    """Processes for three windows, more while their rate still rises (``_warming_up``):
+    kept if they beat the better of inline and threads by ``PROCESS_MIN_GAIN``
+    (``PROCESS_MIN_GAIN_SMALL`` for small CPU-bound results)."""
+    if len(s.phase_rates) < 3 or _warming_up(s.phase_rates):
         return "wait"
     rate = s.executor_rates["process"] = max(s.phase_rates)
     others = [v for kind, v in s.executor_rates.items() if kind != "process"]
     gain = PROCESS_MIN_GAIN_SMALL if _small_cpu_bound(s) else PROCESS_MIN_GAIN
     return "keep" if rate >= gain * max(others, default=0.0) else "back"
+
+
+def _warming_up(rates: list[float]) -> bool:
+    """A process trial's rate still rising: its last window beat every earlier one by
+    ``PROCESS_WARM_GAIN``, within ``PROCESS_MAX_WINDOWS``. Each worker's first chunks pay
+    for its start (the function unpickled, torch's first calls in a new process): the
+    walkthrough's augmentation ran 198, 271, 597 el/s in its first three windows, and
+    the trial's best, 597, lost to threads' 635; processes ran at ~1.6x those threads."""
+    if len(rates) >= PROCESS_MAX_WINDOWS:
+        return False
+    return rates[-1] >= PROCESS_WARM_GAIN * max(rates[:-1])
 
 
 class _Phase(NamedTuple):

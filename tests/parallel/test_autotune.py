@@ -4,6 +4,7 @@ choice, and restores into its inline executor (from a threaded snapshot, across 
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
@@ -541,6 +542,30 @@ def test_threads_short_of_the_cores_try_processes_though_they_beat_inline(monkey
                       cpu_fraction=0.5)  # fmt: skip
     w.run(300)
     assert w.path() == [("inline", "thread"), ("thread", "process"), ("process", "thread")]
+
+
+def test_a_process_trial_lasts_while_the_workers_warm_up(monkeypatch):
+    # The same stage, measured: two new processes ran 198, 271, 597 el/s in their first
+    # three windows (each worker unpickles the function and makes torch's first calls),
+    # then ~1,000. Judged on those three, they lost to threads' 610 el/s.
+    warm = iter([200, 320, 600, 1000])
+
+    def process(p):
+        return next(warm, 1150)
+
+    rates = {"inline": lambda p: 225, "thread": lambda p: 610, "process": process}
+    w = FakeExecutors(monkeypatch, 1.6e-3, rates, cpu_fraction=0.5)
+    w.run(300)
+    assert w.path() == [("inline", "thread"), ("thread", "process")]
+    assert w.knob.executor == "process"
+    # A rise that never ends is judged after PROCESS_MAX_WINDOWS windows all the same.
+    doubling = (400 * 2**k for k in itertools.count())
+    rates["process"] = lambda p: next(doubling)
+    w = FakeExecutors(monkeypatch, 1.6e-3, rates, cpu_fraction=0.5)
+    w.run(40)
+    (search,) = w.tuner._searches.values()
+    assert search.phase == "done" and len(search.phase_rates) == autotune.PROCESS_MAX_WINDOWS
+    assert w.path() == [("inline", "thread"), ("thread", "process")]
 
 
 def test_engine_reports_the_result_size_to_its_stage():
