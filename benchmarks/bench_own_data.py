@@ -108,22 +108,62 @@ class OneIntraOpThread:
         torch.set_num_threads(1)
         cv2.setNumThreads(1)
         try:
-            yield from self.batches
+            it = iter(self.batches)
+            self.root = it.root
+            yield from it
         finally:
             torch.set_num_threads(old[0])
             cv2.setNumThreads(old[1])
 
 
-def run_epoch(batches) -> tuple[float, int, int, int]:
-    """(seconds, images, batches, label checksum) of one pass."""
+class TunerBefore:
+    """The defaults as they were before issue 27's item 7 (for ``--before``): no process
+    trial for threads short of cores, process trials judged on their first three windows."""
+
+    def __init__(self, batches):
+        self.batches = batches
+
+    def __iter__(self):
+        from datapipe.parallel import autotune
+
+        saved = autotune._short_of_cores, autotune._warming_up
+        autotune._short_of_cores = lambda t, s: False
+        autotune._warming_up = lambda rates: False
+        try:
+            it = iter(self.batches)
+            self.root = it.root
+            yield from it
+        finally:
+            autotune._short_of_cores, autotune._warming_up = saved
+
+
+def run_epoch(batches) -> tuple[float, int, int, int, str]:
+    """(seconds, images, batches, label checksum, the map's executor at the end) of one
+    pass; the executor is "" for a DataLoader."""
     t0 = time.perf_counter()
     n = count = check = 0
-    for x, y in batches:
+    it = iter(batches)
+    for x, y in it:
         assert x.dtype == torch.float32 and tuple(x.shape[1:]) == (3, 32, 32), x.shape
         n += len(y)
         count += 1
         check += int((torch.as_tensor(y).long() * torch.arange(1, len(y) + 1)).sum())
-    return time.perf_counter() - t0, n, count, check
+    root = getattr(it, "root", None) or getattr(batches, "root", None)
+    return time.perf_counter() - t0, n, count, check, map_executor(root)
+
+
+def map_executor(root) -> str:
+    """The executor the ``map`` stage under a datapipe iterator's ``root`` ran on last ("" if
+    none)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        if node.op_name == "map":
+            return str(getattr(node, "executor", ""))
+        stack.extend(node.inputs)
+    return ""
 
 
 def image_checksum(batches) -> tuple[int, float]:
@@ -142,12 +182,14 @@ def check_same_images(paths, labels, loader, fn) -> None:
     print(f"same images in eval(): {ours[0]} images, pixel sum {ours[1]:.1f}")
 
 
-def candidates(paths, labels, fn, loader, alternatives: bool) -> dict:
+def candidates(paths, labels, fn, loader, alternatives: bool, before: bool) -> dict:
     """name -> a fresh pass over one epoch (batches of (images, labels))."""
     out = {
         "datapipe defaults": lambda: datapipe_pipeline(paths, labels, fn),
         "DataLoader(num_workers=2)": lambda: loader,
     }
+    if before:
+        out["defaults before item 7"] = lambda: TunerBefore(datapipe_pipeline(paths, labels, fn))
     if alternatives:  # the mechanisms measured before choosing (docs/architecture.md)
         two = {"num_parallel_calls": 2}
         out["threads(2), torch/cv2 defaults"] = lambda: datapipe_pipeline(
@@ -171,6 +213,9 @@ def main(argv=None) -> int:
         action="store_true",
         help="also threads (torch/cv2 at their defaults, and at 1 thread) and processes",
     )
+    ap.add_argument(
+        "--before", action="store_true", help="also the defaults as they were before item 7"
+    )
     args = ap.parse_args(argv)
     from make_photo_folder import write_photos
 
@@ -187,7 +232,7 @@ def main(argv=None) -> int:
     dataset = TorchDataset(paths, labels, fn)
     loader = torch.utils.data.DataLoader(dataset, batch_size=BATCH, num_workers=2)
     check_same_images(paths, labels, loader, fn)
-    runs = candidates(paths, labels, fn, loader, args.alternatives)
+    runs = candidates(paths, labels, fn, loader, args.alternatives, args.before)
     base = "DataLoader(num_workers=2)"
     ratios: dict[str, list[float]] = {name: [] for name in runs if name != base}
     names = list(runs)
@@ -195,9 +240,11 @@ def main(argv=None) -> int:
         order = names[r % len(names) :] + names[: r % len(names)]  # rotated every round
         res = {name: run_epoch(runs[name]()) for name in order}
         for name, out in res.items():  # the same images, batches and labels
-            assert out[1:] == res[base][1:], (name, out[1:], res[base][1:])
+            assert out[1:4] == res[base][1:4], (name, out[1:4], res[base][1:4])
         rate = {name: v[1] / v[0] for name, v in res.items()}
+        chosen = res["datapipe defaults"][4]
         line = " ".join(f"{name} {rate[name]:.0f}/s" for name in names)
+        line += f" (defaults ended on {chosen})"
         if r == 0:
             print(f"warm-up round (not counted): {line}")
             continue
