@@ -44,8 +44,11 @@ the model only *proposes* moves and the measured rate decides them:
   outstanding may always compute one element, so a budget below one element still runs).
 
 ``Options.threading.max_intra_op_parallelism`` (threads a user function uses inside
-itself) multiplies a worker's CPU demand in the budget; torch's own thread count is
-process-wide, so it is not changed from worker threads (worker processes set it).
+itself) multiplies a worker's CPU demand in the budget. torch's and OpenCV's thread counts
+are process-wide, so worker threads leave them alone (changing them would change the
+training step's torch too); worker processes set both to it (default 1). Threads that
+those pools or the GIL hold back get a trial of processes instead (step 2 below;
+docs/architecture.md, "Intra-op threads", has the measurements).
 
 Which executor (``num_parallel_calls=AUTOTUNE`` with no executor named)
 -----------------------------------------------------------------------
@@ -66,8 +69,14 @@ measures each candidate in turn, on the live pipeline, and keeps the fastest:
 2. **Threads** next, at the CPU budget, for two windows (one, when they gained nothing:
    below ``THREADS_NO_GAIN``, 55%, of linear scaling). Kept (and hill-climbed as above)
    when they reach ``THREADS_SCALE_OK`` (80%) of linear scaling over inline: numpy,
-   Pillow, torch and I/O release the GIL and get there.
-3. **Processes** are tried when threads stayed below that, the function costs at least
+   Pillow, torch and I/O release the GIL and get there; and, if they computed (CPU time
+   at least a quarter of their wall time), when they used at least that share of their
+   cores (``_short_of_cores``: CPU seconds per second in their last window). Threads held
+   back by the GIL or by intra-op threads competing with them (torch's, OpenCV's) fill
+   fewer, whatever their rate over inline's, whose one window also holds the pipeline's
+   start (the walkthrough's augmentation in ``map``: 225 el/s inline, 625 after it; two
+   threads 610 el/s on one core between them).
+3. **Processes** are tried when threads stayed below either, the function costs at least
    ``PROCESS_MIN_COST_S`` (50 µs: ~170 µs per process round trip plus pickling must be
    amortised by chunks of ``pool.PROCESS_CHUNK_S`` = 20 ms of work), ``map`` /
    ``random_map`` can send their function (cloudpickle) and the sampled inputs and results
@@ -75,8 +84,10 @@ measures each candidate in turn, on the live pipeline, and keeps the fastest:
    (``processes.fork_is_chosen``) and the RAM budget has ``PROCESS_RAM_BYTES`` per
    process. An element that cannot cross later is computed in the parent and the stage
    goes back to threads for good (``stage.Stage.step_back``). They are kept if they beat
-   the better of inline and threads by ``PROCESS_MIN_GAIN`` (10%); otherwise the stage
-   goes back to that one. A process stage never has more workers than the CPU budget.
+   the better of inline and threads by ``PROCESS_MIN_GAIN`` (10%) over three windows, or
+   more while the rate still rises (``PROCESS_WARM_GAIN``, up to ``PROCESS_MAX_WINDOWS``:
+   each new worker's first chunks pay for its start); otherwise the stage goes back to
+   that one. A process stage never has more workers than the CPU budget.
    Threads that scale are
    compared with processes too when their CPU-bound results are small
    (``PROCESS_SMALL_OUTPUT_BYTES``, 64 KiB; kept at a 5% gain): a process sends such a
