@@ -24,8 +24,18 @@ and the end. Each epoch's outputs are checked: the same number of images and bat
 the same label checksum (the augmentation draws differ, so images are only checked for
 shape and dtype)::
 
-    .venv/bin/python benchmarks/bench_own_data.py                  # --rounds 7
-    .venv/bin/python benchmarks/bench_own_data.py --alternatives   # + the mechanisms measured
+    .venv/bin/python benchmarks/bench_own_data.py                    # --rounds 7
+    .venv/bin/python benchmarks/bench_own_data.py --before --alternatives
+    .venv/bin/python benchmarks/bench_own_data.py --workload load
+
+``--before`` adds the defaults without the two rules of issue 27's item 7 (the tuner's
+process trial for threads short of cores, and a process trial that lasts while its rate
+still rises), in the same run; ``--alternatives`` adds the mechanisms measured before
+choosing them: two threads with torch and OpenCV at their default intra-op threads, the
+same with both set to 1 for the epoch (and restored), two processes.
+``--workload load`` compares the walkthrough's own pipeline instead
+(``image_dataset_from_directory(image_size=(32, 32), batch_size=32).to_torch()``, the
+augmentation in the model) with a DataLoader over the same decode + resize function.
 """
 
 from __future__ import annotations
@@ -74,6 +84,24 @@ class Augment:
         with torch.no_grad():
             out = self.layers(torch.from_numpy(image))
         return out, torch.tensor(int(y), dtype=torch.int64)
+
+
+class Load(Augment):
+    """``--workload load``: the walkthrough's own pipeline (augmentation in the model): the
+    decode + resize function alone."""
+
+    def __call__(self, path, label):
+        image, y = self.load(path if isinstance(path, str) else path.decode(), label)
+        return torch.from_numpy(image), torch.tensor(int(y), dtype=torch.int64)
+
+
+def walkthrough_pipeline(folder):
+    """``--workload load``'s datapipe side: the walkthrough's call (no split or shuffle, so
+    that the order is the DataLoader's), its defaults, ``to_torch()``."""
+    ds = dp.image_dataset_from_directory(
+        folder, image_size=(32, 32), batch_size=BATCH, shuffle=False, verbose=False
+    )
+    return ds.to_torch()
 
 
 class TorchDataset(torch.utils.data.Dataset):
@@ -182,8 +210,14 @@ def check_same_images(paths, labels, loader, fn) -> None:
     print(f"same images in eval(): {ours[0]} images, pixel sum {ours[1]:.1f}")
 
 
-def candidates(paths, labels, fn, loader, alternatives: bool, before: bool) -> dict:
+def candidates(paths, labels, fn, loader, alternatives: bool, before: bool,
+               folder: str | None = None) -> dict:  # fmt: skip
     """name -> a fresh pass over one epoch (batches of (images, labels))."""
+    if folder is not None:  # --workload load: the walkthrough's call itself
+        return {
+            "datapipe defaults": lambda: walkthrough_pipeline(folder),
+            "DataLoader(num_workers=2)": lambda: loader,
+        }
     out = {
         "datapipe defaults": lambda: datapipe_pipeline(paths, labels, fn),
         "DataLoader(num_workers=2)": lambda: loader,
@@ -216,6 +250,13 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--before", action="store_true", help="also the defaults as they were before item 7"
     )
+    ap.add_argument(
+        "--workload",
+        choices=["augment", "load"],
+        default="augment",
+        help="augment: decode, resize and five layers per image in map (default); load: "
+        "the walkthrough's image_dataset_from_directory itself (augmentation in the model)",
+    )
     args = ap.parse_args(argv)
     from make_photo_folder import write_photos
 
@@ -226,13 +267,19 @@ def main(argv=None) -> int:
     paths, labels, _ = index_directory(folder, "inferred", None)
     paths = [str(p) for p in paths]
     labels = np.asarray(labels, dtype=np.int64)
-    fn = Augment()
+    fn = Augment() if args.workload == "augment" else Load()
     print(f"{len(paths)} JPEGs; torch intra-op threads {torch.get_num_threads()}")
     print(f"load average at start: {os.getloadavg()} (cores: {os.cpu_count()})")
     dataset = TorchDataset(paths, labels, fn)
     loader = torch.utils.data.DataLoader(dataset, batch_size=BATCH, num_workers=2)
-    check_same_images(paths, labels, loader, fn)
-    runs = candidates(paths, labels, fn, loader, args.alternatives, args.before)
+    if args.workload == "augment":
+        check_same_images(paths, labels, loader, fn)
+        runs = candidates(paths, labels, fn, loader, args.alternatives, args.before)
+    else:
+        ours, theirs = image_checksum(walkthrough_pipeline(folder)), image_checksum(loader)
+        assert ours == theirs, (ours, theirs)
+        print(f"same images: {ours[0]} images, pixel sum {ours[1]:.1f}")
+        runs = candidates(paths, labels, fn, loader, False, False, folder)
     base = "DataLoader(num_workers=2)"
     ratios: dict[str, list[float]] = {name: [] for name in runs if name != base}
     names = list(runs)
@@ -242,7 +289,7 @@ def main(argv=None) -> int:
         for name, out in res.items():  # the same images, batches and labels
             assert out[1:4] == res[base][1:4], (name, out[1:4], res[base][1:4])
         rate = {name: v[1] / v[0] for name, v in res.items()}
-        chosen = res["datapipe defaults"][4]
+        chosen = res["datapipe defaults"][4] or "its own map"
         line = " ".join(f"{name} {rate[name]:.0f}/s" for name in names)
         line += f" (defaults ended on {chosen})"
         if r == 0:
