@@ -17,16 +17,18 @@ and ``RandomContrast`` -- then batches of 32.
   ``torch.utils.data.Dataset`` whose ``__getitem__`` calls the same ``fn`` (its workers
   start per epoch, as by default).
 
-Both run in this one process, alternating per round (the order flips every round), each
-round one epoch of every image through each; the figure is the median over rounds of the
-per-round ratio datapipe rate / DataLoader rate, with the load average printed at the start
-and the end. Each epoch's outputs are checked: the same number of images and batches, and
-the same label checksum (the augmentation draws differ, so images are only checked for
-shape and dtype)::
+All run in this one process, in turn within each round (the order rotates every round),
+each round ``--epochs`` epochs (default 1) of every image through each, every epoch a
+fresh ``iter()``; the figure is the median over rounds of the per-round ratio of each rate
+to DataLoader's, with the load average printed at the start and the end and the executor
+the defaults' map ended on in each round. Every pass's outputs are checked against
+DataLoader's: the same number of images and batches and the same label checksum (the
+augmentation's draws differ between the two, so before the rounds one pass of each with
+the layers in ``eval()``, which draws nothing, must give the same pixel sum)::
 
     .venv/bin/python benchmarks/bench_own_data.py                    # --rounds 7
     .venv/bin/python benchmarks/bench_own_data.py --before --alternatives
-    .venv/bin/python benchmarks/bench_own_data.py --workload load
+    .venv/bin/python benchmarks/bench_own_data.py --workload load --epochs 5
 
 ``--before`` adds the defaults without the two rules of issue 27's item 7 (the tuner's
 process trial for threads short of cores, and a process trial that lasts while its rate
@@ -180,6 +182,13 @@ def run_epoch(batches) -> tuple[float, int, int, int, str]:
     return time.perf_counter() - t0, n, count, check, map_executor(root)
 
 
+def run_epochs(make, epochs: int) -> tuple[float, int, int, int, str]:
+    """``run_epoch`` over ``epochs`` fresh passes (each a new ``iter()``, as a training
+    loop's epochs are), summed; the executor of the last."""
+    runs = [run_epoch(make()) for _ in range(epochs)]
+    return (sum(r[0] for r in runs), *(sum(r[k] for r in runs) for k in (1, 2, 3)), runs[-1][4])
+
+
 def map_executor(root) -> str:
     """The executor the ``map`` stage under a datapipe iterator's ``root`` ran on last ("" if
     none)."""
@@ -188,8 +197,8 @@ def map_executor(root) -> str:
         node = stack.pop()
         if node is None:
             continue
-        if node.op_name == "map":
-            return str(getattr(node, "executor", ""))
+        if node.op_name not in ("prefetch", "batch") and hasattr(node, "executor"):
+            return str(node.executor)  # the map (image_dataset_from_directory's: load_image)
         stack.extend(node.inputs)
     return ""
 
@@ -250,6 +259,7 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--before", action="store_true", help="also the defaults as they were before item 7"
     )
+    ap.add_argument("--epochs", type=int, default=1, help="epochs per measured pass")
     ap.add_argument(
         "--workload",
         choices=["augment", "load"],
@@ -285,11 +295,11 @@ def main(argv=None) -> int:
     names = list(runs)
     for r in range(args.rounds + 1):
         order = names[r % len(names) :] + names[: r % len(names)]  # rotated every round
-        res = {name: run_epoch(runs[name]()) for name in order}
+        res = {name: run_epochs(runs[name], args.epochs) for name in order}
         for name, out in res.items():  # the same images, batches and labels
             assert out[1:4] == res[base][1:4], (name, out[1:4], res[base][1:4])
         rate = {name: v[1] / v[0] for name, v in res.items()}
-        chosen = res["datapipe defaults"][4] or "its own map"
+        chosen = res["datapipe defaults"][4]
         line = " ".join(f"{name} {rate[name]:.0f}/s" for name in names)
         line += f" (defaults ended on {chosen})"
         if r == 0:
