@@ -280,7 +280,7 @@ def on_paper(c: Costs, workers: int, consumers: int, split: int) -> dict:
 
 
 def auto_split(n: int, workers: int) -> int:
-    """datapipe.service.distribute.auto_split_size (the default split size)."""
+    """datapipe.service.op.auto_split_size (the default split size)."""
     size = math.ceil(n / (8 * workers))
     return max(1, min(10_000, max(size, min(REPLY_MIN_ELEMENTS, math.ceil(n / (2 * workers))))))
 

@@ -14,7 +14,7 @@ Example:
 from typing import TYPE_CHECKING
 
 from datapipe._spec import TensorSpec
-from datapipe.dataset import (
+from datapipe.dataset_ops import (
     AUTOTUNE,
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
@@ -194,6 +194,13 @@ from datapipe import _docs  # noqa: E402
 
 _docs.attach(Dataset)
 
+# Renamed in issue 24 (one name per concept): `datapipe.dataset` (the Dataset class's
+# module, next to the `datasets` package of sample data) is now `datapipe.dataset_ops`
+# (tf.data's name for it). The old path still imports, with a DeprecationWarning.
+from datapipe import _deprecated  # noqa: E402
+
+_deprecated.alias_module(f"{__name__}.dataset", f"{__name__}.dataset_ops")
+
 
 # Subpackages the imports above do not load: `dp.datasets` imports its package on first use
 # (as `import datapipe.datasets` would), so `import datapipe` does not pay for them.
@@ -213,6 +220,10 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")  # binds it on the package too
+    if name == "dataset":  # the renamed module (see above)
+        import sys
+
+        return sys.modules[f"{__name__}.dataset"]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

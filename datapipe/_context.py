@@ -33,7 +33,9 @@ from datapipe.options import Options
 
 if TYPE_CHECKING:
     from datapipe._iterator import OpIterator
-    from datapipe.dataset import Dataset
+    from datapipe.dataset_ops import Dataset
+
+_DRAWS_TAG = 0x5EED_D4A5  # separates a stage's draw key from the op's own seeds
 
 # Hooks called on every op iterator as it is built (statistics, tracing): fn(node, it) -> it.
 ITERATOR_HOOKS: list[Callable[[Any, Any, IterContext], Any]] = []
@@ -126,6 +128,7 @@ class IterContext:
     recorder: Any = None
     dry_run: bool = False
     positions: dict[int, int] = field(default_factory=dict)
+    stage_positions: dict[int, int] = field(default_factory=dict)
     graph: Any = None
     index_ops: bool = False
 
@@ -140,12 +143,15 @@ class IterContext:
         if seed is None:
             seed = opts.seed
         positions: dict[int, int] = {}
+        stage_positions: dict[int, int] = {}  # a separate count: the ops' seeds stay as they were
         first_random = None
         index_ops = False
         for node in nodes:
             if node.uses_randomness:
                 positions[id(origin(node))] = len(positions)
                 first_random = first_random or node
+            if node.keys_draws:
+                stage_positions[id(origin(node))] = len(stage_positions)
             index_ops = index_ops or node.selects_indices
         if seed is None:  # the first random op's own entropy (module docstring)
             seed = op_entropy(first_random) if first_random is not None else 0
@@ -153,7 +159,8 @@ class IterContext:
         if seed < 0:  # an int64 seed as tf.data takes it; numpy's seeds are non-negative
             seed %= 2**64
         det = True if opts.deterministic is None else bool(opts.deterministic)
-        return cls(opts, seed, det, root, positions=positions, graph=root, index_ops=index_ops)
+        return cls(opts, seed, det, root, positions=positions, graph=root, index_ops=index_ops,
+                   stage_positions=stage_positions)  # fmt: skip
 
     # ---- randomness ----------------------------------------------------------------------
     def seed_sequence(self, node: Dataset, epoch: tuple, *extra: int) -> np.random.SeedSequence:
@@ -168,6 +175,25 @@ class IterContext:
 
     def rng(self, node: Dataset, epoch: tuple, *extra: int) -> np.random.Generator:
         return np.random.Generator(np.random.PCG64(self.seed_sequence(node, epoch, *extra)))
+
+    def stage_draws(self, node: Dataset, epoch: tuple, base: tuple[int, int] | None) -> Any:
+        """The key that random layers called in ``node``'s function (a ``map`` or
+        ``random_map`` stage) draw from in ``epoch`` (``datapipe._draws``): from the op's
+        own ``seed``, else from ``Options.seed`` and the stage's position among the graph's
+        map-like ops, else from that position alone (never from the entropy of an unseeded
+        pipeline: a seeded layer draws the same in every run). ``base``: the input's
+        ``index_base``."""
+        from datapipe._draws import StageDraws
+
+        op_seed = node.op_seed
+        explicit = op_seed is not None or self.options.seed is not None
+        if op_seed is not None:
+            base_seed = [int(op_seed) % 2**63]
+        else:
+            pos = self.stage_positions.get(id(origin(node)), 0)
+            base_seed = [self.seed, pos] if explicit else [pos]
+        seq = np.random.SeedSequence([*base_seed, *[int(e) for e in epoch], _DRAWS_TAG])
+        return StageDraws(seq.generate_state(2, np.uint64), explicit, base)
 
     # ---- building --------------------------------------------------------------------------
     def make(self, node: Dataset, epoch: tuple) -> OpIterator:

@@ -38,7 +38,7 @@ _TRANSPARENT = frozenset({"with_options"})
 
 def fingerprint(dataset: Any) -> dict:
     """``{"ops": str, "sizes": list}`` of ``dataset`` (module docstring)."""
-    from datapipe.dataset import raw_cardinality
+    from datapipe.dataset_ops import raw_cardinality
 
     sizes: list = []
     with raw_cardinality():  # the graph's own counts, not one worker's share

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from datapipe._draws import enter, leave
 from datapipe._iterator import OpIterator
 from datapipe._positions import error_from_state, error_to_state
 from datapipe.errors import annotate
@@ -40,12 +41,17 @@ def as_element(value: Any) -> Any:
 class ReturnsElement:
     """``fn`` whose result passes through ``as_element``: the function of ``map`` and
     ``random_map`` (what it returns is the element). Picklable when ``fn`` is (process
-    workers receive it with cloudpickle)."""
+    workers receive it with cloudpickle). ``stage_draws``: the key random layers called by
+    ``fn`` draw from in a stage (``datapipe._draws``; None: their own streams)."""
 
-    __slots__ = ("fn",)
+    __slots__ = ("fn", "stage_draws")
 
-    def __init__(self, fn: Callable):
-        self.fn = fn
+    def __init__(self, fn: Callable, stage_draws: Any = None):
+        self.fn, self.stage_draws = fn, stage_draws
+
+    def keyed(self, stage_draws: Any) -> ReturnsElement:
+        """This function, with its draws keyed by ``stage_draws`` (one stage, one epoch)."""
+        return ReturnsElement(self.fn, stage_draws)
 
     def __call__(self, *args: Any) -> Any:
         out = self.fn(*args)
@@ -66,8 +72,11 @@ def apply_chunk(
 
     Returns the results computed before the first failure and that failure (annotated with
     ``op`` and the element index), so callers deliver the good elements before raising.
+    Random layers that ``fn`` calls draw by the element's index (``datapipe._draws``) when
+    ``fn`` carries a stage's draw key.
     """
-    out = []
+    out: list = []
+    scope = enter(fn, out, start_index)
     try:
         if unpack and chunk and type(chunk[0]) is tuple:
             for x in chunk:
@@ -77,6 +86,8 @@ def apply_chunk(
                 out.append(fn(x))
     except Exception as e:  # noqa: BLE001 - annotated and handed to the consumer
         return out, annotate(op, start_index + len(out), e)
+    finally:
+        leave(scope)
     return out, None
 
 
@@ -134,6 +145,9 @@ class ElementwiseIterator(OpIterator):
             for j, x in enumerate(chunk):
                 try:
                     kept = keep(x)
+                except KeyboardInterrupt:  # Ctrl-C in the predicate: a state now has the chunk
+                    self.leftover = chunk + self.leftover
+                    raise
                 except Exception as e:  # noqa: BLE001 - located and handed to the consumer
                     # No local for the error: e's traceback keeps this frame (a cycle).
                     return self._fail(chunk, j, out, annotate(self.op_name, self.count + j, e), e)

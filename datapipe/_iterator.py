@@ -10,8 +10,11 @@ elements it has not been asked for and an op's state is always exact at a chunk 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import weakref
+from collections.abc import Generator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -20,6 +23,10 @@ from datapipe.errors import WorkerDiedError
 
 # Top-level chunks grow from 1 (a first element comes fast) to this size.
 MAX_OUTER_CHUNK = 64
+# close() takes the state (state_dict() after it is exact); a lane's snapshot waits this
+# long at most for a worker that holds its input (blocked in a function below), so that
+# close never hangs: state_dict() then raises, saying why.
+CLOSE_SNAPSHOT_S = 0.1
 # ... and stop growing past this many bytes of (array) elements, so buffering large batches
 # costs little memory (W3 in benchmarks/README.md).
 MAX_OUTER_CHUNK_BYTES = 1 << 20
@@ -79,6 +86,27 @@ class OpIterator:
         self.closed = True
         for it in self.inputs:
             it.close()
+
+
+_snapshot = threading.local()  # set on a thread inside ``snapshots_within()``
+
+
+@contextmanager
+def snapshots_within(seconds: float) -> Generator[None, None, None]:
+    """Within: a parallel stage's snapshot on this thread waits at most ``seconds`` for its
+    input lock (a worker may hold it, blocked in the input's own function), then raises
+    ``TimeoutError``."""
+    before = getattr(_snapshot, "by", None)
+    _snapshot.by = time.monotonic() + seconds
+    try:
+        yield
+    finally:
+        _snapshot.by = before
+
+
+def snapshot_deadline() -> float | None:
+    """The ``time.monotonic()`` by which a snapshot on this thread must be taken, if any."""
+    return getattr(_snapshot, "by", None)
 
 
 def pull_exactly(it: OpIterator, n: int) -> list:
@@ -174,6 +202,11 @@ class Iterator:
         self._ranged = False  # record_function ranges installed (datapipe.stats.torch_ranges)
         self._device_stages: list | None = None  # for synchronize()
         self._broken: tuple | None = None  # a WorkerDiedError ended it: (type, args, cause)
+        # close() (or an interrupt / dead worker, which close it) stops the stages and drops
+        # what they computed ahead, so the state is taken as it closes: state_dict() after
+        # it (the usual save-on-Ctrl-C handler) is then exact. (state, or the error taking
+        # it raised); None while open.
+        self._state_at_close: tuple[dict | None, BaseException | None] | None = None
         self._finalizer = weakref.finalize(self, root.close)
 
     @property
@@ -216,6 +249,7 @@ class Iterator:
         self._epoch, self._ctx, self._primary, self._root = epoch, ctx, primary, root
         self._buf, self._pos, self._produced = list(pending), 0, int(produced)
         self._broken = None  # new chains: a worker that died in the old ones is gone
+        self._state_at_close = None
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, root.close)
 
@@ -301,7 +335,15 @@ class Iterator:
         # (at most MAX_OUTER_CHUNK - 1), so a snapshot costs nothing until it is asked for.
         from datapipe._checkpoint import iterator_state
 
-        return iterator_state(self)
+        if self._state_at_close is None:
+            return iterator_state(self)
+        state, err = self._state_at_close
+        if state is None:
+            raise ValueError(
+                "state_dict: the iterator was closed, and its state could not be taken as "
+                f"it closed ({type(err).__name__}: {err})"
+            ) from err
+        return state
 
     def set_state(self, state: dict | list) -> None:
         from datapipe._checkpoint import restore_iterator
@@ -316,6 +358,16 @@ class Iterator:
     load_state_dict = set_state
 
     def close(self) -> None:
+        """Stop every thread and process of the pipeline. Idempotent. ``state_dict()``
+        still gives the state as it was at the close (the elements delivered, no more)."""
+        if self._state_at_close is None and not self._root.closed:
+            from datapipe._checkpoint import iterator_state
+
+            try:
+                with snapshots_within(CLOSE_SNAPSHOT_S):  # close never waits for a worker
+                    self._state_at_close = (iterator_state(self), None)
+            except Exception as e:  # noqa: BLE001 - raised by a later state_dict()
+                self._state_at_close = (None, e)
         self._buf = []
         self._root.close()
 

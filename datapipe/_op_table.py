@@ -25,7 +25,7 @@ import importlib
 import inspect
 import pkgutil
 
-from datapipe.dataset import Dataset
+from datapipe.dataset_ops import Dataset
 
 OP_PACKAGES = ("datapipe.ops", "datapipe.sources")
 

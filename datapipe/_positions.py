@@ -24,17 +24,27 @@ from datapipe.errors import PipelineError, RestoredFailure
 
 
 class Failed:
-    """The place of an element whose production raised ``error``, inside a buffer.
+    """The place of an element whose production raised ``error``: an entry of a list of
+    elements (a parallel stage's results, a multi-input op's read-ahead buffer, a service
+    worker's reply) that the consumer raises when it reaches that place.
 
-    The error is kept detached from its frames (``detach``): every frame of a traceback
-    links to its caller, up to the ops that hold the buffer and the consumer's
+    ``Failed(error)`` keeps the error as it is: a parallel stage raises it as soon as the
+    consumer reaches it and then drops its reference (``parallel.pool.take_ready``), so the
+    frames stay there for a debugger. ``Failed.buffered(error)`` detaches it from its frames
+    first (``detach``), for an entry that a buffer may hold for long: every frame of a
+    traceback links to its caller, up to the ops that hold the buffer and the consumer's
     ``Iterator``, so a kept traceback would be a reference cycle holding the whole
     pipeline, and its threads, alive after the consumer dropped it (until a gc run)."""
 
     __slots__ = ("error",)
 
     def __init__(self, error: BaseException):
-        self.error = detach(error)
+        self.error = error
+
+    @classmethod
+    def buffered(cls, error: BaseException) -> Failed:
+        """A ``Failed`` whose error is detached from its frames (see the class)."""
+        return cls(detach(error))
 
 
 def detach(error: BaseException) -> BaseException:
@@ -64,7 +74,7 @@ def read_positions(it: OpIterator, buf: list, want: int, exact: bool) -> tuple[b
         try:
             got = it.next_chunk(want - len(buf))
         except Exception as e:  # noqa: BLE001 - kept at its position, raised by the caller
-            buf.append(Failed(e))  # detached from its frames (see Failed)
+            buf.append(Failed.buffered(e))  # detached from its frames (see Failed)
             failures += 1
             if not exact:
                 break
@@ -99,7 +109,7 @@ def buffer_from_state(state: dict, op: str) -> list:
         return list(state)
     buf = list(state["items"])
     for i, message in state["failed"]:
-        buf.insert(int(i), Failed(error_from_state(message, op)))
+        buf.insert(int(i), Failed.buffered(error_from_state(message, op)))
     return buf
 
 

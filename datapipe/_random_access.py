@@ -125,7 +125,7 @@ def _view(dataset: Any) -> RandomAccess:
     (without an op seed or ``Options.seed``: the ops' own entropy, ``datapipe._context``)."""
     from datapipe._context import IterContext
     from datapipe._rewrites import push_index_ops
-    from datapipe.dataset import REWRITES, raw_cardinality
+    from datapipe.dataset_ops import REWRITES, raw_cardinality
     from datapipe.distribute.context import process_level, resolve_worker_context
     from datapipe.errors import RandomAccessError
 

@@ -5,7 +5,7 @@ consumers) with ``replace_inputs``, and each copy remembers the node it stands f
 (``datapipe._context.origin``), so it draws that node's seeds and a ``cardinality()`` asked
 of it is the graph's own count.
 
-``push_index_ops`` (in ``datapipe.dataset.REWRITES`` after auto-sharding): an op that keeps
+``push_index_ops`` (in ``datapipe.dataset_ops.REWRITES`` after auto-sharding): an op that keeps
 some input indices (trait ``selects_indices``: ``shard``, ``skip``, auto-sharding's shard
 points) above a random-access chain moves below the ``elementwise`` ops of that chain, so
 those ops compute only the kept elements and still run as iterators (in parallel, with
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from datapipe._context import IterContext, origin, walk
-from datapipe.dataset import REWRITES, Dataset
+from datapipe.dataset_ops import REWRITES, Dataset
 
 _D = TypeVar("_D", bound=Dataset)
 

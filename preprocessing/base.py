@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Literal, NoReturn, TypeVar, overload
 import numpy as np
 import torch
 
+from datapipe._draws import element_draw
 from datapipe.image_format import DATA_FORMATS, resolve_data_format
 
 from . import _targets
@@ -514,8 +515,9 @@ class RandomLayer(Layer):
 
     Draws come, in order, from the ``generator`` argument of ``forward`` (a
     ``torch.Generator``, or a ``numpy.random.Generator`` as a data pipeline's ``random_map``
-    hands out, from which one seed per draw is taken), the layer's ``seed``, or torch's
-    global RNG when ``seed`` is None. A seeded layer draws without a generator object: draw
+    hands out, from which one seed per draw is taken), inside a pipeline stage the
+    element's key (below), the layer's ``seed``, or torch's global RNG when ``seed`` is
+    None. A seeded layer draws without a generator object: draw
     number ``c`` is a hash of ``(seed, c)`` (``preprocessing._random``) and ``c`` is an int64
     buffer that counts the layer's draws, so draws run on the input's device, the same seed
     gives the same stream, and ``torch.compile(fullgraph=True)`` traces them (compiled and
@@ -525,15 +527,32 @@ class RandomLayer(Layer):
     deep-copied layer starts afresh from its seed. In ``eval()`` mode the layer is the
     identity (apart from the dtype policy), like Keras's ``training=False``.
 
-    The layer's own stream is shared by every call: in ``Dataset.map(layer,
-    num_parallel_calls=N > 1)`` which element gets which draw depends on thread timing. For
-    a stream that is the same for any parallelism, use
-    ``Dataset.random_map(lambda x, rng: layer(x, generator=rng), seed=...)``.
+    Inside a pipeline stage (the function of ``Dataset.map`` or ``Dataset.random_map``, on
+    any executor) a layer called without ``generator`` draws by the element instead: draw
+    ``c`` of this element is ``hashed_uniform(bits, c)``, with ``bits`` a pure function of
+    (layer seed, the stage's key, the element's position; ``datapipe._draws``), so
+    ``ds.map(torch.nn.Sequential(RandomFlip(seed=1), RandomRotation(0.1, seed=2)),
+    num_parallel_calls=N)`` gives the same bits for every ``N``, ``AUTOTUNE``, thread or
+    process workers, ``deterministic=False`` (each element's own draws), two runs,
+    ``ds[i]`` and a resume from the iterator's ``state_dict`` (the position is part of the
+    pipeline's state; no layer state is needed); each epoch draws anew. The stage's key
+    comes from the pipeline's seed rules (``random_map``'s ``seed``, else ``Options.seed``
+    and the stage's position, else that position alone), so a seeded layer needs no
+    ``Options.seed``; an unseeded layer draws from the key when ``Options.seed`` (or
+    ``random_map``'s ``seed``) is set, else from torch's global generator as outside a
+    stage (then it is not reproducible with parallel calls). The counter does not move in a
+    stage; outside one (a model's forward, a torch ``Dataset.__getitem__``) and in a
+    ``torch.compile``d graph the layer keeps its counter stream. Why by position and not
+    by counter: a counter shared by a stage's threads hands draws out in thread order, and
+    each worker process has its own copy of the layer; the element's position is the one
+    number every executor, run and restored iterator agrees on (``random_map``'s
+    generators are keyed by it too).
 
     Subclasses draw with ``_uniform(n, low, high, device, generator)`` (shape ``(n,)``),
     ``_rand(shape, device, generator)`` (U[0, 1)) and ``_randn(shape, device, generator)``
-    (standard normal); every value is float32. A layer with Keras's ``factor`` argument
-    checks and keeps it with ``_set_factor`` (and its ``value_range`` with
+    (standard normal); every value is float32, and a custom layer drawing with them is
+    keyed by the element in a stage as the built-in ones are. A layer with Keras's
+    ``factor`` argument checks and keeps it with ``_set_factor`` (and its ``value_range`` with
     ``_set_value_range``) in its constructor, and draws one value per image from it with
     ``_draw_factor(images, generator)``.
 
@@ -631,6 +650,10 @@ class RandomLayer(Layer):
             return hashed_uniform(int(generator.integers(2**63)), 0, shape, device)
         if generator is not None:
             self._fail("generator", "must be a torch.Generator, numpy Generator or None", generator)
+        if not torch.compiler.is_compiling():  # a pipeline stage is eager Python
+            keyed = element_draw(self.seed)  # inside a map stage: by the element's position
+            if keyed is not None:
+                return hashed_uniform(keyed[0], keyed[1], shape, device)
         if self.seed is None:
             return torch.rand(shape, device=device)
         return hashed_uniform(self.seed, self._next_draw(), shape, device)

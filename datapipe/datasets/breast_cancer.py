@@ -12,7 +12,7 @@ import importlib.resources
 
 import numpy as np
 
-from datapipe.dataset import Dataset
+from datapipe.dataset_ops import Dataset
 
 NUM_FEATURES = 30
 NUM_TRAIN = 455

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from datapipe.dataset import Dataset
+from datapipe.dataset_ops import Dataset
 
 NUM_CLASSES = 10
 NUM_TRAIN = 1437

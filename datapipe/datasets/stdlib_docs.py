@@ -13,7 +13,7 @@ import importlib.resources
 
 import numpy as np
 
-from datapipe.dataset import Dataset
+from datapipe.dataset_ops import Dataset
 
 LABEL_NAMES = ("files", "network", "concurrency", "numbers")
 NUM_TRAIN = 841

@@ -1,6 +1,6 @@
 """Auto-sharding: the ``iter()``-time rewrite that gives each worker its own share.
 
-``auto_shard(root, ctx)`` is the first entry of ``datapipe.dataset.REWRITES``. It inserts
+``auto_shard(root, ctx)`` is the first entry of ``datapipe.dataset_ops.REWRITES``. It inserts
 *shard points* (``datapipe.distribute.shard_point``): each reads this worker's share of a
 *pool*, everything above it runs on that share only, everything below it is the same on
 every worker. Nothing changes without a worker context (a plain process: no
@@ -87,7 +87,7 @@ import numpy as np
 
 from datapipe._context import IterContext, origin, walk
 from datapipe._rewrites import copy_node, replace_inputs
-from datapipe.dataset import REWRITES, UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset_ops import REWRITES, UNKNOWN_CARDINALITY, Dataset
 from datapipe.distribute.context import WorkerContext, resolve_worker_context
 from datapipe.distribute.shard_point import (
     IndexCut,
@@ -175,10 +175,10 @@ def _is(node: Dataset, cls: type[_T] | None) -> TypeGuard[_T]:
 
 def _explicit_shard(nodes: list[Dataset]) -> Dataset | None:
     """A node that shards the pipeline itself: an explicit ``shard()`` (or a shard point),
-    or a ``distribute`` whose service splits the data (trait ``distributes``)."""
+    or a ``distribute`` whose service splits the data (trait ``uses_service``)."""
     from datapipe.ops.shard import ShardDataset
 
-    return next((n for n in nodes if isinstance(n, (ShardDataset, _Cut)) or n.distributes), None)
+    return next((n for n in nodes if isinstance(n, (ShardDataset, _Cut)) or n.uses_service), None)
 
 
 def _varies_between_workers(node: Dataset, options: Options) -> bool:
@@ -489,7 +489,7 @@ def auto_shard(root: Dataset, ctx: IterContext) -> Dataset:
         if worker.count > 1 and not ctx.dry_run:
             how = (
                 "a distribute() hands the data to a service whose dispatcher splits it"
-                if explicit.distributes
+                if explicit.uses_service
                 else "the pipeline shards itself with an explicit shard()"
             )
             _announce(root, worker, f"off: {how}")
@@ -529,7 +529,7 @@ def _announce(root: Dataset, worker: WorkerContext, what: str) -> None:
 
 
 def install() -> None:
-    """Put ``auto_shard`` first in ``datapipe.dataset.REWRITES`` (once)."""
+    """Put ``auto_shard`` first in ``datapipe.dataset_ops.REWRITES`` (once)."""
     if auto_shard not in REWRITES:
         REWRITES.insert(0, auto_shard)
 

@@ -91,7 +91,7 @@ import numpy as np
 
 from datapipe._context import IterContext
 from datapipe._iterator import OpIterator
-from datapipe.dataset import raw_cardinality
+from datapipe.dataset_ops import raw_cardinality
 from datapipe.distribute import balance
 from datapipe.distribute.share import Base, Share, Split, share_from_state, worker_share
 
@@ -239,7 +239,7 @@ def check_states(states: list) -> list[dict]:
 def _probe(dataset: Any, policy: str | None) -> IterContext:
     """The rewrite for this worker under the checkpoint's policy, without building (for
     the shard points' pools)."""
-    from datapipe.dataset import REWRITES
+    from datapipe.dataset_ops import REWRITES
 
     ctx = IterContext.for_graph(dataset, seed=0)
     ctx.resume, ctx.dry_run = ResumePlan(policy), True

@@ -31,7 +31,7 @@ import numpy as np
 
 from datapipe._iterator import OpIterator
 from datapipe._random_access import RandomAccessIterator
-from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.distribute.share import Base, SeededOrder, Share, Split
 
 _PULL = 4096  # most input elements a StreamCut pulls at once

@@ -32,7 +32,7 @@ from datapipe._positions import error_from_state, error_to_state
 from datapipe._redact import redact_url
 from datapipe._spec import TensorSpec, batched_spec
 from datapipe._validate import check_bool, check_optional_int
-from datapipe.dataset import UNKNOWN_CARDINALITY
+from datapipe.dataset_ops import UNKNOWN_CARDINALITY
 from datapipe.errors import FileReadError, NullValueError, SchemaMismatchError, annotate
 from datapipe.io import _remote as remote
 from datapipe.io._remote import is_url

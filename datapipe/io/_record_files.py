@@ -1,7 +1,10 @@
-"""The engine of sources that read files as a sequence of records (TFRecord, tar shards).
+"""The one reader of a list of files, for sources whose files are sequences of records:
+the lines of text files (``TextLineDataset``), TFRecord records, tar shards' samples.
 
 A source (``RecordFileSource``) lists its files (the units of FILE sharding) and opens
-one *reader* per file at a byte offset; the iterator reads the files in order, or
+one *reader* per file at a byte offset (each format's per-file record iterator; a reader
+of a byte stream opens it with ``open_stream``: a local regular file or a URL through
+fsspec, decompressed from that offset); the iterator reads the files in order, or
 ``cycle_length`` of them at once in tf.data's deterministic interleave order (block length
 1: one record from each open file in turn; a file that ends frees its slot for the next).
 
@@ -22,14 +25,17 @@ resumes on another number of workers (``datapipe.distribute.elastic``).
 from __future__ import annotations
 
 import os
+import zlib
 from typing import Any
 
 from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._positions import error_from_state, error_to_state
 from datapipe._validate import check_int
-from datapipe.dataset import Dataset
+from datapipe.dataset_ops import Dataset
 from datapipe.errors import FileReadError, annotate
+from datapipe.io._compression import open_compressed
+from datapipe.io._safe_files import open_regular
 from datapipe.io.file_source import FileSource
 
 END = -1  # a reader's offset once it has seen the end of its file
@@ -52,6 +58,27 @@ class RecordReader:
         raise NotImplementedError
 
 
+def open_stream(path: str, compression: str, offset: int) -> tuple[Any, Any]:
+    """``(raw, f)``: ``path`` opened (``open_regular``: a local regular file, since a FIFO
+    or a device would block or never end; a URL through fsspec, size-checked and retried)
+    and ``f`` the byte stream read from ``offset`` (``open_compressed``: ``compression``
+    ``""``, ``"GZIP"`` or ``"ZLIB"``; an offset in the uncompressed stream). Close both.
+
+    Raises:
+        OSError: the file cannot be opened (the iterator names it: "cannot open").
+        FileReadError: the stream cannot be read from ``offset`` (names the file).
+    """
+    raw = open_regular(path)
+    try:
+        return raw, open_compressed(raw, compression, offset)
+    except (OSError, EOFError, zlib.error) as e:
+        raw.close()
+        raise FileReadError(f"cannot read from offset {offset}: {e}", path) from e
+    except BaseException:
+        raw.close()
+        raise
+
+
 class _Ended(RecordReader):
     """A file restored from a checkpoint taken after its last record: nothing to read."""
 
@@ -65,12 +92,13 @@ class _Ended(RecordReader):
         pass
 
 
-def file_list(filenames: Any, op: str) -> tuple[str, ...]:
-    """The paths of ``filenames`` (a path, a URL or a list of them) as ``str``."""
+def file_list(filenames: Any, op: str, reader: str | None = None) -> tuple[str, ...]:
+    """The paths of ``filenames`` (a path, a URL or a list of them) as ``str``; ``reader``
+    (the source's class name) goes into the hint for a Dataset of paths."""
     if isinstance(filenames, Dataset):
         raise TypeError(
             f"{op}: filenames must be a path or a list of paths, not a Dataset; for a "
-            f"Dataset of paths use ds.interleave(lambda p: <{op} reader>(p))"
+            f"Dataset of paths use ds.interleave(lambda p: {reader or f'<{op} reader>'}(p))"
         )
     if isinstance(filenames, (str, bytes, os.PathLike)):
         filenames = [filenames]
@@ -100,6 +128,34 @@ class RecordFileSource(FileSource):
     uses_randomness = False
     elementwise = False
     _cycle = 1
+    _compression = ""
+
+    def _read_files(
+        self, filenames: Any, compression_type: Any, num_parallel_reads: Any, reader: str
+    ) -> None:
+        """Check and set tf.data's file-reader arguments: ``_files`` (``file_list``),
+        ``_compression`` (``None``/``""``, ``"GZIP"`` or ``"ZLIB"``, any case) and
+        ``_cycle`` (``cycle_of``); ``reader`` is the class name, for the messages.
+
+        Raises:
+            TypeError: ``filenames`` is a Dataset, ``compression_type`` not a str or None,
+                ``num_parallel_reads`` not an int.
+            ValueError: no files, another compression, ``num_parallel_reads`` < 1.
+        """
+        self._files = file_list(filenames, self._name, reader)
+        if compression_type is not None and not isinstance(compression_type, str):
+            raise TypeError(
+                f"{self._name}: compression_type must be a str or None, got "
+                f"{type(compression_type).__name__}"
+            )
+        comp = (compression_type or "").upper()
+        if comp not in ("", "GZIP", "ZLIB"):
+            raise ValueError(
+                f"{self._name}: compression_type must be None, '', 'GZIP' or 'ZLIB', got "
+                f"{compression_type!r}"
+            )
+        self._compression = comp
+        self._cycle = cycle_of(self._name, num_parallel_reads)
 
     def open_reader(self, file_index: int, offset: int) -> RecordReader:
         raise NotImplementedError

@@ -19,7 +19,7 @@ from datapipe._iterator import OpIterator
 from datapipe._progress import progress_bar
 from datapipe._redact import redact_url
 from datapipe._spec import common_spec, spec_from_json
-from datapipe.dataset import Dataset, UnaryDataset
+from datapipe.dataset_ops import Dataset, UnaryDataset
 from datapipe.io._remote import filesystem, is_remote, localize
 from datapipe.io.save import DatasetWriter, LoadedDataset, is_complete, read_meta
 

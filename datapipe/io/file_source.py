@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from datapipe._redact import redact_url
-from datapipe.dataset import Dataset
+from datapipe.dataset_ops import Dataset
 
 Unit = Any  # str | tuple[str, int]
 

@@ -34,7 +34,7 @@ import numpy as np
 from datapipe._lazy import lazy_module
 from datapipe._spec import TensorSpec, batched_spec
 from datapipe._validate import check_bool, check_optional_int
-from datapipe.dataset import Dataset
+from datapipe.dataset_ops import Dataset
 from datapipe.io._arrow_gather import ArrowGather
 
 if TYPE_CHECKING:

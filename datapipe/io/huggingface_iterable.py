@@ -32,7 +32,7 @@ from datapipe._iterator import OpIterator
 from datapipe._lazy import lazy_module
 from datapipe._spec import UnknownSpec
 from datapipe._validate import check_int
-from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset_ops import UNKNOWN_CARDINALITY, Dataset
 from datapipe.io.huggingface import read_args, read_column, table_spec
 
 if TYPE_CHECKING:

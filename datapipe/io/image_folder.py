@@ -14,7 +14,7 @@ from PIL import Image
 
 from datapipe._redact import redact_url
 from datapipe._validate import check_bool, check_int, check_seed
-from datapipe.dataset import AUTOTUNE, Dataset
+from datapipe.dataset_ops import AUTOTUNE, Dataset
 from datapipe.image_format import resolve_data_format
 from datapipe.io import _remote as remote
 from datapipe.io._path_list import PathList, PathListBuilder

@@ -26,9 +26,11 @@ import numpy as np
 from datapipe._spec import TensorSpec
 from datapipe.errors import FileReadError
 from datapipe.io._bounded import read_declared
-from datapipe.io._compression import open_compressed
-from datapipe.io._record_files import RecordFileSource, RecordReader, cycle_of, file_list
-from datapipe.io._safe_files import open_regular
+from datapipe.io._record_files import (
+    RecordFileSource,
+    RecordReader,
+    open_stream,
+)
 
 _LENGTH = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
@@ -116,15 +118,7 @@ class TFRecordDataset(RecordFileSource):
         num_parallel_reads: int | None = None,
     ):
         super().__init__()
-        self._files = file_list(filenames, self._name)
-        comp = (compression_type or "").upper()
-        if comp not in ("", "GZIP", "ZLIB"):
-            raise ValueError(
-                f"{self._name}: compression_type must be None, '', 'GZIP' or 'ZLIB', got "
-                f"{compression_type!r}"
-            )
-        self._compression = comp
-        self._cycle = cycle_of(self._name, num_parallel_reads)
+        self._read_files(filenames, compression_type, num_parallel_reads, "TFRecordDataset")
         _crc32c()  # fail at construction, not at the first record
 
     @property
@@ -138,12 +132,7 @@ class TFRecordDataset(RecordFileSource):
 class _TFRecordReader(RecordReader):
     def __init__(self, path: str, offset: int, compression: str):
         self.path, self.offset, self.crc32c = path, offset, _crc32c()
-        self.raw = open_regular(path)  # local: regular files only; URL: size-checked, retried
-        try:
-            self.f = open_compressed(self.raw, compression, offset)
-        except BaseException:
-            self.raw.close()
-            raise
+        self.raw, self.f = open_stream(path, compression, offset)
 
     def _fail(self, what: str, start: int, broken: bool) -> None:
         self.broken = broken

@@ -80,7 +80,7 @@ class _Hasher:
         return False
 
     def value(self, v: Any, depth: int) -> None:  # noqa: C901 - one branch per kind
-        from datapipe.dataset import Dataset
+        from datapipe.dataset_ops import Dataset
 
         if isinstance(v, _SIMPLE):
             self.put(type(v).__name__, v)

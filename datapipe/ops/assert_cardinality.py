@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datapipe._iterator import OpIterator
 from datapipe._validate import check_int
-from datapipe.dataset import (
+from datapipe.dataset_ops import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
     Dataset,

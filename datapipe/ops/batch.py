@@ -11,7 +11,7 @@ from datapipe._iterator import OpIterator
 from datapipe._positions import error_from_state, error_to_state
 from datapipe._spec import batched_spec
 from datapipe._validate import check_bool, check_int, check_optional_bool
-from datapipe.dataset import (
+from datapipe.dataset_ops import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
     Dataset,
@@ -77,8 +77,11 @@ class BatchDataset(Dataset):
         )
 
     def _make_random_access(self, ctx):
-        return _BatchAccess(
-            self._inputs[0]._make_random_access(ctx), self._batch_size, self._drop_remainder
+        return BatchAccess(
+            self._inputs[0]._make_random_access(ctx),
+            self._batch_size,
+            self._drop_remainder,
+            lambda part, start: stack(part, "batch", start),
         )
 
     def _make_iterator(self, ctx, epoch):
@@ -93,11 +96,28 @@ class BatchDataset(Dataset):
         return BatchIterator(inner, self._batch_size, self._drop_remainder)
 
 
-class _BatchAccess:
-    def __init__(self, inner: Any, batch_size: int, drop_remainder: bool):
-        self.inner, self.b = inner, batch_size
-        n = len(inner)
-        self.n = n // batch_size if drop_remainder else -(-n // batch_size)
+class BatchAccess:
+    """Random access to batches (``ds[i]`` of ``batch``, ``padded_batch``,
+    ``ragged_batch``): batch ``i`` is ``make(inner[i*b : min((i+1)*b, n)], i*b)``, the
+    input elements it holds read with one ``get_many`` call, so it equals the ``i``-th
+    batch that iteration (``BatchIterator``, same ``make``) builds.
+
+    Args:
+        inner: the input's random access (length ``n``).
+        batch_size: ``b``.
+        drop_remainder: leave out a last batch shorter than ``b``.
+        make: ``make(elements, start_index) -> batch`` (the op's stacking or padding).
+    """
+
+    def __init__(
+        self,
+        inner: Any,
+        batch_size: int,
+        drop_remainder: bool,
+        make: Callable[[list, int], Any],
+    ):
+        self.inner, self.b, self.make = inner, batch_size, make
+        self.n = batched_cardinality(len(inner), batch_size, drop_remainder)
 
     def __len__(self) -> int:
         return self.n
@@ -106,11 +126,9 @@ class _BatchAccess:
         total, b = len(self.inner), self.b
         out = []
         for i in indices:
-            start = i * b
+            start = int(i) * b
             out.append(
-                stack(
-                    self.inner.get_many(range(start, min(start + b, total)), epoch), "batch", start
-                )
+                self.make(self.inner.get_many(range(start, min(start + b, total)), epoch), start)
             )
         return out
 

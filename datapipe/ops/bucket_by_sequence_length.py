@@ -17,7 +17,7 @@ from datapipe._iterator import OpIterator
 from datapipe._positions import error_from_state, error_to_state
 from datapipe._spec import TensorSpec, UnknownSpec
 from datapipe._validate import check_bool, check_int
-from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import BatchShapeError, annotate
 from datapipe.ops.group_by_window import as_key
 from datapipe.ops.padded_batch import _Component, _is_shape, _shape_dims, _up_to

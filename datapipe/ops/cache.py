@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from datapipe._iterator import OpIterator, pull_exactly
-from datapipe.dataset import Dataset, RandomAccessUnaryDataset
+from datapipe.dataset_ops import Dataset, RandomAccessUnaryDataset
 from datapipe.errors import PipelineBrokenError
 
 

@@ -12,7 +12,7 @@ from datapipe._iterator import OpIterator
 from datapipe._positions import buffer_from_state, buffer_to_state, first_failure, read_positions
 from datapipe._spec import TensorSpec, UnknownSpec, dtype_name
 from datapipe._validate import check_bool
-from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
 from datapipe.ops._directed_interleave import DirectedInterleaveIterator, Selector
 from datapipe.ops.concatenate import merge_specs

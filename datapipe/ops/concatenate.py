@@ -9,7 +9,7 @@ from typing import Any
 from datapipe._iterator import OpIterator
 from datapipe._random_access import get_grouped
 from datapipe._spec import common_spec
-from datapipe.dataset import (
+from datapipe.dataset_ops import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
     Dataset,

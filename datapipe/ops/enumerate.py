@@ -10,7 +10,7 @@ import numpy as np
 from datapipe._iterator import OpIterator
 from datapipe._spec import TensorSpec
 from datapipe._validate import check_int
-from datapipe.dataset import Dataset, RandomAccessUnaryDataset
+from datapipe.dataset_ops import Dataset, RandomAccessUnaryDataset
 
 
 class EnumerateDataset(RandomAccessUnaryDataset):

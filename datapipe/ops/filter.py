@@ -10,7 +10,7 @@ import numpy as np
 from datapipe._functions import ElementwiseIterator, call
 from datapipe._iterator import OpIterator
 from datapipe._spec import is_torch
-from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset, UnaryDataset
+from datapipe.dataset_ops import UNKNOWN_CARDINALITY, Dataset, UnaryDataset
 
 
 def as_scalar_bool(value: Any, op: str) -> bool:

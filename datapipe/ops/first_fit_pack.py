@@ -14,7 +14,7 @@ from datapipe._iterator import OpIterator
 from datapipe._positions import error_from_state, error_to_state
 from datapipe._spec import TensorSpec, UnknownSpec
 from datapipe._validate import check_bool, check_int, check_optional_int, check_seed
-from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
 
 _OP = "first_fit_pack"

@@ -9,7 +9,7 @@ from typing import Any
 from datapipe._functions import call
 from datapipe._iterator import OpIterator
 from datapipe._spec import UnknownSpec, seen_spec
-from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset_ops import UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from datapipe._validate import check_bool, check_seed
-from datapipe.dataset import Dataset, RandomAccessUnaryDataset
+from datapipe.dataset_ops import Dataset, RandomAccessUnaryDataset
 from datapipe.errors import RandomAccessError
 
 _ROUNDS = 6  # Luby-Rackoff: 4 rounds already give a pseudorandom permutation

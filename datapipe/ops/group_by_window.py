@@ -12,7 +12,7 @@ from datapipe._functions import call
 from datapipe._iterator import OpIterator
 from datapipe._spec import UnknownSpec, seen_spec
 from datapipe._validate import check_optional_int
-from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
 from datapipe.ops.window import WindowComponentDataset
 

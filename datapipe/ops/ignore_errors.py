@@ -11,7 +11,7 @@ import numpy as np
 from datapipe._iterator import OpIterator
 from datapipe._redact import redact_url
 from datapipe._validate import check_bool
-from datapipe.dataset import Dataset
+from datapipe.dataset_ops import Dataset
 from datapipe.errors import InputStuckError, PipelineBrokenError
 
 logger = logging.getLogger("datapipe")
@@ -75,7 +75,7 @@ class IgnoreErrorsDataset(Dataset):
         return self._inputs[0].element_spec
 
     def cardinality(self) -> int:
-        from datapipe.dataset import UNKNOWN_CARDINALITY
+        from datapipe.dataset_ops import UNKNOWN_CARDINALITY
 
         return UNKNOWN_CARDINALITY
 

@@ -10,7 +10,7 @@ from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._positions import error_from_state, error_to_state
 from datapipe._validate import check_int, check_optional_bool, check_optional_int
-from datapipe.dataset import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset_ops import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
 from datapipe.ops.flat_map import _sub_dataset, sub_dataset_spec
 from datapipe.ops.map import validate_parallelism
@@ -126,7 +126,7 @@ class _Slot:
         return out
 
 
-class _Failed:
+class _FailedOpen:
     """An empty slot whose opening, done ahead by a parallel interleave, failed: the error
     is raised when the cycle reaches the slot, where the sequential order raises it."""
 
@@ -149,7 +149,7 @@ class InterleaveIterator(OpIterator):
         super().__init__([inner])
         self.inner, self.func, self.ctx, self.epoch = inner, func, ctx, epoch
         self.cycle, self.block = cycle_length, block_length
-        self.slots: list[_Slot | _Failed | None] = [None] * cycle_length
+        self.slots: list[_Slot | _FailedOpen | None] = [None] * cycle_length
         self.cycle_index = 0
         self.block_index = 0
         self.count = 0  # input elements taken
@@ -193,7 +193,7 @@ class InterleaveIterator(OpIterator):
                     self.parallel.added(slot)
                     self._open_ahead()
                 continue
-            if isinstance(slot, _Failed):
+            if isinstance(slot, _FailedOpen):
                 self.slots[self.cycle_index] = None  # the next visit opens the next element
                 raise_pending(slot, "error")
             k = min(n, self.block - self.block_index)
@@ -233,7 +233,7 @@ class InterleaveIterator(OpIterator):
         (the order the cycle would open them in). A failure is kept in its slot, and no
         slot is opened until the cycle has raised it (the cycle would open the next input
         element in that slot)."""
-        if any(isinstance(s, _Failed) for s in self.slots):
+        if any(isinstance(s, _FailedOpen) for s in self.slots):
             return
         for k in range(self.cycle):
             i = (self.cycle_index + k) % self.cycle
@@ -249,7 +249,7 @@ class InterleaveIterator(OpIterator):
                 self.count += 1
                 slot = self._open(got[0], self.count - 1)
             except Exception as e:  # noqa: BLE001 - raised when the cycle reaches slot i
-                self.slots[i] = _Failed(e)
+                self.slots[i] = _FailedOpen(e)
                 return
             self.slots[i] = slot
             self.parallel.added(slot)
@@ -265,7 +265,7 @@ class InterleaveIterator(OpIterator):
     def _close_slot(self, i: int, final: bool = False) -> None:
         slot = self.slots[i]
         self.slots[i] = None
-        if slot is not None and not isinstance(slot, _Failed):
+        if slot is not None and not isinstance(slot, _FailedOpen):
             if self.parallel is not None:
                 self.parallel.removed(slot, final)
             slot.it.close()
@@ -275,7 +275,7 @@ class InterleaveIterator(OpIterator):
             None
             if s is None
             else {"failed": error_to_state(s.error)}
-            if isinstance(s, _Failed)
+            if isinstance(s, _FailedOpen)
             else s.state(self.parallel)
             for s in self.slots
         ]
@@ -300,7 +300,7 @@ class InterleaveIterator(OpIterator):
             if s is None:
                 continue
             if "failed" in s:
-                self.slots[i] = _Failed(error_from_state(s["failed"], self.op_name))
+                self.slots[i] = _FailedOpen(error_from_state(s["failed"], self.op_name))
                 continue
             slot = self._open(s["element"], int(s["index"]))
             if slot.lane is not None:

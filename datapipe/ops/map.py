@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from datapipe._draws import enter, leave
 from datapipe._functions import ElementwiseIterator, ReturnsElement, apply_chunk, call
 from datapipe._iterator import OpIterator
 from datapipe._spec import UnknownSpec, seen_spec, spec_of
 from datapipe._validate import check_optional_bool, check_optional_int
-from datapipe.dataset import AUTOTUNE, Dataset, RandomAccessUnaryDataset
+from datapipe.dataset_ops import AUTOTUNE, Dataset, RandomAccessUnaryDataset
 from datapipe.errors import PipelineError, annotate
 from datapipe.parallel import policies
 from datapipe.parallel.request import StageRequest
@@ -88,12 +89,16 @@ class MapDataset(RandomAccessUnaryDataset):
             before it were delivered.
 
     The output spec is inferred from the first element (``map_func`` is not traced).
-    Keeps random access.
+    Keeps random access. Random layers (``preprocessing``) that ``map_func`` calls draw by
+    the element's position and the stage's key, not by thread order: the same result for
+    any ``num_parallel_calls``, executor, run and resume (docs/architecture.md, "Draws in
+    a stage").
     """
 
     _name = "map"
     elementwise = True
     commutes_with_shard = True
+    keys_draws = True
 
     def __init__(
         self,
@@ -118,36 +123,72 @@ class MapDataset(RandomAccessUnaryDataset):
         return first_element_spec(self)
 
     def _make_random_access(self, ctx):
-        return MapAccess(self._inputs[0]._make_random_access(ctx), self._func, self._name)
+        inner = self._inputs[0]._make_random_access(ctx)
+        base = getattr(inner, "index_base", None)  # as the iterator's: the same draws
+
+        def keyed(epoch: tuple) -> Callable:
+            return self._func.keyed(ctx.stage_draws(self, epoch, base))
+
+        return MapAccess(inner, self._func, self._name, keyed=keyed)
 
     def _make_iterator(self, ctx, epoch):
         from datapipe.parallel.plan import plan_stage
 
         inner = ctx.make(self._inputs[0], epoch)
+        # Random layers that the function calls draw by the element's position in this
+        # stage (datapipe._draws), whatever thread or process computes it.
+        fn = self._func.keyed(ctx.stage_draws(self, epoch, inner.index_base()))
         plan = plan_stage(self.stage_request, ctx, self._inputs[0])
         if plan is not None:
             from datapipe.parallel.stage import StageIterator
 
-            return StageIterator(inner, plan, ctx, self._name, self._func, pool_key=id(self))
-        return MapIterator(inner, self._func, self._name)
+            return StageIterator(inner, plan, ctx, self._name, fn, pool_key=id(self))
+        return MapIterator(inner, fn, self._name)
 
 
 class MapAccess:
-    def __init__(self, inner: Any, func: Callable, op: str, unpack: bool = True):
+    """Random access through a function of each element. ``keyed``: epoch -> the function
+    for that epoch (``map``'s and ``random_map``'s carry the epoch's keys), else ``func``;
+    ``indexed``: it is called ``fn(index, element)`` (``random_map``'s ``RandomCall``)."""
+
+    def __init__(self, inner: Any, func: Callable, op: str, unpack: bool = True,
+                 keyed: Callable[[tuple], Callable] | None = None,
+                 indexed: bool = False):  # fmt: skip
         self.inner, self.func, self.op, self.unpack = inner, func, op, unpack
+        self.keyed, self.indexed = keyed, indexed
+        self._funcs: dict[tuple, Callable] = {}
         if hasattr(inner, "index_base"):  # as MapIterator.index_base: random_map keys on it
             self.index_base = inner.index_base
 
     def __len__(self) -> int:
         return len(self.inner)
 
+    def func_for(self, epoch: tuple) -> Callable:
+        """The function of ``epoch`` (made once per epoch, a few epochs kept)."""
+        if self.keyed is None:
+            return self.func
+        fn = self._funcs.get(epoch)
+        if fn is None:
+            if len(self._funcs) > 8:  # keys of finished epochs (repeat passes)
+                self._funcs.clear()
+            fn = self._funcs[epoch] = self.keyed(epoch)
+        return fn
+
     def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
-        out = []
-        for i, x in zip(indices, self.inner.get_many(indices, epoch)):
-            try:
-                out.append(call(self.func, x) if self.unpack else self.func(x))
-            except Exception as e:  # noqa: BLE001 - located and re-raised
-                raise annotate(self.op, int(i), e) from e
+        fn = self.func_for(tuple(epoch))
+        out: list = []
+        scope = enter(fn, out, 0, indices)  # the draws of element indices[k] (_draws)
+        try:
+            for i, x in zip(indices, self.inner.get_many(indices, epoch)):
+                try:
+                    if self.indexed:
+                        out.append(fn(i, x))
+                    else:
+                        out.append(call(fn, x) if self.unpack else fn(x))
+                except Exception as e:  # noqa: BLE001 - located and re-raised
+                    raise annotate(self.op, int(i), e) from e
+        finally:
+            leave(scope)
         return out
 
 
@@ -163,7 +204,11 @@ class MapIterator(ElementwiseIterator):
     def next_chunk(self, n: int) -> list:
         self._raise_pending()
         chunk = self._take(n)
-        out, err = apply_chunk(self.func, chunk, self.op_name, self.count, self.unpack)
+        try:
+            out, err = apply_chunk(self.func, chunk, self.op_name, self.count, self.unpack)
+        except KeyboardInterrupt:  # Ctrl-C in the function: a state taken now has the chunk
+            self.leftover = chunk + self.leftover
+            raise
         if err is None:
             self.count += len(chunk)
             return out

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -12,11 +11,11 @@ from datapipe import _structure as nest
 from datapipe._batching import stack_leaf
 from datapipe._spec import NoneSpec, TensorSpec, is_torch, static_dim
 from datapipe._validate import check_bool, check_int
-from datapipe.dataset import (
+from datapipe.dataset_ops import (
     Dataset,
 )
 from datapipe.errors import BatchShapeError, PipelineError
-from datapipe.ops.batch import BatchIterator, batched_cardinality
+from datapipe.ops.batch import BatchAccess, BatchIterator, batched_cardinality
 
 
 def _is_shape(x: Any) -> bool:
@@ -326,29 +325,15 @@ class PaddedBatchDataset(Dataset):
         return nest.pack_as(first, parts)
 
     def _make_random_access(self, ctx):
-        return _PaddedBatchAccess(self, self._inputs[0]._make_random_access(ctx))
+        return BatchAccess(
+            self._inputs[0]._make_random_access(ctx),
+            self._batch_size,
+            self._drop_remainder,
+            self.pad,
+        )
 
     def _make_iterator(self, ctx, epoch):
         inner = ctx.make(self._inputs[0], epoch)
         return BatchIterator(
             inner, self._batch_size, self._drop_remainder, self.pad, op_name=self._name
         )
-
-
-class _PaddedBatchAccess:
-    def __init__(self, node: PaddedBatchDataset, inner: Any):
-        self.node, self.inner = node, inner
-        n, b = len(inner), node._batch_size
-        self.n = n // b if node._drop_remainder else -(-n // b)
-
-    def __len__(self) -> int:
-        return self.n
-
-    def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
-        total, b = len(self.inner), self.node._batch_size
-        out = []
-        for i in indices:
-            start = int(i) * b
-            elems = self.inner.get_many(range(start, min(start + b, total)), epoch)
-            out.append(self.node.pad(elems, start))
-        return out

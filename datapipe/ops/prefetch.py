@@ -22,7 +22,7 @@ nondeterministic stage the buffered elements themselves are stored.
 from __future__ import annotations
 
 from datapipe._validate import check_int
-from datapipe.dataset import AUTOTUNE, Dataset, RandomAccessUnaryDataset
+from datapipe.dataset_ops import AUTOTUNE, Dataset, RandomAccessUnaryDataset
 from datapipe.parallel import policies
 from datapipe.parallel.request import StageRequest
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from datapipe import _structure as nest
 from datapipe._validate import check_int
-from datapipe.dataset import AUTOTUNE, Dataset, RandomAccessUnaryDataset
+from datapipe.dataset_ops import AUTOTUNE, Dataset, RandomAccessUnaryDataset
 from datapipe.ops.map import MapAccess
 from datapipe.ops.to_torch import ToTorchDataset
 from datapipe.parallel import policies

@@ -13,8 +13,8 @@ from datapipe import _structure as nest
 from datapipe._batching import _check_structures, stack_leaf
 from datapipe._spec import TensorSpec, UnknownSpec, is_torch
 from datapipe._validate import check_bool, check_int
-from datapipe.dataset import Dataset
-from datapipe.ops.batch import BatchIterator, batched_cardinality
+from datapipe.dataset_ops import Dataset
+from datapipe.ops.batch import BatchAccess, BatchIterator, batched_cardinality
 
 
 def ragged_rows(values: list) -> np.ndarray:
@@ -161,29 +161,15 @@ class RaggedBatchDataset(Dataset):
         return nest.pack_as(first, leaves)
 
     def _make_random_access(self, ctx):
-        return _RaggedBatchAccess(self, self._inputs[0]._make_random_access(ctx))
+        return BatchAccess(
+            self._inputs[0]._make_random_access(ctx),
+            self._batch_size,
+            self._drop_remainder,
+            self.make_batch,
+        )
 
     def _make_iterator(self, ctx, epoch):
         inner = ctx.make(self._inputs[0], epoch)
         return BatchIterator(
             inner, self._batch_size, self._drop_remainder, self.make_batch, op_name=self._name
         )
-
-
-class _RaggedBatchAccess:
-    def __init__(self, node: RaggedBatchDataset, inner: Any):
-        self.node, self.inner = node, inner
-        n, b = len(inner), node._batch_size
-        self.n = n // b if node._drop_remainder else -(-n // b)
-
-    def __len__(self) -> int:
-        return self.n
-
-    def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
-        total, b = len(self.inner), self.node._batch_size
-        out = []
-        for i in indices:
-            start = int(i) * b
-            elems = self.inner.get_many(range(start, min(start + b, total)), epoch)
-            out.append(self.node.make_batch(elems, start))
-        return out

@@ -3,53 +3,28 @@ element (Grain's ``RandomMapTransform``; tf.data users write ``map`` with statel
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from datapipe._draws import element_rng
 from datapipe._functions import ReturnsElement
 from datapipe._iterator import OpIterator
 from datapipe._validate import check_seed
-from datapipe.dataset import Dataset, RandomAccessUnaryDataset
-from datapipe.errors import annotate
-from datapipe.ops.map import MapIterator, first_element_spec, map_request
-
-_LOCAL = threading.local()  # one reusable Philox per thread (see element_rng)
-
-
-def element_rng(key: np.ndarray, index: int) -> np.random.Generator:
-    """The generator of element ``index`` under the 128-bit ``key``: Philox (a counter-based
-    generator, Salmon et al. 2011) with the index in the third counter word, so streams of
-    different elements never overlap (the first two words count the draws).
-
-    Building a ``Philox`` costs ~6 µs; re-keying a per-thread one costs < 1 µs, so the
-    generator handed out is valid only until the same thread asks for the next one.
-    """
-    local = _LOCAL
-    state = getattr(local, "state", None)
-    if state is None:
-        local.bg = np.random.Philox(key=np.zeros(2, dtype=np.uint64))
-        state = local.state = local.bg.state
-        state["state"]["counter"][:] = 0  # only word 2 (the index) ever changes
-        state["buffer_pos"] = 4  # Philox buffers 4 outputs: start with it empty
-        state["has_uint32"] = 0
-        local.key = None
-    if local.key is not key:
-        state["state"]["key"][:] = key
-        local.key = key
-    state["state"]["counter"][2] = index
-    local.bg.state = state  # copies the values in: the template stays as set here
-    return np.random.Generator(local.bg)
+from datapipe.dataset_ops import Dataset, RandomAccessUnaryDataset
+from datapipe.ops.map import MapAccess, MapIterator, first_element_spec, map_request
 
 
 class RandomCall:
     """``f(element, rng)`` for element ``index`` (``f(*element, rng)`` for a plain tuple,
-    tf.data's convention). Called with ``(index, element)``; picklable when ``f`` is."""
+    tf.data's convention). Called with ``(index, element)``; picklable when ``f`` is.
+    ``stage_draws``: the key random layers that ``f`` calls without ``generator`` draw
+    from (``datapipe._draws``)."""
 
-    def __init__(self, func: Callable, key: np.ndarray, base: tuple[int, int] | None = None):
-        self.func, self.key = func, key
+    def __init__(self, func: Callable, key: np.ndarray, base: tuple[int, int] | None = None,
+                 stage_draws: Any = None):  # fmt: skip
+        self.func, self.key, self.stage_draws = func, key, stage_draws
         # (stride, offset): the stream index -> the index in the random-access source, when
         # a shard (explicit or auto-sharding's) sits below; draws then don't depend on it.
         self.stride, self.offset = base if base is not None else (1, 0)
@@ -83,7 +58,9 @@ class RandomMapDataset(RandomAccessUnaryDataset):
     ``take`` and ``map`` lie between random_map and a random-access source, its index in
     that source (so the draws do not depend on how the source is sharded), both when
     iterating and when indexing (``ds[i]``). Each epoch (each ``iter()``, each
-    ``repeat`` pass) draws anew, reproducibly from the seed.
+    ``repeat`` pass) draws anew, reproducibly from the seed. Random layers that
+    ``map_func`` calls without ``generator=rng`` draw by the same position (from a key of
+    their own: ``rng`` is left alone; docs/architecture.md, "Draws in a stage").
 
     Raises (at iteration):
         PipelineError: ``map_func`` raised; names the op and the element's index.
@@ -103,6 +80,7 @@ class RandomMapDataset(RandomAccessUnaryDataset):
     elementwise = True
     commutes_with_shard = True
     uses_randomness = True
+    keys_draws = True
 
     def __init__(
         self,
@@ -130,14 +108,28 @@ class RandomMapDataset(RandomAccessUnaryDataset):
     def _key(self, ctx: Any, epoch: tuple) -> np.ndarray:
         return ctx.seed_sequence(self, epoch).generate_state(2, np.uint64)
 
+    def _call(self, ctx: Any, epoch: tuple, base: tuple[int, int] | None) -> RandomCall:
+        """The function of ``epoch``: ``map_func`` with its element's generator, and the
+        draw key of the random layers it calls (both keyed by the same position)."""
+        draws = ctx.stage_draws(self, epoch, base)
+        return RandomCall(self._func, self._key(ctx, epoch), base, draws)
+
     def _make_random_access(self, ctx):
-        return _RandomMapAccess(self, ctx, self._inputs[0]._make_random_access(ctx))
+        inner = self._inputs[0]._make_random_access(ctx)
+        # Keyed on the source index through shard/skip/take/map below, as the iterator
+        # path is (``OpIterator.index_base``): element i draws the same either way.
+        base = getattr(inner, "index_base", None)
+
+        def keyed(epoch: tuple) -> RandomCall:
+            return self._call(ctx, epoch, base)
+
+        return MapAccess(inner, self._func, self._name, keyed=keyed, indexed=True)
 
     def _make_iterator(self, ctx, epoch):
         from datapipe.parallel.plan import plan_stage
 
         inner = ctx.make(self._inputs[0], epoch)
-        fn = RandomCall(self._func, self._key(ctx, epoch), inner.index_base())
+        fn = self._call(ctx, epoch, inner.index_base())
         plan = plan_stage(self.stage_request, ctx, self._inputs[0])
         if plan is not None:
             from datapipe.parallel.stage import StageIterator
@@ -172,36 +164,3 @@ class IndexedIterator(OpIterator):
     def set_state(self, state: dict) -> None:
         self.count = int(state["count"])
         self.inner.set_state(state["input"])
-
-
-class _RandomMapAccess:
-    def __init__(self, node: RandomMapDataset, ctx: Any, inner: Any):
-        self.node, self.ctx, self.inner = node, ctx, inner
-        self._calls: dict[tuple, RandomCall] = {}
-        # Keyed on the source index through shard/skip/take/map below, as the iterator
-        # path is (``OpIterator.index_base``): element i draws the same either way.
-        self.base = getattr(inner, "index_base", None)
-        if self.base is not None:
-            self.index_base = self.base
-
-    def __len__(self) -> int:
-        return len(self.inner)
-
-    def _call(self, epoch: tuple) -> RandomCall:
-        fn = self._calls.get(epoch)
-        if fn is None:
-            if len(self._calls) > 8:  # keys of finished epochs (repeat passes)
-                self._calls.clear()
-            key = self.node._key(self.ctx, epoch)
-            fn = self._calls[epoch] = RandomCall(self.node._func, key, self.base)
-        return fn
-
-    def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
-        fn = self._call(tuple(epoch))
-        out = []
-        for i, x in zip(indices, self.inner.get_many(indices, epoch)):
-            try:
-                out.append(fn(i, x))
-            except Exception as e:  # noqa: BLE001 - located and re-raised
-                raise annotate(self.node._name, int(i), e) from e
-        return out

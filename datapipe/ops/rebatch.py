@@ -13,7 +13,7 @@ from datapipe._batching import batch_size_of
 from datapipe._iterator import OpIterator
 from datapipe._spec import NoneSpec, TensorSpec, UnknownSpec, is_torch, is_torch_dtype, static_dim
 from datapipe._validate import check_bool, check_int
-from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, UnaryDataset
+from datapipe.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, UnaryDataset
 from datapipe.errors import annotate
 
 

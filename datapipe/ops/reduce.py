@@ -42,7 +42,7 @@ def reduce_dataset(dataset: Any, initial_state: Any, reduce_func: Callable) -> A
         >>> dp.zip(dp.range(3), dp.range(3)).reduce(0, lambda s, xy: s + int(xy[0] * xy[1]))
         5
     """
-    from datapipe.dataset import INFINITE_CARDINALITY
+    from datapipe.dataset_ops import INFINITE_CARDINALITY
 
     if not callable(reduce_func):
         raise TypeError(f"reduce: reduce_func must be callable, got {type(reduce_func).__name__}")

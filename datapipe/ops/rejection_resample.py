@@ -12,7 +12,7 @@ from datapipe._functions import ElementwiseIterator, call
 from datapipe._iterator import OpIterator
 from datapipe._spec import UnknownSpec, seen_spec, spec_of
 from datapipe._validate import check_seed
-from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, UnaryDataset
+from datapipe.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, UnaryDataset
 from datapipe.errors import annotate
 from datapipe.ops.group_by_window import as_key
 

@@ -8,7 +8,7 @@ from typing import Any
 from datapipe._iterator import OpIterator
 from datapipe._random_access import get_grouped
 from datapipe._validate import check_int
-from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, UnaryDataset
+from datapipe.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, UnaryDataset
 
 
 class RepeatDataset(UnaryDataset):

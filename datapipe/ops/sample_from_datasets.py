@@ -11,7 +11,7 @@ import numpy as np
 from datapipe._iterator import OpIterator
 from datapipe._positions import Failed, buffer_from_state, buffer_to_state, read_positions
 from datapipe._validate import check_bool, check_seed
-from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
 from datapipe.ops._directed_interleave import DirectedInterleaveIterator, Selector
 from datapipe.ops.choose_from_datasets import check_datasets

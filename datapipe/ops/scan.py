@@ -11,7 +11,7 @@ from datapipe import _structure as nest
 from datapipe._functions import ElementwiseIterator, as_element
 from datapipe._iterator import OpIterator
 from datapipe._spec import is_torch, is_torch_dtype
-from datapipe.dataset import Dataset, UnaryDataset
+from datapipe.dataset_ops import Dataset, UnaryDataset
 from datapipe.errors import annotate
 from datapipe.ops.map import first_element_spec
 from datapipe.sources.tensors import as_leaf

@@ -7,7 +7,7 @@ from typing import Any
 
 from datapipe._iterator import OpIterator
 from datapipe._validate import check_int
-from datapipe.dataset import (
+from datapipe.dataset_ops import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
     Dataset,

@@ -6,7 +6,7 @@ import numpy as np
 
 from datapipe._iterator import OpIterator
 from datapipe._validate import check_bool, check_int, check_seed
-from datapipe.dataset import Dataset, UnaryDataset
+from datapipe.dataset_ops import Dataset, UnaryDataset
 
 
 class ShuffleDataset(UnaryDataset):

@@ -47,7 +47,7 @@ from datapipe import _structure as nest
 from datapipe._iterator import OpIterator, pull_exactly
 from datapipe._lazy import lazy_module
 from datapipe._spec import common_spec, spec_from_json, spec_to_json
-from datapipe.dataset import Dataset, UnaryDataset
+from datapipe.dataset_ops import Dataset, UnaryDataset
 from datapipe.errors import FileReadError
 from datapipe.io._remote import is_remote, localize
 from datapipe.io.save import ElementCodec
@@ -467,12 +467,12 @@ class SnapshotShardDataset(Dataset):
         return sum(self._rows)
 
     def _make_iterator(self, ctx, epoch):
-        return _ShardIterator(
+        return _SnapshotShardIterator(
             _ShardReader(self._run_dir, self._shard, self._rows, ElementCodec(self._stored))
         )
 
 
-class _ShardIterator(OpIterator):
+class _SnapshotShardIterator(OpIterator):
     op_name = "snapshot"
 
     def __init__(self, reader: _ShardReader):

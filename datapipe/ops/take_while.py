@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from datapipe._functions import ElementwiseIterator, call
 from datapipe._iterator import OpIterator
-from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset, UnaryDataset
+from datapipe.dataset_ops import UNKNOWN_CARDINALITY, Dataset, UnaryDataset
 from datapipe.errors import annotate
 from datapipe.ops.filter import as_scalar_bool
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from datapipe import _structure as nest
 from datapipe._spec import TensorSpec, is_torch
-from datapipe.dataset import Dataset, RandomAccessUnaryDataset
+from datapipe.dataset_ops import Dataset, RandomAccessUnaryDataset
 from datapipe.ops.map import MapAccess, MapIterator
 
 

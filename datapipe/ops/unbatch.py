@@ -9,7 +9,7 @@ from datapipe import _structure as nest
 from datapipe._batching import split
 from datapipe._iterator import OpIterator
 from datapipe._spec import NoneSpec, static_dim, unbatched_spec
-from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
 
 

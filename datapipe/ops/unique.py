@@ -10,7 +10,7 @@ from datapipe import _structure as nest
 from datapipe._functions import ElementwiseIterator
 from datapipe._iterator import OpIterator
 from datapipe._spec import TensorSpec, UnknownSpec, dtype_name, is_torch, is_torch_dtype
-from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset, UnaryDataset
+from datapipe.dataset_ops import UNKNOWN_CARDINALITY, Dataset, UnaryDataset
 
 
 def _check_spec(spec: Any) -> None:

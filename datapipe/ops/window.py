@@ -18,7 +18,7 @@ from datapipe._positions import (
 )
 from datapipe._spec import DatasetSpec
 from datapipe._validate import check_bool, check_int
-from datapipe.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import PipelineBrokenError
 
 
@@ -191,7 +191,7 @@ class WindowIterator(OpIterator):
         except PipelineBrokenError:
             raise
         except Exception as e:  # noqa: BLE001 - kept at its position (see the class)
-            return [Failed(e)]
+            return [Failed.buffered(e)]
 
     def _advance_to(self, start: int) -> None:
         """Drop (and, past the buffer, pull and drop) input elements before ``start``:

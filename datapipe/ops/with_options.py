@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datapipe.dataset import Dataset, RandomAccessUnaryDataset
+from datapipe.dataset_ops import Dataset, RandomAccessUnaryDataset
 from datapipe.options import Options
 
 

@@ -17,7 +17,7 @@ from datapipe._positions import (
     first_failure,
     read_positions,
 )
-from datapipe.dataset import (
+from datapipe.dataset_ops import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
     Dataset,

@@ -190,19 +190,6 @@ def available_memory() -> int:
     return 8 << 30
 
 
-def element_nbytes(x: Any) -> int:
-    """Bytes held by one element's arrays (numpy/torch ``nbytes``; rough for other leaves)."""
-    total = 0
-    for leaf in nest.flatten(x):
-        nb = getattr(leaf, "nbytes", None)
-        if nb is None and hasattr(leaf, "element_size"):
-            nb = leaf.element_size() * leaf.nelement()
-        if nb is None:
-            nb = len(leaf) if isinstance(leaf, (bytes, str)) else 8
-        total += int(nb)
-    return total
-
-
 def chunk_nbytes(items: list) -> int:
     """Bytes of a chunk of same-structure elements, from its first element (cheap)."""
     if not items:
@@ -210,7 +197,7 @@ def chunk_nbytes(items: list) -> int:
     first = items[0]
     if isinstance(first, (int, float, np.generic)):
         return 8 * len(items)
-    return element_nbytes(first) * len(items)
+    return nest.element_nbytes(first) * len(items)
 
 
 class RamBudget:

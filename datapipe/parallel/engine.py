@@ -33,10 +33,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from datapipe._iterator import snapshot_deadline, snapshots_within
+from datapipe._positions import Failed
 from datapipe.errors import WorkerDiedError, annotate
 from datapipe.parallel import autotune, replay
 from datapipe.parallel.executors import apply
-from datapipe.parallel.pool import POLL_S, Chunk, ChunkSizer, Failed, take_ready
+from datapipe.parallel.pool import POLL_S, Chunk, ChunkSizer, take_ready
 from datapipe.stats import torch_ranges, trace
 
 # AUTOTUNE's samples of what would cross a process boundary: one chunk in this many.
@@ -149,6 +151,8 @@ class Engine:
         # they are counted against the budget when it is known (``fit``)
         self.unsized = 0
         self.fatal: BaseException | None = None  # a worker died: raised from now on
+        # Each lane's snapshot as the broken stage closed (by id): see ``close``.
+        self.at_break: dict[int, dict] | None = None
         self.waiting = 0  # consumers waiting in ``wait`` for this stage now (under cond)
         # inline: when the consumer got its last answer (wall, thread CPU seconds)
         self._returned: tuple[float, float] | None = None
@@ -237,6 +241,16 @@ class Engine:
         executors = list(self.executors.values())
         for ex in executors:
             ex.stop()
+        if self.fatal is not None and self.at_break is None:
+            # A worker died, and the stage closes at once (the error may stay referenced,
+            # as in a notebook): what the lanes held and had in flight is recorded first,
+            # so a state taken after the error (state_dict) resumes exactly, computing
+            # again what the dead worker had.
+            try:
+                with snapshots_within(0.2):
+                    self.at_break = {id(ln): self.snapshot(ln) for ln in list(self.lanes)}
+            except TimeoutError:
+                pass  # a worker blocked in the input: a state after the error raises
         with self.cond:  # let go of the buffered results now, not when the iterator dies
             for lane in self.lanes:
                 for c in lane.chunks:
@@ -395,7 +409,12 @@ class Engine:
             items, failed = elems, False
         else:
             t0, c0 = time.perf_counter(), time.thread_time()
-            items, failed = apply(lane, elems, start)  # the inline executor's compute
+            try:
+                items, failed = apply(lane, elems, start)  # the inline executor's compute
+            except BaseException:  # Ctrl-C inside the function (apply keeps the others)
+                with self.cond:  # the elements go back, to compute again: a state now has them
+                    lane.redo.append((None, start, len(elems), 0, list(elems), None))
+                raise
             if self.sampling:
                 self.sample(elems, items)
         self.meter.record(len(items), time.perf_counter() - t0, time.thread_time() - c0)
@@ -454,8 +473,17 @@ class Engine:
 
     # ---- checkpoints ----------------------------------------------------------------------
     def snapshot(self, lane: Lane) -> dict:
-        with lane.input_lock, self.cond:
-            return replay.snapshot(lane)
+        if self.at_break is not None and id(lane) in self.at_break:
+            return self.at_break[id(lane)]  # the broken stage's, as it closed
+        by = snapshot_deadline()
+        wait = -1 if by is None else max(0.0, by - time.monotonic())
+        if not lane.input_lock.acquire(timeout=wait):
+            raise TimeoutError(f"{lane.op}: a worker still reads the input (blocked in it)")
+        try:
+            with self.cond:
+                return replay.snapshot(lane)
+        finally:
+            lane.input_lock.release()
 
     def reset(self, lane: Lane) -> None:
         """Under ``lane.input_lock``, workers stopped: empty the lane."""

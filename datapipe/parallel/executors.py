@@ -29,8 +29,10 @@ from collections.abc import Callable
 from itertools import islice
 from typing import Any, ClassVar
 
+from datapipe._draws import enter, leave
+from datapipe._positions import Failed
 from datapipe.errors import WorkerDiedError, annotate
-from datapipe.parallel.pool import PROCESS_CHUNK_S, TARGET_CHUNK_S, Failed, _closing
+from datapipe.parallel.pool import PROCESS_CHUNK_S, TARGET_CHUNK_S, _closing
 
 
 class WorkerGroup:
@@ -109,10 +111,19 @@ def apply(lane: Any, elems: list, first: int) -> tuple[list, bool]:
     """``lane.transform`` over ``elems`` (the first at stream index ``first``); a failing
     element becomes a ``Failed`` in its place, named by op and index. Returns (results,
     whether any failed). The loop runs in C (``list.extend(map(...))`` keeps the results
-    made before an exception), resuming after each failure."""
+    made before an exception), resuming after each failure. Random layers that ``fn``
+    calls draw by the element's position (``datapipe._draws``: ``out`` says which)."""
     fn = lane.transform
     assert fn is not None  # a lane that transforms (engine.Lane)
     out: list = []
+    scope = enter(fn, out, first)
+    try:
+        return out, _apply(fn, lane, elems, first, out)
+    finally:
+        leave(scope)
+
+
+def _apply(fn: Callable, lane: Any, elems: list, first: int, out: list) -> bool:
     n, failed = len(elems), False
     stride, offset = lane.base
     while len(out) < n:
@@ -127,6 +138,8 @@ def apply(lane: Any, elems: list, first: int) -> tuple[list, bool]:
             else:
                 out.extend(map(fn, rest))
         except BaseException as e:  # noqa: BLE001 - the consumer raises it at this position
+            if isinstance(e, KeyboardInterrupt) and threading.current_thread() is _MAIN:
+                raise  # Ctrl-C (inline, on the main thread) stops: no element's failure
             k = first + len(out)
             out.append(Failed(annotate(lane.op, offset + stride * k, e)))
             failed = True
@@ -138,7 +151,7 @@ def apply(lane: Any, elems: list, first: int) -> tuple[list, bool]:
             err = StopIteration(f"raised by the function of '{lane.op}'")
             out.append(Failed(annotate(lane.op, offset + stride * k, err)))
             failed = True
-    return out, failed
+    return failed
 
 
 class Executor:
@@ -300,6 +313,8 @@ class Processes(Threads):
     def close(self) -> None:
         self.workers.release()
 
+
+_MAIN = threading.main_thread()
 
 EXECUTORS: dict[str, type[Executor]] = {"inline": Inline, "thread": Threads, "process": Processes}
 

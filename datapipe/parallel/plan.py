@@ -95,7 +95,7 @@ def plan_stage(req: StageRequest, ctx: Any, input_ds: Any = None) -> Plan | None
     buffer, batch's stacking, interleave's inputs) runs on threads where processes are
     asked for; AUTOTUNE may still run it inline where its policy allows.
     """
-    from datapipe.dataset import AUTOTUNE
+    from datapipe.dataset_ops import AUTOTUNE
     from datapipe.parallel import autotune
     from datapipe.parallel.replay import replayable
 
@@ -132,7 +132,7 @@ def plan_stage(req: StageRequest, ctx: Any, input_ds: Any = None) -> Plan | None
 def _worker_plan(ctx: Any, tuner: Any, calls: int, deterministic: bool | None,
                  executor: str | None, replayable: bool) -> Plan:  # fmt: skip
     """The plan of a worker stage asked for ``calls`` (an int or AUTOTUNE)."""
-    from datapipe.dataset import AUTOTUNE
+    from datapipe.dataset_ops import AUTOTUNE
     from datapipe.parallel import autotune
 
     cap = autotune.max_threads(ctx)

@@ -16,6 +16,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from datapipe._positions import Failed
+
 # How long a waiting thread sleeps before re-checking the stop flag (seconds).
 POLL_S = 0.05
 # Target wall time of work per chunk: large against the ~88 µs hand-off, small enough that
@@ -117,15 +119,6 @@ class Chunk:
         self.input_error: Any = None
         self.error_text: str | None = None
         self.failed = False  # some item is a Failed
-
-
-class Failed:
-    """Marks an element whose computation raised; the consumer raises ``error`` there."""
-
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException):
-        self.error = error
 
 
 def take_ready(items: list, start: int, n: int) -> tuple[list, BaseException | None, int]:

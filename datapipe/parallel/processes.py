@@ -62,9 +62,11 @@ from collections.abc import Callable, Iterator
 from multiprocessing.connection import wait as wait_any
 from typing import Any
 
+from datapipe import _draws
+from datapipe._positions import Failed
 from datapipe.errors import RemoteTraceback, WorkerDiedError, annotate
 from datapipe.parallel import shm
-from datapipe.parallel.pool import POLL_S, Failed
+from datapipe.parallel.pool import POLL_S
 from datapipe.stats import trace
 
 # Pools of finished stages a pipeline keeps for a later epoch's stage (repeat) to reuse.
@@ -144,13 +146,26 @@ def _load_function(conn: Any, key: int, blob: bytes) -> Any:
 
 
 def _run_task(conn: Any, prefix: str, fns: dict, msg: tuple) -> None:
-    from datapipe._functions import call
-
     _, task, key, indexed, first, payload = msg
     t0, c0 = time.perf_counter(), time.process_time()
     fn = fns.get(key)
     elems = shm.loads(*payload)
     out: list = []
+    # the function carries its stage's draw key: random layers draw by element position
+    scope = _draws.enter(fn, out, first)
+    try:
+        _run_elements(fn, elems, indexed, first, out)
+    finally:
+        _draws.leave(scope)
+    del elems, payload
+    result = _encode(out, f"{prefix}o{task}")
+    t1, cpu = time.perf_counter(), time.process_time() - c0
+    conn.send(("done", task, result, t0, t1, cpu))
+
+
+def _run_elements(fn: Any, elems: list, indexed: bool, first: int, out: list) -> None:
+    from datapipe._functions import call
+
     for k, x in enumerate(elems):
         if isinstance(fn, _Failure) or fn is None:
             out.append(fn if fn is not None else _Failure(RuntimeError("no function")))
@@ -159,10 +174,6 @@ def _run_task(conn: Any, prefix: str, fns: dict, msg: tuple) -> None:
             out.append(fn(first + k, x) if indexed else call(fn, x))
         except BaseException as e:  # noqa: BLE001 - delivered at the element's position
             out.append(_Failure(e))
-    del elems, payload
-    result = _encode(out, f"{prefix}o{task}")
-    t1, cpu = time.perf_counter(), time.process_time() - c0
-    conn.send(("done", task, result, t0, t1, cpu))
 
 
 def _encode(out: list, name: str) -> tuple:

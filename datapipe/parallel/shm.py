@@ -171,13 +171,15 @@ def loads(data: bytes, name: str | None, layout: list) -> Any:
 class _Mapping:
     """Owns one mapping made by ``map_shared``; unmaps it when the last view is gone."""
 
-    __slots__ = ("addr", "size")
+    __slots__ = ("addr", "size", "munmap")
 
-    def __init__(self, addr: int, size: int):
-        self.addr, self.size = addr, size
+    def __init__(self, addr: int, size: int, munmap: Any):
+        # munmap is held here: at interpreter exit a view may outlive this module's
+        # globals (``_LIBC`` is None by then: "'NoneType' object has no attribute").
+        self.addr, self.size, self.munmap = addr, size, munmap
 
     def __del__(self) -> None:
-        _LIBC.munmap(ctypes.c_void_p(self.addr), ctypes.c_size_t(self.size))
+        self.munmap(self.addr, self.size)
 
 
 def _libc() -> Any:
@@ -217,7 +219,7 @@ def map_shared(fd: int, size: int) -> memoryview:
         err = ctypes.get_errno()
         raise OSError(err, f"mmap of a {size}-byte segment: {os.strerror(err)}")
     buf = (ctypes.c_char * length).from_address(addr)
-    buf._mapping = _Mapping(addr, length)  # type: ignore[attr-defined]  # freed with buf
+    buf._mapping = _Mapping(addr, length, _LIBC.munmap)  # type: ignore[attr-defined]  # freed with buf
     return memoryview(buf).cast("B")[:size]
 
 

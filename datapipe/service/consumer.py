@@ -1,11 +1,12 @@
 """The consumer side of ``distribute``: read a job's splits from the workers.
 
-``DistributeIterator`` joins the job (creating it when it is the first consumer), then
-runs *lanes*: a lane asks the dispatcher for a split, reads it from a worker in replies
-(at most ``max_outstanding_requests / lanes per worker`` requests in flight: the prefetch
-and the backpressure), and asks for the next split when the last reply says the split
-ended. ``distributed_epoch`` runs two lanes per worker, so a worker always has a queued
-request while a lane waits for its next split; ``parallel_epochs`` one lane per slot.
+``ServiceIterator`` joins the job (creating it when it is the first consumer), then
+runs *feeds* (a feed: one stream of a worker's replies to this consumer): a feed asks the
+dispatcher for a split, reads it from a worker in replies (at most
+``max_outstanding_requests / feeds per worker`` requests in flight: the prefetch and the
+backpressure), and asks for the next split when the last reply says the split ended.
+``distributed_epoch`` runs two feeds per worker, so a worker always has a queued request
+while a feed waits for its next split; ``parallel_epochs`` one feed per slot.
 Nothing here starts a thread: requests are Ray ObjectRefs, and ``next_chunk`` waits on
 them.
 
@@ -38,7 +39,7 @@ from datapipe._positions import Failed, buffer_from_state, buffer_to_state
 from datapipe.errors import PipelineBrokenError, WorkerDiedError
 from datapipe.service.jobs import Assignment, Record
 from datapipe.service.layout import layout_from_state, layout_to_state
-from datapipe.service.state import check_states, own_part
+from datapipe.service.state import check_consumer_states, own_part
 from datapipe.service.worker import (
     REPLY_BYTES,
     REPLY_ELEMENTS,
@@ -55,10 +56,10 @@ REPLACE_TIMEOUT_S = 120.0
 
 
 def reading_workers(node: Any, k: int) -> list[int]:
-    """The worker slots this consumer runs lanes on. Every consumer reading from every
-    worker makes ``consumers x workers x 2`` lanes, each holding a split and asking the
-    dispatcher for the next one: at 1,000 workers x 64 consumers, 128,000 lanes would
-    need 128,000 splits in progress and ~88 s of dispatcher calls before the last lane
+    """The worker slots this consumer runs feeds on. Every consumer reading from every
+    worker makes ``consumers x workers x 2`` feeds, each holding a split and asking the
+    dispatcher for the next one: at 1,000 workers x 64 consumers, 128,000 feeds would
+    need 128,000 splits in progress and ~88 s of dispatcher calls before the last feed
     got one (``benchmarks/sim_service_scale.py``). So a ``"distributed_epoch"`` consumer
     that knows its place (``consumer_index`` of ``num_consumers``: its splits are its own,
     ``layout.PoolSplits``) reads from the workers ``w`` with ``w % num_consumers ==
@@ -70,7 +71,7 @@ def reading_workers(node: Any, k: int) -> list[int]:
     return list(range(c, k, n))
 
 
-class _Split:
+class _SplitProgress:
     """A split this consumer reads: where it is (``state`` after the last reply taken),
     whether every element was received, and how many received ones are not delivered."""
 
@@ -102,7 +103,10 @@ class _Run:
         self.refs.clear()
 
 
-class _Lane:
+class _WorkerFeed:
+    """A feed (module docstring): the worker it reads from, the dispatcher's assignment it
+    waits for, and the split it reads once assigned."""
+
     __slots__ = ("worker", "assign", "run", "ended")
 
     def __init__(self, worker: int):
@@ -111,14 +115,14 @@ class _Lane:
         self.run: _Run | None = None  # the split being read, once assigned
 
     def running(self) -> _Run:
-        assert self.run is not None, "distribute: a lane without an assignment has a split"
+        assert self.run is not None, "distribute: a feed without an assignment has a split"
         return self.run
 
     def head(self) -> Any:
         return self.assign if self.assign is not None else self.running().refs[0]
 
 
-class DistributeIterator(OpIterator):
+class ServiceIterator(OpIterator):
     """A consumer of a service job (see the module docstring). State: ``job`` (name, uid,
     epoch, seed, layout, policy), ``consumer``, ``done`` (splits delivered completely) and
     ``records`` (splits in progress: ``sid``, ``carry`` = received and not delivered,
@@ -143,11 +147,11 @@ class DistributeIterator(OpIterator):
     def _reset(self) -> None:
         self.info: Any = None  # the joined job (jobs.JobInfo), once _start joined it
         self.exhausted = False
-        self.lanes: list[_Lane] = []
+        self.feeds: list[_WorkerFeed] = []
         self.turn = 0
         # [sid, entries, position, failure positions]: received, in delivery order
         self.ready: deque = deque()
-        self.splits: dict[int, _Split] = {}
+        self.splits: dict[int, _SplitProgress] = {}
         self.done: list[int] = []  # splits whose every element was delivered
         self.report: list[int] = []  # ... not yet told to the dispatcher
         self.adopted: deque = deque()  # a checkpoint's splits in progress, read first
@@ -184,11 +188,11 @@ class DistributeIterator(OpIterator):
             return
         self.workers = self._call(self.dispatcher.handles)
         per_worker = 1 if node.processing_mode == "parallel_epochs" else 2
-        self.per_lane = max(1, node.max_outstanding_requests // per_worker)
+        self.per_feed = max(1, node.max_outstanding_requests // per_worker)
         mine = reading_workers(node, len(self.workers))
-        self.lanes = [_Lane(mine[i % len(mine)]) for i in range(per_worker * len(mine))]
-        for lane in self.lanes:
-            self._ask(lane)
+        self.feeds = [_WorkerFeed(mine[i % len(mine)]) for i in range(per_worker * len(mine))]
+        for feed in self.feeds:
+            self._ask(feed)
 
     def _call(self, method: Any, *args: Any) -> Any:
         """A dispatcher call, waited for; a dead dispatcher is a broken pipeline."""
@@ -200,17 +204,17 @@ class DistributeIterator(OpIterator):
                 f"died with the process that started it, or was shut down): {e}"
             ) from None
 
-    def _ask(self, lane: _Lane) -> None:
-        """The lane's next split: an adopted one (no call), else the dispatcher's."""
+    def _ask(self, feed: _WorkerFeed) -> None:
+        """The feed's next split: an adopted one (no call), else the dispatcher's."""
         if self.adopted:
             record = self.adopted.popleft()
             spec = self.layout.spec(record.sid)
-            slot = spec.epoch_extra[0] if spec.epoch_extra else lane.worker
-            lane.assign = _Adopted(Assignment(spec, slot % len(self.workers), record))
+            slot = spec.epoch_extra[0] if spec.epoch_extra else feed.worker
+            feed.assign = _Adopted(Assignment(spec, slot % len(self.workers), record))
             return
         report, self.report = self.report, []
         info = self.info
-        lane.assign = self.dispatcher.next_split.remote(info.key, info.token, lane.worker, report)
+        feed.assign = self.dispatcher.next_split.remote(info.key, info.token, feed.worker, report)
 
     # ---- reading -------------------------------------------------------------------------
     def next_chunk(self, n: int) -> list:
@@ -226,43 +230,43 @@ class DistributeIterator(OpIterator):
             return self._take(n)
 
     def _pump(self) -> bool:
-        """Take one event (a split assignment or a reply) of one lane; False when every
-        lane has ended."""
-        lane = self._pick()
-        if lane is None:
+        """Take one event (a split assignment or a reply) of one feed; False when every
+        feed has ended."""
+        feed = self._pick()
+        if feed is None:
             return False
-        if lane.assign is not None:
-            ref, lane.assign = lane.assign, None
+        if feed.assign is not None:
+            ref, feed.assign = feed.assign, None
             a = ref.assignment if isinstance(ref, _Adopted) else self._wait(ref, None)
-            self._assigned(lane, a)
+            self._assigned(feed, a)
             return True
-        run = lane.running()
+        run = feed.running()
         ref = run.refs.popleft()
         try:
             reply = self._wait(ref, run)
         except _WorkerGone:
             self._worker_failed(run.worker)
             return True
-        self._received(lane, run, reply)
+        self._received(feed, run, reply)
         if self.deterministic:
             self.turn += 1
         return True
 
-    def _pick(self) -> _Lane | None:
-        live = [lane for lane in self.lanes if not lane.ended]
+    def _pick(self) -> _WorkerFeed | None:
+        live = [feed for feed in self.feeds if not feed.ended]
         if not live:
             return None
         if self.deterministic:  # a fixed rotation: a reproducible order
-            k = len(self.lanes)
+            k = len(self.feeds)
             for step in range(k):
-                lane = self.lanes[(self.turn + step) % k]
-                if not lane.ended:
+                feed = self.feeds[(self.turn + step) % k]
+                if not feed.ended:
                     self.turn = (self.turn + step) % k
-                    return lane
-        for lane in live:
-            if isinstance(lane.assign, _Adopted):
-                return lane
-        heads = {lane.head(): lane for lane in live}
+                    return feed
+        for feed in live:
+            if isinstance(feed.assign, _Adopted):
+                return feed
+        heads = {feed.head(): feed for feed in live}
         ready, _ = self.ray.wait(list(heads), num_returns=1)
         return heads[ready[0]]
 
@@ -283,25 +287,25 @@ class DistributeIterator(OpIterator):
                 raise
             raise _WorkerGone() from None
 
-    def _assigned(self, lane: _Lane, a: Any) -> None:
+    def _assigned(self, feed: _WorkerFeed, a: Any) -> None:
         if a is None:
-            lane.ended = True
+            feed.ended = True
             return
         sid = a.spec.sid
-        split = self.splits[sid] = _Split(a.spec, a.record)
+        split = self.splits[sid] = _SplitProgress(a.spec, a.record)
         if a.record is not None:
             self.counts["resumed"] += 1
             carry = buffer_from_state(a.record.carry, "distribute") if a.record.carry else []
             self._push(sid, carry, last_only=False)
         if split.finished:
             self._maybe_done(sid)
-            self._ask(lane)
+            self._ask(feed)
             return
         stem = (self.info.key[2] or self.info.key[0], self.info.token)
-        lane.run = _Run(sid, a.worker, stem)
-        self._submit(lane)
+        feed.run = _Run(sid, a.worker, stem)
+        self._submit(feed)
 
-    def _received(self, lane: _Lane, run: _Run, reply: Any) -> None:
+    def _received(self, feed: _WorkerFeed, run: _Run, reply: Any) -> None:
         split = self.splits[run.sid]
         self.counts["replies"] += 1
         elements = writable(elements_of(reply))
@@ -311,18 +315,18 @@ class DistributeIterator(OpIterator):
         if reply.done:
             split.finished, split.state = True, None
             run.refs.clear()  # their replies are empty: the stream ended
-            lane.run = None
+            feed.run = None
             self._maybe_done(run.sid)
-            self._ask(lane)
+            self._ask(feed)
         else:
             split.state = reply.state
-            self._submit(lane)
+            self._submit(feed)
 
-    def _submit(self, lane: _Lane) -> None:
-        run = lane.running()
+    def _submit(self, feed: _WorkerFeed) -> None:
+        run = feed.running()
         worker = self.workers[run.worker]
         min_elements = REPLY_MIN_ELEMENTS  # batched replies: worker.py (read at call time)
-        while len(run.refs) < self.per_lane:
+        while len(run.refs) < self.per_feed:
             first = not run.opened
             open_args = self._open_args(run.sid) if first else None
             blob = self.blob_ref if first else None
@@ -336,7 +340,7 @@ class DistributeIterator(OpIterator):
     def _open_args(self, sid: int) -> dict:
         split = self.splits[sid]
         return {
-            "policy": self.node.plan.policy,
+            "policy": self.node.splitting.policy,
             "spec": split.spec.to_state(),
             "epoch": self.job_epoch,
             "seed": self.seed,
@@ -346,7 +350,7 @@ class DistributeIterator(OpIterator):
     def _worker_failed(self, slot: int) -> None:
         """Worker ``slot`` died: the dispatcher replaces it, and every split this consumer
         read on it continues on the new one from the state after its last reply taken."""
-        affected = [lane for lane in self.lanes if lane.run is not None and lane.run.worker == slot]
+        affected = [feed for feed in self.feeds if feed.run is not None and feed.run.worker == slot]
         seen = [self.workers[slot]]
         self.workers = self._call(self.dispatcher.report_dead, slot, seen)
         try:  # a replacement the cluster cannot place would leave us waiting for ever
@@ -357,8 +361,8 @@ class DistributeIterator(OpIterator):
                 f"replacement did not start within {REPLACE_TIMEOUT_S:g} s ({type(e).__name__}); "
                 "the cluster may lack a free CPU for it"
             ) from None
-        for lane in affected:
-            run = lane.running()
+        for feed in affected:
+            run = feed.running()
             if run.attempt + 1 >= MAX_ATTEMPTS:
                 raise WorkerDiedError(
                     f"distribute: split {run.sid} of job {self.node.job_name!r} lost its worker "
@@ -367,7 +371,7 @@ class DistributeIterator(OpIterator):
                 )
             run.reopen(slot)
             self.counts["resumed"] += 1
-            self._submit(lane)
+            self._submit(feed)
 
     # ---- delivering ----------------------------------------------------------------------
     def _push(self, sid: int, entries: list, last_only: bool = True) -> None:
@@ -474,7 +478,7 @@ class DistributeIterator(OpIterator):
         """Resume from this consumer's state, or from the list of all consumers' states of
         a shared job (see ``distribute``); the job is rejoined at the next element."""
         with self.lock:
-            self._restore(check_states(state, self.node))
+            self._restore(check_consumer_states(state, self.node))
 
     def _restore(self, states: list[dict]) -> None:
         job = states[0]["job"]
@@ -507,9 +511,9 @@ class DistributeIterator(OpIterator):
             return
         try:
             self._release(self._records())
-            for lane in self.lanes:
-                if lane.run is not None and lane.run.opened:
-                    self.workers[lane.run.worker].close.remote([lane.run.key])
+            for feed in self.feeds:
+                if feed.run is not None and feed.run.opened:
+                    self.workers[feed.run.worker].close.remote([feed.run.key])
         except Exception:  # noqa: BLE001 - Ray already shut down (interpreter exit)
             pass
         self.exhausted = True
@@ -518,12 +522,12 @@ class DistributeIterator(OpIterator):
         if self.closed:
             return
         self._leave()
-        self.lanes, self.ready = [], deque()
+        self.feeds, self.ready = [], deque()
         super().close()
 
 
 class _Adopted:
-    """A lane's next split taken from the adopted ones (no dispatcher call to wait for)."""
+    """A feed's next split taken from the adopted ones (no dispatcher call to wait for)."""
 
     __slots__ = ("assignment",)
 

@@ -1,6 +1,6 @@
 """A ``distribute`` consumer's checkpoint: checking it, and the part the dispatcher needs.
 
-Layout (``DistributeIterator.get_state``): ``job`` (``name``, ``uid``, ``epoch``, ``seed``,
+Layout (``ServiceIterator.get_state``): ``job`` (``name``, ``uid``, ``epoch``, ``seed``,
 ``mode``, ``layout``: the job it read and how it was cut into splits), ``consumer`` (its
 index, or None), ``done`` (the splits whose every element it delivered, including those it
 adopted when it was itself resumed), ``records`` (its splits in progress: ``sid``,
@@ -25,7 +25,7 @@ def own_part(state: dict) -> dict:
             "records": list(state["records"])}  # fmt: skip
 
 
-def check_states(state: Any, node: Any) -> list[dict]:
+def check_consumer_states(state: Any, node: Any) -> list[dict]:
     """``state`` as a list of consumer states of one job of ``node``'s kind.
 
     Raises:

@@ -29,6 +29,7 @@ import cloudpickle
 import numpy as np
 
 from datapipe._positions import Failed
+from datapipe._structure import element_nbytes
 from datapipe.errors import PipelineError
 
 # A reply holds at most this many elements, this many bytes of arrays (estimated from the
@@ -116,7 +117,7 @@ def split_options(policy: str | None, context: tuple | None, cpu_budget: int | N
     return opts
 
 
-def build_chain(dataset: Any, open_args: dict, cpu_budget: int | None = None) -> tuple:
+def build_split_chain(dataset: Any, open_args: dict, cpu_budget: int | None = None) -> tuple:
     """``(ctx, root)``: split ``open_args["spec"]``'s chain, restored to ``open_args["state"]``
     when given. ``open_args``: ``policy`` (``"FILE"``/``"DATA"``: split the pool; None: the
     whole pipeline), ``spec`` (``SplitSpec.to_state()``), ``epoch``, ``seed``, ``state``."""
@@ -148,17 +149,6 @@ def build_chain(dataset: Any, open_args: dict, cpu_budget: int | None = None) ->
     return ctx, root
 
 
-def _nbytes(x: Any) -> int:
-    n = getattr(x, "nbytes", None)
-    if isinstance(n, int):
-        return n
-    if isinstance(x, (tuple, list)):
-        return sum(_nbytes(v) for v in x[:64])
-    if isinstance(x, dict):
-        return sum(_nbytes(v) for v in list(x.values())[:64])
-    return 0
-
-
 def transportable(error: BaseException) -> BaseException:
     """``error`` if it pickles (to travel to the consumer), else a ``PipelineError`` with
     its message (a user exception holding a lock, a socket, ...)."""
@@ -188,8 +178,9 @@ class Stream:
     def read(
         self, limit: int, seconds: float, max_bytes: int, min_elements: int = REPLY_MIN_ELEMENTS
     ) -> Reply:
-        """Up to ``limit`` elements or ``max_bytes`` (see ``_nbytes``); past ``seconds`` the
-        reply ends once it holds ``min_elements``, and past ``REPLY_MAX_SECONDS`` anyway."""
+        """Up to ``limit`` elements or ``max_bytes`` (``element_nbytes`` of the first element
+        of each chunk read, times its length); past ``seconds`` the reply ends once it holds
+        ``min_elements``, and past ``REPLY_MAX_SECONDS`` anyway."""
         out: list = []
         size = 0
         t0 = time.perf_counter()
@@ -209,7 +200,7 @@ class Stream:
             dt = (time.perf_counter() - now) / len(got)
             self.per_element = dt if self.per_element is None else 0.5 * (self.per_element + dt)
             out.extend(got)
-            size += _nbytes(got[0]) * len(got)
+            size += element_nbytes(got[0]) * len(got)
             spent = time.perf_counter() - t0
             if spent >= REPLY_MAX_SECONDS or (spent >= seconds and len(out) >= min_elements):
                 break
@@ -311,7 +302,7 @@ class WorkerCore:
             if open_args is None:
                 raise RuntimeError(f"distribute: stream {key} was never opened on this worker")
             t0 = time.perf_counter()
-            ctx, root = build_chain(self.pipeline(blob_key, blob), open_args, self.cpu_budget)
+            ctx, root = build_split_chain(self.pipeline(blob_key, blob), open_args, self.cpu_budget)
             stream = self.streams[key] = Stream(ctx, root)
             self.stats["open_s"] += time.perf_counter() - t0
             self.stats["opens"] += 1

@@ -9,7 +9,7 @@ import numpy as np
 from datapipe._iterator import OpIterator
 from datapipe._spec import TensorSpec
 from datapipe._validate import check_int
-from datapipe.dataset import INFINITE_CARDINALITY, Dataset
+from datapipe.dataset_ops import INFINITE_CARDINALITY, Dataset
 from datapipe.errors import PipelineError
 
 

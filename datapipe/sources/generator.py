@@ -13,7 +13,7 @@ from datapipe._functions import raise_pending
 from datapipe._iterator import OpIterator
 from datapipe._positions import error_from_state, error_to_state
 from datapipe._spec import TensorSpec, dtype_name, is_torch_dtype, shapes_compatible
-from datapipe.dataset import UNKNOWN_CARDINALITY, Dataset
+from datapipe.dataset_ops import UNKNOWN_CARDINALITY, Dataset
 from datapipe.errors import annotate
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from datapipe._iterator import OpIterator
 from datapipe._spec import TensorSpec
 from datapipe._validate import check_optional_bool, check_seed
-from datapipe.dataset import INFINITE_CARDINALITY, Dataset
+from datapipe.dataset_ops import INFINITE_CARDINALITY, Dataset
 
 # tf.data's RandomDataset yields one 32-bit Philox output per element, as an int64.
 _HIGH = 1 << 32

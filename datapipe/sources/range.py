@@ -10,7 +10,7 @@ import numpy as np
 
 from datapipe._spec import TensorSpec
 from datapipe._validate import check_int
-from datapipe.dataset import Dataset
+from datapipe.dataset_ops import Dataset
 
 
 class RangeDataset(Dataset):

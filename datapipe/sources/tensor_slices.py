@@ -10,7 +10,7 @@ import numpy as np
 from datapipe import _structure as nest
 from datapipe._batching import as_numpy
 from datapipe._spec import TensorSpec, array_spec, is_torch
-from datapipe.dataset import Dataset
+from datapipe.dataset_ops import Dataset
 
 
 def _as_sliceable(path: str, x: Any) -> Any:

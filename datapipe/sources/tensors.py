@@ -10,7 +10,7 @@ import numpy as np
 from datapipe import _structure as nest
 from datapipe._batching import as_numpy
 from datapipe._spec import is_dataset, is_torch, spec_of
-from datapipe.dataset import Dataset
+from datapipe.dataset_ops import Dataset
 
 
 def as_leaf(x: Any) -> Any:

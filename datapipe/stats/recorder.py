@@ -23,6 +23,7 @@ from typing import Any
 
 from datapipe._context import IterContext, walk
 from datapipe._iterator import OpIterator
+from datapipe._structure import element_nbytes
 from datapipe.stats import trace
 
 _local = threading.local()
@@ -33,23 +34,6 @@ MAX_SERIES = 1024
 FIRST_INTERVAL_S = 0.002
 # Gauges that count up over an iterator's life; a stage sums them over its iterators.
 CUMULATIVE_GAUGES = ("busy_s", "cpu_s")
-
-
-def element_nbytes(x: Any) -> int:
-    """Cheap size estimate of one element: ``nbytes`` of numpy/torch leaves, ``len`` of
-    str/bytes, 8 per Python number; nested tuples/dicts/lists are summed."""
-    nb = getattr(x, "nbytes", None)
-    if nb is not None:
-        return int(nb)
-    if isinstance(x, dict):
-        return sum(element_nbytes(v) for v in x.values())
-    if isinstance(x, (tuple, list)):
-        return sum(element_nbytes(v) for v in x)
-    if isinstance(x, (str, bytes, bytearray)):
-        return len(x)
-    if isinstance(x, (int, float, bool, complex)):
-        return 8
-    return 0
 
 
 class StageStats:

@@ -15,7 +15,7 @@ import pytest
 
 import datapipe as dp
 from datapipe import _op_table as table
-from datapipe.dataset import Dataset
+from datapipe.dataset_ops import Dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,7 +88,7 @@ def test_the_trait_table_is_the_classes_traits():
 # ---- docstrings that name ops by trait ------------------------------------------------------
 def _nodes_named(name: str) -> list[type]:
     """Node classes whose ``_name`` is ``name`` (the last part of a dotted name), anywhere."""
-    importlib.import_module("datapipe.service.distribute")
+    importlib.import_module("datapipe.service.op")
     found, stack = [], [Dataset]
     while stack:
         cls = stack.pop()
@@ -116,7 +116,7 @@ def test_dataset_documents_every_trait_with_true_examples():
     for trait, names in examples.items():
         for name in names:
             assert all(getattr(c, trait) for c in _nodes_named(name)), (trait, name)
-    module_doc = importlib.import_module("datapipe.dataset").__doc__
+    module_doc = importlib.import_module("datapipe.dataset_ops").__doc__
     assert all(f"``{t}``" in module_doc for t in table.traits())
 
 

@@ -54,6 +54,10 @@ OPS = {
     "repeat": lambda ds: ds.repeat(2),
     "enumerate": lambda ds: ds.enumerate(),
     "ragged_batch": lambda ds: ds.ragged_batch(2),
+    # The batch ops share one random access (ops.batch.BatchAccess) with their own make.
+    "padded_batch": lambda ds: ds.padded_batch(2),
+    "padded_batch_drop": lambda ds: ds.padded_batch(3, drop_remainder=True),
+    "ragged_batch_drop": lambda ds: ds.ragged_batch(3, drop_remainder=True),
     "assert_cardinality": lambda ds: ds.assert_cardinality(len(ds)),
 }
 

@@ -13,7 +13,7 @@ import pytest
 
 import datapipe as dp
 from datapipe._iterator import OpIterator
-from datapipe.dataset import Dataset
+from datapipe.dataset_ops import Dataset
 from datapipe.io import FileReadError
 
 

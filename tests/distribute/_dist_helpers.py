@@ -71,7 +71,7 @@ def worker_options(count: int, index: int, policy=None, uneven=None, seed=None) 
 
 def rewritten(ds: dp.Dataset, count: int = 2, index: int = 0, **kw) -> dp.Dataset:
     """The graph worker ``index`` of ``count`` runs (after every iter()-time rewrite)."""
-    from datapipe.dataset import _rewritten
+    from datapipe.dataset_ops import _rewritten
 
     return _rewritten(ds.with_options(worker_options(count, index, **kw)))
 

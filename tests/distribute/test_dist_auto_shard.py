@@ -139,7 +139,7 @@ def test_replace_inputs_updates_structures_holding_inputs():
 
 def test_off_or_no_worker_context_is_unchanged():
     ds = dp.range(5)
-    from datapipe.dataset import _rewritten
+    from datapipe.dataset_ops import _rewritten
 
     assert _rewritten(ds) is ds  # no worker context at all
     off = ds.with_options(worker_options(3, 1, policy=dp.AutoShardPolicy.OFF))

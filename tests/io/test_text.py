@@ -131,3 +131,37 @@ def test_line_reader_resumes_inside_long_lines(tmp_path):
         again = iter(ds)
         again.load_state_dict(state)
         assert list(again) == lines[k:]
+
+
+def test_a_file_gone_at_resume_fails_at_its_place_and_the_rest_is_read(tmp_path):
+    # The one multi-file reader (datapipe.io._record_files) restores a file that no longer
+    # opens as an error at the next element, as it does for TFRecord; the other files
+    # are still read. (TextLineDataset's own copy raised FileNotFoundError from
+    # load_state_dict, and the checkpoint could not be used at all.)
+    a = _write_lines(str(tmp_path / "a.txt"), ["a0", "a1", "a2"])
+    b = _write_lines(str(tmp_path / "b.txt"), ["b0", "b1"])
+    ds = TextLineDataset([a, b], num_parallel_reads=2)
+    it = iter(ds)
+    assert [next(it) for _ in range(3)] == ["a0", "b0", "a1"]
+    state = it.state_dict()
+    it.close()
+    (tmp_path / "a.txt").unlink()
+    it2 = iter(ds)
+    it2.load_state_dict(state)
+    with pytest.raises(dp.PipelineError, match=r"a\.txt.*cannot open") as err:
+        next(it2)
+    assert "text_line" in str(err.value)
+    assert list(it2) == ["b1"]
+
+
+def test_arguments_are_checked_by_the_shared_reader():
+    with pytest.raises(TypeError, match="text_line: compression_type must be a str or None"):
+        TextLineDataset("x.txt", compression_type=5)
+    with pytest.raises(ValueError, match="text_line: compression_type must be None, '', 'GZIP'"):
+        TextLineDataset("x.txt", compression_type="BZIP2")
+    with pytest.raises(ValueError, match="text_line: filenames is empty"):
+        TextLineDataset([])
+    with pytest.raises(ValueError, match="num_parallel_reads"):
+        TextLineDataset("x.txt", num_parallel_reads=0)
+    assert TextLineDataset("x.txt", compression_type="gzip")._compression == "GZIP"
+    assert TextLineDataset("x.txt", num_parallel_reads=dp.AUTOTUNE)._cycle == 2

@@ -288,6 +288,8 @@ def test_arguments_and_missing_files(tmp_path):
         TFRecordDataset("x", compression_type="BZIP2")
     with pytest.raises(ValueError, match="filenames is empty"):
         TFRecordDataset([])
+    with pytest.raises(TypeError, match=r"use ds.interleave\(lambda p: TFRecordDataset\(p\)\)"):
+        TFRecordDataset(dp.from_tensor_slices(["a.tfrecord"]))
     got, err = ours([str(tmp_path / "missing.tfrecord")])
     assert got == [] and "missing.tfrecord" in str(err) and "cannot open" in str(err)
     assert TFRecordDataset("x").element_spec == dp.TensorSpec((), object)

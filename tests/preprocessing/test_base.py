@@ -1021,3 +1021,172 @@ def test_out_of_range_seed_fails_at_construction():
     with pytest.raises(ValueError, match="RandomFlip: seed must be an int in"):
         pp.RandomFlip(seed=2**64)
     assert pp.RandomFlip(seed=2**64 - 1)(img(b=4, h=8, w=8)).shape == (4, 3, 8, 8)
+
+
+# ---------------------------------------------------------------- draws inside a pipeline
+# In a map / random_map stage a random layer draws by the element's position and the
+# stage's key (datapipe._draws), not from its own counter: the same for any parallelism,
+# executor, run or resume. Each case would differ on the counter (a thread's timing, a
+# worker process's copy of the layer starting afresh, a resumed run's fresh layers).
+STAGE_CASES = {
+    "1 thread": {"num_parallel_calls": 1},
+    "2 threads": {"num_parallel_calls": 2},
+    "4 threads": {"num_parallel_calls": 4},
+    "AUTOTUNE": {"num_parallel_calls": -1},
+    "2 processes": {"num_parallel_calls": 2, "executor": "process"},
+    "thread executor": {"num_parallel_calls": 2, "executor": "thread"},
+}
+STAGE_IMAGES = torch.rand(24, 3, 8, 8, generator=torch.Generator().manual_seed(5))
+
+
+def _seeded_augment() -> torch.nn.Sequential:
+    """A plain nn.Sequential of seeded layers, built afresh (as a new process would)."""
+    return torch.nn.Sequential(
+        pp.RandomFlip("horizontal", seed=1),
+        pp.RandomRotation(0.2, seed=2),
+        pp.RandomContrast(0.5, value_range=(0, 1), seed=3),
+    )
+
+
+def _augmented(augment=None, options=None, **map_args) -> torch.Tensor:
+    import datapipe as dp
+
+    ds = dp.from_tensor_slices(STAGE_IMAGES)
+    if options is not None:
+        ds = ds.with_options(options)
+    return torch.stack(list(ds.map(augment or _seeded_augment(), **map_args)))
+
+
+def test_seeded_layers_in_map_draw_by_position_for_any_parallelism_and_executor():
+    want = _augmented()
+    # the layers did transform, and differently per element (a draw per position)
+    assert not torch.equal(want, STAGE_IMAGES)
+    assert len({tuple(x.flatten()[:6].tolist()) for x in want}) == len(want)
+    for name, args in STAGE_CASES.items():
+        for run in range(2):  # two runs: equal
+            assert torch.equal(_augmented(**args), want), (name, run)
+
+
+def test_seeded_layers_in_map_keep_their_counter_and_behave_unchanged_outside():
+    augment = _seeded_augment()
+    _augmented(augment, num_parallel_calls=2)
+    assert [int(m._draws) for m in augment] == [0, 0, 0]  # stage draws do not count
+    x = STAGE_IMAGES[:4]
+    direct = augment(x)  # outside a stage: the counter stream, as before
+    assert torch.equal(direct, _seeded_augment()(x))
+    assert [int(m._draws) for m in augment] == [1, 1, 1]
+    flip = augment[0]
+    want = base.hashed_uniform(1, 1, (4,), torch.device("cpu"))
+    assert torch.equal(flip.get_random_transformation(x)["flip_h"], want < 0.5)
+
+
+def test_seeded_layers_in_map_resume_mid_epoch_to_the_uninterrupted_rest():
+    import datapipe as dp
+
+    def pipeline():
+        ds = dp.from_tensor_slices(STAGE_IMAGES).shuffle(24, seed=0)
+        return ds.map(_seeded_augment(), num_parallel_calls=2).batch(4)
+
+    whole = [b for b in pipeline()]
+    it = iter(pipeline())
+    head = [next(it) for _ in range(2)]
+    state = it.state_dict()
+    it.close()
+    again = iter(pipeline())  # fresh layers, as in a new process
+    again.load_state_dict(state)
+    rest = list(again)
+    assert len(head) + len(rest) == len(whole) == 6
+    for got, want in zip(head + rest, whole):
+        assert torch.equal(got, want)
+
+
+def test_each_epoch_draws_anew_and_random_access_draws_as_iteration():
+    import datapipe as dp
+
+    ds = dp.from_tensor_slices(STAGE_IMAGES).map(_seeded_augment())
+    first, second = torch.stack(list(ds)), torch.stack(list(ds))
+    assert not torch.equal(first, second)  # epoch 1 draws other augmentations
+    fresh = dp.from_tensor_slices(STAGE_IMAGES).map(_seeded_augment())
+    assert torch.equal(torch.stack([fresh[i] for i in (5, 0, 23)]), first[[5, 0, 23]])
+
+
+def test_unseeded_layers_in_a_seeded_pipeline_are_reproducible():
+    import datapipe as dp
+
+    def augment():
+        return torch.nn.Sequential(pp.RandomFlip("horizontal"), pp.RandomRotation(0.2))
+
+    options = dp.Options()
+    options.seed = 7
+    torch.manual_seed(0)
+    want = _augmented(augment(), options)
+    assert not torch.equal(want, STAGE_IMAGES)
+    for name, args in STAGE_CASES.items():
+        torch.manual_seed(len(name))  # torch's global generator plays no part
+        assert torch.equal(_augmented(augment(), options, **args), want), name
+    options.seed = 8  # the pipeline's seed is the key
+    assert not torch.equal(_augmented(augment(), options), want)
+
+
+def test_unseeded_layers_in_an_unseeded_pipeline_keep_torchs_generator():
+    """Without Options.seed an unseeded layer draws from torch's global generator, as
+    outside a pipeline (documented in RandomLayer's docstring)."""
+
+    def run():
+        torch.manual_seed(3)
+        return _augmented(pp.RandomRotation(0.2))
+
+    assert torch.equal(run(), run())
+    torch.manual_seed(3)
+    want = torch.stack([pp.RandomRotation(0.2)(x) for x in STAGE_IMAGES])
+    assert torch.equal(run(), want)
+
+
+def test_layers_on_batches_in_map_draw_per_batch_position():
+    import datapipe as dp
+
+    layer = pp.RandomRotation(0.3, seed=4)
+
+    def angles(**args):
+        ds = dp.from_tensor_slices(STAGE_IMAGES).batch(6)
+        ds = ds.map(lambda b: layer.get_random_transformation(b)["angle"], **args)
+        return torch.stack(list(ds))
+
+    want = angles()
+    assert want.shape == (4, 6) and len(set(want.flatten().tolist())) == 24
+    for name, args in STAGE_CASES.items():
+        assert torch.equal(angles(**args), want), name
+
+
+def test_nondeterministic_order_keeps_each_elements_draws():
+    import datapipe as dp
+
+    augment = _seeded_augment()
+    ds = dp.from_tensor_slices((torch.arange(24), STAGE_IMAGES))
+    ds = ds.map(lambda i, x: (i, augment(x)), num_parallel_calls=4, deterministic=False)
+    got = dict((int(i), x) for i, x in ds)
+    want = _augmented()
+    assert sorted(got) == list(range(24))
+    assert all(torch.equal(got[i], want[i]) for i in range(24))
+
+
+def test_a_layer_in_random_map_leaves_the_elements_generator_alone():
+    import datapipe as dp
+
+    layer = pp.RandomFlip("horizontal", seed=1)
+    ds = dp.from_tensor_slices(STAGE_IMAGES)
+
+    def both(x, rng):
+        a = rng.random()
+        y = layer(x)  # draws from the stage's key, never from rng's Philox
+        return torch.tensor([a, rng.random()]), y
+
+    def alone(x, rng):
+        return torch.tensor([rng.random(), rng.random()])
+
+    got = list(ds.random_map(both, seed=9, num_parallel_calls=2))
+    want = list(ds.random_map(alone, seed=9))
+    assert all(torch.equal(g[0], w) for g, w in zip(got, want))
+    flips = torch.stack([g[1] for g in got])
+    assert torch.equal(flips, torch.stack([g[1] for g in ds.random_map(both, seed=9)]))
+    assert not torch.equal(flips, STAGE_IMAGES) and not torch.equal(flips, STAGE_IMAGES.flip(-1))

@@ -20,7 +20,6 @@ import datapipe as dp
 from datapipe._context import walk
 from datapipe.distribute.shard_point import _Cut
 from datapipe.distribute.share import share_from_state
-from datapipe.service.distribute import DistributeDataset, distribute
 from datapipe.service.jobs import JobTable, Record
 from datapipe.service.layout import (
     INFINITE,
@@ -29,8 +28,9 @@ from datapipe.service.layout import (
     layout_from_state,
     layout_to_state,
 )
+from datapipe.service.op import ServiceDataset, distribute
 from datapipe.service.ray_service import RayService, parse_address
-from datapipe.service.worker import Packed, WorkerCore, build_chain, elements_of, pack
+from datapipe.service.worker import Packed, WorkerCore, build_split_chain, elements_of, pack
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -168,13 +168,17 @@ def test_distributed_epoch_refuses_what_it_cannot_split(build, match):
 
 def test_parallel_epochs_takes_any_pipeline():
     ds = dist(dp.from_generator(_gen, dp.TensorSpec((), "int64")), "parallel_epochs", k=3)
-    assert ds.plan.policy is None and ds.layout() == ParallelSlots(3, None)
+    assert ds.splitting.policy is None and ds.layout() == ParallelSlots(3, None)
     assert dist(dp.range(10), "parallel_epochs", k=3).cardinality() == 30
 
 
 def test_plans_and_cardinality():
     ds = dist(dp.range(100).map(lambda x: x + 1))
-    assert (ds.plan.policy, ds.plan.pools, ds.plan.elementwise) == ("DATA", (100,), True)
+    assert (ds.splitting.policy, ds.splitting.pools, ds.splitting.elementwise) == (
+        "DATA",
+        (100,),
+        True,
+    )
     assert ds.cardinality() == 100 and len(ds) == 100
     # ceil(100 / (8 splits x 2 workers)) = 7, raised towards a full reply (512 elements)
     # while each worker keeps two splits: ceil(100 / (2 x 2)) = 25 (issue 25)
@@ -194,10 +198,10 @@ def test_file_sources_split_by_file(tmp_path):
         (tmp_path / f"f{i}.txt").write_text("".join(f"{i}-{j}\n" for j in range(4)))
     files = sorted(str(p) for p in tmp_path.iterdir())
     ds = dist(dp.TextLineDataset(files))
-    assert (ds.plan.policy, ds.plan.pools, ds.plan.units) == ("FILE", (3,), True)
+    assert (ds.splitting.policy, ds.splitting.pools, ds.splitting.units) == ("FILE", (3,), True)
     assert ds.layout().split_size == 1
     ds = dist(dp.list_files(str(tmp_path / "*.txt"), shuffle=False).interleave(dp.TextLineDataset))
-    assert (ds.plan.policy, ds.plan.pools) == ("FILE", (3,))
+    assert (ds.splitting.policy, ds.splitting.pools) == ("FILE", (3,))
 
 
 def test_spec_inference_runs_locally(monkeypatch):
@@ -403,7 +407,7 @@ def test_a_split_is_not_sharded_again_on_the_worker(monkeypatch):
     own = dp.Options(distribute=dp.DistributeOptions(num_workers=2, worker_index=1))
     ds = dp.range(40).with_options(own).map(lambda x: x + 1)
     spec = PoolSplits((40,), 10).spec(2)
-    ctx, root = build_chain(ds, _open(ds, spec))
+    ctx, root = build_split_chain(ds, _open(ds, spec))
     out = []
     while chunk := root.next_chunk(100):
         out += chunk
@@ -457,14 +461,14 @@ def test_auto_shard_leaves_a_distributed_pipeline_alone():
     it = iter(ds)  # builds the consumer; nothing joins the service before the first element
     graph = walk(it._ctx.root)
     assert it._ctx.policy is None and not any(isinstance(n, _Cut) for n in graph)
-    assert [n._name for n in graph if n.distributes] == ["distribute"]
+    assert [n._name for n in graph if n.uses_service] == ["distribute"]
     it.close()
 
 
 def test_distribute_node_traits():
     ds = dist(dp.range(4))
-    assert isinstance(ds, DistributeDataset)
-    assert ds.distributes and not ds.elementwise and not ds.commutes_with_shard
+    assert isinstance(ds, ServiceDataset)
+    assert ds.uses_service and not ds.elementwise and not ds.commutes_with_shard
     assert not ds.keeps_random_access
 
 
@@ -472,8 +476,8 @@ def test_shuffling_file_lists_hand_out_splits_in_a_new_order_each_iteration(tmp_
     for i in range(12):
         (tmp_path / f"f{i:02d}.txt").write_text("x\n")
     shuffled = dist(dp.list_files(str(tmp_path / "*.txt"), seed=3))
-    assert shuffled.plan.shuffle and shuffled.layout().shuffle
-    assert not dist(dp.list_files(str(tmp_path / "*.txt"), shuffle=False)).plan.shuffle
+    assert shuffled.splitting.shuffle and shuffled.layout().shuffle
+    assert not dist(dp.list_files(str(tmp_path / "*.txt"), shuffle=False)).splitting.shuffle
 
     def order(layout, epoch, owners=(None,)):
         table = JobTable(2)
@@ -558,7 +562,7 @@ def test_sharded_record_files_are_split_by_shard(tmp_path):
     samples = [{"__key__": f"s{i:03d}", "txt": f"sample {i}"} for i in range(10)]
     shards = dp.write_webdataset(samples, str(tmp_path / "shard-%03d.tar"), max_count=4)
     ds = dist(dp.WebDataset(shards))
-    assert (ds.plan.policy, ds.plan.pools, ds.plan.units) == ("FILE", (3,), True)
+    assert (ds.splitting.policy, ds.splitting.pools, ds.splitting.units) == ("FILE", (3,), True)
     blob = cloudpickle.dumps(ds._inputs[0])
     got = []
     for sid in range(ds.layout().count()):  # each split on its own "worker"
@@ -574,7 +578,7 @@ def test_sharded_record_files_are_split_by_shard(tmp_path):
 
 
 def test_auto_split_size_holds_a_full_reply_where_the_pool_allows():
-    from datapipe.service.distribute import auto_split_size
+    from datapipe.service.op import auto_split_size
 
     assert auto_split_size(1_280_000, 1000) == 512  # was ceil(1.28M / 8000) = 160
     assert auto_split_size(20_000, 2) == 1250  # 8 splits per worker already hold 512

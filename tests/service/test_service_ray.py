@@ -222,7 +222,7 @@ def test_errors_keep_their_position_and_order_is_reproducible(ray_local):
 
     first = values(seeded())
     assert sorted(first) == list(range(100)) and first != list(range(100))
-    assert values(seeded()) == first  # the lanes' fixed rotation: a reproducible order
+    assert values(seeded()) == first  # the feeds' fixed rotation: a reproducible order
 
 
 @pytest.mark.slow
@@ -235,7 +235,7 @@ def test_files_are_the_splits(ray_local, tmp_path):
     )
     lines = sorted(x.decode() if isinstance(x, bytes) else str(x) for x in ds)
     assert lines == sorted(f"{i}:{j}" for i in range(5) for j in range(i + 3))
-    assert ds.plan.pools == (5,) and ds.layout().split_size == 1
+    assert ds.splitting.pools == (5,) and ds.layout().split_size == 1
 
 
 @pytest.mark.slow
@@ -259,7 +259,7 @@ def test_backpressure_bounds_what_workers_compute_ahead(ray_local, monkeypatch):
     from datapipe.service import consumer
 
     svc = service(split_size=500)
-    # 20-ms replies (as before batching): 4 lanes x 1 request in flight (and one reply
+    # 20-ms replies (as before batching): 4 feeds x 1 request in flight (and one reply
     # taken), each ~20 ms of 2 ms elements; unbounded, the two workers would compute
     # ~1,500 elements in the 1.5 s.
     with monkeypatch.context() as m:

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from datapipe._iterator import OpIterator
-from datapipe.dataset import Dataset
+from datapipe.dataset_ops import Dataset
 
 
 class SlowSource(Dataset):

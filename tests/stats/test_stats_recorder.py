@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,7 +11,7 @@ from datapipe._context import ITERATOR_HOOKS
 from datapipe.ops.batch import BatchIterator
 from datapipe.ops.map import MapIterator
 from datapipe.stats import StatsIterator, stats_hook
-from datapipe.stats.recorder import element_nbytes, recorder_from
+from datapipe.stats.recorder import recorder_from
 
 ON = dp.Options(stats=dp.StatsOptions(enabled=True))
 
@@ -112,12 +110,3 @@ def test_get_state_set_state_resume_exactly_with_stats(stop, seed):
     fresh.set_state(state)
     assert isinstance(fresh.root, StatsIterator)
     assert [b.tolist() for b in fresh] == rest
-
-
-def test_element_nbytes():
-    assert element_nbytes(np.zeros((2, 3), np.float32)) == 24
-    assert element_nbytes(np.int16(3)) == 2
-    assert element_nbytes(torch.zeros(4, dtype=torch.float64)) == 32
-    assert element_nbytes({"a": np.zeros(3, np.uint8), "b": (b"xy", "abc")}) == 8
-    assert element_nbytes((1, 2.0, [np.zeros(2, np.int64)])) == 32
-    assert element_nbytes(object()) == 0

@@ -8,11 +8,13 @@ The methods here are thin: each builds the node of one op module under ``datapip
 
 Facts about an op that the rewrites need are *traits*: class attributes of its node class
 (``elementwise``, ``commutes_with_shard``, ``expands``, ``uses_randomness``,
-``keeps_random_access``, ``selects_indices``, ``repeats_input``, ``aligns_inputs``,
-``distributes``, ``no_read_ahead``), documented on ``Dataset``; an op whose trait depends on
-its arguments sets it on the instance in ``__init__``. ``datapipe._op_table`` lists the ops
-and their traits from the classes. An op that may run as a parallel stage also declares its
-``stage_request`` (docs/architecture.md, "The stage request").
+``keys_draws``, ``keeps_random_access``, ``selects_indices``, ``repeats_input``,
+``aligns_inputs``, ``uses_service``, ``no_read_ahead``), documented on ``Dataset`` (the
+iteration context reads ``uses_randomness`` and ``keys_draws`` for seeds); an op whose
+trait depends on its arguments sets it on the instance in ``__init__``.
+``datapipe._op_table`` lists the ops and their traits from the classes. An op that may run
+as a parallel stage also declares its ``stage_request`` (docs/architecture.md, "The stage
+request").
 """
 
 from __future__ import annotations
@@ -119,6 +121,9 @@ class Dataset:
       ``flat_map``, ``unbatch``); a shard point below one cannot even out element counts.
     - ``uses_randomness``: draws random numbers, seeded through the ``IterContext``
       (``shuffle``, ``random_map``, ``global_shuffle``, ``sample_from_datasets``).
+    - ``keys_draws``: calls a function per element inside a stage whose random layers draw
+      by the element's position (``map``, ``random_map``); such ops are counted apart from
+      ``uses_randomness`` for their keys (datapipe/_draws.py), so other ops' seeds stay.
     - ``keeps_random_access``: has random access when every input has (``map``, ``batch``,
       ``take``, ``zip``).
     - ``selects_indices``: keeps some input indices (``shard``, ``skip``); moved below
@@ -127,7 +132,7 @@ class Dataset:
       resume cannot split a pool read below one.
     - ``aligns_inputs``: pairs its inputs' elements by position (``zip``); a shard point
       below it passes only ``elementwise`` ops, so the pairs stay the same.
-    - ``distributes``: hands its input to a preprocessing service whose dispatcher splits it
+    - ``uses_service``: hands its input to a preprocessing service whose dispatcher splits it
       among workers and consumers (``datapipe.service.distribute``); auto-sharding leaves
       a pipeline with such an op alone, as it does one with an explicit ``shard()``.
     - ``no_read_ahead``: a source that must not be asked for an element before the consumer
@@ -160,11 +165,12 @@ class Dataset:
     commutes_with_shard: ClassVar[bool] = False
     expands: ClassVar[bool] = False
     uses_randomness: bool = False  # an op may set it per instance (first_fit_pack)
+    keys_draws: ClassVar[bool] = False
     keeps_random_access: ClassVar[bool] = False
     selects_indices: ClassVar[bool] = False
     repeats_input: ClassVar[bool] = False
     aligns_inputs: ClassVar[bool] = False
-    distributes: ClassVar[bool] = False
+    uses_service: ClassVar[bool] = False
     no_read_ahead: ClassVar[bool] = False
     _stage_request: StageRequest | None = None
 

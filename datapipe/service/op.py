@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from datapipe._context import IterContext, walk
-from datapipe.dataset import (
+from datapipe.dataset_ops import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
     Dataset,
@@ -106,7 +106,7 @@ def distribute(
       delivered plus the split chain's state after them. A shared first-come job resumes
       from the list of all its consumers' states (``load_state_dict([s0, s1, ...])`` in
       every consumer); with consumer indices each consumer's own state is enough.
-    - Auto-sharding never shards a pipeline with ``distribute`` (trait ``distributes``):
+    - Auto-sharding never shards a pipeline with ``distribute`` (trait ``uses_service``):
       the service's dispatcher is its sharding, and the part before it runs on the workers
       as one worker of one (so a launcher's ``RANK`` / ``WORLD_SIZE`` or the pipeline's own
       ``Options.distribute`` do not shard a split again).
@@ -146,7 +146,7 @@ def distribute(
     outstanding = _check_outstanding(max_outstanding_requests)
 
     def apply(ds: Dataset) -> Dataset:
-        return DistributeDataset(
+        return ServiceDataset(
             ds, processing_mode, service, job_name, consumer_index, num_consumers, outstanding
         )
 
@@ -196,7 +196,7 @@ def _check_outstanding(n: Any) -> int:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Splitting:
     """What the pipeline before ``distribute`` looks like to the service (found when the
     node is built): the auto-shard policy that splits it (None: parallel_epochs without
     consumers), each shard point's pool size, whether only element-wise ops lie between
@@ -213,7 +213,7 @@ class Plan:
 def _probe_rewrite(ds: Dataset, policy: str, index: int, count: int) -> IterContext:
     """The auto-shard rewrite of ``ds`` as worker ``index`` of ``count`` under ``policy``
     (a dry run: nothing is built)."""
-    from datapipe.dataset import REWRITES
+    from datapipe.dataset_ops import REWRITES
 
     opts = Options(
         distribute=DistributeOptions(
@@ -231,8 +231,8 @@ def _probe_rewrite(ds: Dataset, policy: str, index: int, count: int) -> IterCont
     return ctx
 
 
-def _plan(ds: Dataset, mode: str, num_consumers: int | None) -> Plan:
-    """See ``Plan``; raises ``ValueError`` for what the service cannot run (module doc)."""
+def _splitting(ds: Dataset, mode: str, num_consumers: int | None) -> Splitting:
+    """See ``Splitting``; raises ``ValueError`` for what the service cannot run (module doc)."""
     from datapipe.distribute.auto_shard import _choose, _explicit_shard, policy_of
 
     nodes = walk(ds)
@@ -240,7 +240,7 @@ def _plan(ds: Dataset, mode: str, num_consumers: int | None) -> Plan:
     explicit = _explicit_shard(nodes)
     if mode == "parallel_epochs":
         if num_consumers is None:
-            return Plan(None)
+            return Splitting(None)
         if requested is AutoShardPolicy.OFF or explicit is not None:
             raise ValueError(
                 "distribute: parallel_epochs with num_consumers deals each worker's copy "
@@ -249,7 +249,7 @@ def _plan(ds: Dataset, mode: str, num_consumers: int | None) -> Plan:
             )
         policy = requested.value
         _probe_rewrite(ds, policy, 0, num_consumers)  # FILE with too few files raises here
-        return Plan(policy)
+        return Splitting(policy)
     if requested is AutoShardPolicy.OFF:
         raise ValueError(
             "distribute: distributed_epoch splits the source among workers, but "
@@ -263,10 +263,10 @@ def _plan(ds: Dataset, mode: str, num_consumers: int | None) -> Plan:
         )
     policy = _choose(nodes, requested, 1)[0].value
     ctx = _probe_rewrite(ds, policy, 0, 1)
-    return _pool_plan(ctx, policy)
+    return _pool_splitting(ctx, policy)
 
 
-def _pool_plan(ctx: IterContext, policy: str) -> Plan:
+def _pool_splitting(ctx: IterContext, policy: str) -> Splitting:
     cuts = list(ctx.cut_nodes)
     if not cuts:
         raise ValueError("distribute: distributed_epoch found no source to split")
@@ -291,7 +291,7 @@ def _pool_plan(ctx: IterContext, policy: str) -> Plan:
     _refuse_repeat(ctx.root)
     shuffle = any(getattr(cut, "permute", None) is not None for cut in cuts)
     units = cuts[0].kind == "units"
-    return Plan(policy, tuple(pools), units, _elementwise_above(ctx.root), shuffle)
+    return Splitting(policy, tuple(pools), units, _elementwise_above(ctx.root), shuffle)
 
 
 def _refuse_repeat(root: Dataset) -> None:
@@ -342,11 +342,11 @@ def _pickle(ds: Dataset) -> bytes:
         ) from None
 
 
-class DistributeDataset(Dataset):
+class ServiceDataset(Dataset):
     """The ``distribute`` op (see ``distribute``): its input runs on the service."""
 
     _name = "distribute"
-    distributes = True
+    uses_service = True
 
     def __init__(
         self,
@@ -364,7 +364,7 @@ class DistributeDataset(Dataset):
         self.job_name, self.consumer_index = job_name, consumer_index
         self.num_consumers = num_consumers
         self.max_outstanding_requests = _check_outstanding(max_outstanding_requests)
-        self.plan = _plan(input_ds, processing_mode, num_consumers)
+        self.splitting = _splitting(input_ds, processing_mode, num_consumers)
         self.blob = _pickle(input_ds)
         self.blob_key = hashlib.sha1(self.blob).hexdigest()
         # What consumers of one job must agree on (pickles may differ between processes).
@@ -384,15 +384,17 @@ class DistributeDataset(Dataset):
 
         size = self.service.split_size
         if size is None:
-            n = INFINITE if INFINITE in self.plan.pools else max(self.plan.pools)
-            if self.plan.units:
+            n = INFINITE if INFINITE in self.splitting.pools else max(self.splitting.pools)
+            if self.splitting.units:
                 size = 1
             elif n == INFINITE:
                 size = INFINITE_SPLIT
             else:
-                size = auto_split_size(n, k, self.plan.elementwise)
+                size = auto_split_size(n, k, self.splitting.elementwise)
         uneven = uneven_of(self.options)
-        return PoolSplits(self.plan.pools, size, self.num_consumers, uneven, self.plan.shuffle)
+        return PoolSplits(
+            self.splitting.pools, size, self.num_consumers, uneven, self.splitting.shuffle
+        )
 
     def cardinality(self) -> int:
         n = self._inputs[0].cardinality()
@@ -400,7 +402,7 @@ class DistributeDataset(Dataset):
             return n
         if self.processing_mode == "parallel_epochs":
             return n * self.service.num_workers if self.job_name is None else UNKNOWN_CARDINALITY
-        if not self.plan.elementwise or len(self.plan.pools) != 1:
+        if not self.splitting.elementwise or len(self.splitting.pools) != 1:
             return UNKNOWN_CARDINALITY
         if self.num_consumers is None:
             return n if self.job_name is None else UNKNOWN_CARDINALITY
@@ -417,6 +419,6 @@ class DistributeDataset(Dataset):
     def _make_iterator(self, ctx, epoch):
         if inferring_spec():  # element_spec inference: the first element, computed here
             return ctx.make(self._inputs[0], epoch)
-        from datapipe.service.consumer import DistributeIterator
+        from datapipe.service.consumer import ServiceIterator
 
-        return DistributeIterator(self, ctx, epoch)
+        return ServiceIterator(self, ctx, epoch)
