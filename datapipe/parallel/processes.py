@@ -52,6 +52,7 @@ import contextlib
 import itertools
 import multiprocessing
 import os
+import secrets
 import signal
 import sys
 import threading
@@ -61,6 +62,8 @@ import weakref
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import wait as wait_any
 from typing import Any
+
+import numpy as np
 
 from datapipe import _draws
 from datapipe._positions import Failed
@@ -94,12 +97,35 @@ class _Failure:
 
 
 # ---- the worker process ---------------------------------------------------------------
-def _worker_main(conn: Any, prefix: str, intra_op: int) -> None:
+def _reseed(seed: int) -> bool:
+    """Seed this worker's global generators (``random``, numpy's, torch's) from ``seed``,
+    drawn per worker process by the parent, as DataLoader seeds each worker: a forked
+    worker would otherwise repeat the parent's streams, and every worker its siblings'
+    (np.random / torch.rand in a process map gave 263 distinct draws of 400). Draws that
+    must be reproducible use a seeded layer or ``random_map``'s generator, keyed by the
+    element's position (``datapipe._draws``). True if torch was seeded (imported)."""
+    import random
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    return _reseed_torch(seed)
+
+
+def _reseed_torch(seed: int) -> bool:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    torch.manual_seed(seed)
+    return True
+
+
+def _worker_main(conn: Any, prefix: str, intra_op: int, seed: int = 0) -> None:
     """A worker process: run functions on chunks until told to stop or the parent dies."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     parent_pid = os.getppid()  # our pipeline's process (or the forkserver)
     fns: dict[int, Any] = {}
     threads_set: set = set()  # the libraries whose intra-op threads are set
+    torch_seeded = _reseed(seed)
     try:
         while True:
             if not conn.poll(1.0):
@@ -114,6 +140,8 @@ def _worker_main(conn: Any, prefix: str, intra_op: int) -> None:
                 continue
             if len(threads_set) < len(_INTRA_OP_SETTERS):
                 _set_intra_op_threads(intra_op, threads_set)
+            if not torch_seeded:  # a function that imports torch itself (forkserver)
+                torch_seeded = _reseed_torch(seed)
             _run_task(conn, prefix, fns, msg)
     except (EOFError, OSError):  # the parent is gone
         return
@@ -339,7 +367,7 @@ class Workers:
             prefix = f"{self.prefix}{i}-"
             p = self.mp.Process(
                 target=_worker_main,
-                args=(child, prefix, self.intra_op),
+                args=(child, prefix, self.intra_op, secrets.randbits(63)),
                 name=f"datapipe-{self.op}-process-{i}",
                 daemon=True,
             )
