@@ -45,8 +45,11 @@ the model only *proposes* moves and the measured rate decides them:
   outstanding may always compute one element, so a budget below one element still runs).
 
 ``Options.threading.max_intra_op_parallelism`` (threads a user function uses inside
-itself) multiplies a worker's CPU demand in the budget; torch's own thread count is
-process-wide, so it is not changed from worker threads (worker processes set it).
+itself) multiplies a worker's CPU demand in the budget. torch's and OpenCV's thread counts
+are process-wide, so worker threads leave them alone (changing them would change the
+training step's torch too); worker processes set both to it (default 1). Threads that
+those pools or the GIL hold back get a trial of processes instead (step 2 below;
+docs/architecture.md, "Intra-op threads", has the measurements).
 
 Which executor (``num_parallel_calls=AUTOTUNE`` with no executor named)
 -----------------------------------------------------------------------
@@ -64,12 +67,26 @@ measures each candidate in turn, on the live pipeline, and keeps the fastest:
    price plus ~1.7 µs per call (4.9 vs 3.2 µs per 1-element call, 44 vs 45 µs per
    256-element call; load ~3). A cost over ``CLEAR_COST_FACTOR`` (10) times the limit
    leaves inline after one window, however few elements it held.
+<<<<<<< HEAD
 2. **Threads** next, at the CPU budget (higher for a function that waited: "The ramp"),
    for two windows (one, when they gained nothing: below ``THREADS_NO_GAIN``, 55%, of
    linear scaling). Kept (and hill-climbed as above) when they reach ``THREADS_SCALE_OK``
    (80%) of linear scaling over inline at the budget's thread count: numpy, Pillow, torch
    and I/O release the GIL and get there.
 3. **Processes** are tried when threads stayed below that, the function costs at least
+=======
+2. **Threads** next, at the CPU budget, for two windows (one, when they gained nothing:
+   below ``THREADS_NO_GAIN``, 55%, of linear scaling). Kept (and hill-climbed as above)
+   when they reach ``THREADS_SCALE_OK`` (80%) of linear scaling over inline: numpy,
+   Pillow, torch and I/O release the GIL and get there; and, if they computed (CPU time
+   at least a quarter of their wall time), when they used at least that share of their
+   cores (``_short_of_cores``: CPU seconds per second in their last window). Threads held
+   back by the GIL or by intra-op threads competing with them (torch's, OpenCV's) fill
+   fewer, whatever their rate over inline's, whose one window also holds the pipeline's
+   start (the walkthrough's augmentation in ``map``: 225 el/s inline, 625 after it; two
+   threads 610 el/s on one core between them).
+3. **Processes** are tried when threads stayed below either, the function costs at least
+>>>>>>> oversub
    ``PROCESS_MIN_COST_S`` (50 µs: ~170 µs per process round trip plus pickling must be
    amortised by chunks of ``pool.PROCESS_CHUNK_S`` = 20 ms of work), ``map`` /
    ``random_map`` can send their function (cloudpickle) and the sampled inputs and results
@@ -77,8 +94,10 @@ measures each candidate in turn, on the live pipeline, and keeps the fastest:
    (``processes.fork_is_chosen``) and the RAM budget has ``PROCESS_RAM_BYTES`` per
    process. An element that cannot cross later is computed in the parent and the stage
    goes back to threads for good (``stage.Stage.step_back``). They are kept if they beat
-   the better of inline and threads by ``PROCESS_MIN_GAIN`` (10%); otherwise the stage
-   goes back to that one. A process stage never has more workers than the CPU budget.
+   the better of inline and threads by ``PROCESS_MIN_GAIN`` (10%) over three windows, or
+   more while the rate still rises (``PROCESS_WARM_GAIN``, up to ``PROCESS_MAX_WINDOWS``:
+   each new worker's first chunks pay for its start); otherwise the stage goes back to
+   that one. A process stage never has more workers than the CPU budget.
    Threads that scale are
    compared with processes too when their CPU-bound results are small
    (``PROCESS_SMALL_OUTPUT_BYTES``, 64 KiB; kept at a 5% gain): a process sends such a
@@ -185,6 +204,10 @@ THREADS_SCALE_OK = 0.8
 THREADS_NO_GAIN = 0.55
 # Processes are kept only if they beat the better of threads and inline by this factor.
 PROCESS_MIN_GAIN = 1.1
+# A process trial lasts past its three windows while the last one beat every earlier one
+# by this factor (the workers are still starting), up to this many windows.
+PROCESS_WARM_GAIN = 1.1
+PROCESS_MAX_WINDOWS = 8
 # Threads that scale are still compared with processes when the function is CPU-bound and
 # its results are at most this many bytes: a process sends them back for nothing, and it
 # pays none of the GIL hand-offs around each C call that threads pay (W4's JPEG function,
@@ -625,13 +648,24 @@ def _judge_thread(t: Autotuner, s: _Search) -> str:
     clear = scaled and s.cpu_fraction < WAIT_CPU_FRACTION
     if len(s.phase_rates) < 2 and not clear and rate >= THREADS_NO_GAIN * ref:
         return "wait"  # a trial is judged on its best window of two
-    if not scaled or _small_cpu_bound(s):
-        return "next"
+    if not scaled or _small_cpu_bound(s) or _short_of_cores(t, s):
+        return "next"  # short of its cores: the GIL or intra-op pools held it (processes)
     s.recent[k.value] = [statistics.median(s.phase_rates)] * BASE_WINDOWS
     if k.value * inline > ref:  # started past the budget (waiting threads): their large
         s.grew = True  # first step is taken; later ones as after a trial up
         s.step_up = 2.0 if rate >= CLEAR_GAIN * k.value * inline else 1.5
     return "keep"
+
+
+def _short_of_cores(t: Autotuner, s: _Search) -> bool:
+    """Busy threads that computed (not waited) and together used less than
+    ``THREADS_SCALE_OK`` of the cores they run on: the GIL, or intra-op threads (torch's,
+    OpenCV's) competing with them, held them back, so processes (one intra-op thread
+    each) may do better. Their rate against inline's does not tell: inline's one window
+    includes the pipeline's start (the walkthrough's augmentation: 225 el/s inline, 625
+    after it; two threads 610 el/s, 1.0 core)."""
+    cores = s.rate * s.cost_s  # CPU seconds per second in the last window
+    return s.cpu_fraction >= 0.25 and cores < THREADS_SCALE_OK * min(s.knob.value, t.cpu_budget)
 
 
 def _enter_process(t: Autotuner, s: _Search) -> tuple[int, int | None] | None:
@@ -645,14 +679,26 @@ def _enter_process(t: Autotuner, s: _Search) -> tuple[int, int | None] | None:
 
 
 def _judge_process(t: Autotuner, s: _Search) -> str:
-    """Processes for three windows: kept if they beat the better of inline and threads by
-    ``PROCESS_MIN_GAIN`` (``PROCESS_MIN_GAIN_SMALL`` for small CPU-bound results)."""
-    if len(s.phase_rates) < 3:
+    """Processes for three windows, more while their rate still rises (``_still_rising``):
+    kept if they beat the better of inline and threads by ``PROCESS_MIN_GAIN``
+    (``PROCESS_MIN_GAIN_SMALL`` for small CPU-bound results)."""
+    if len(s.phase_rates) < 3 or _still_rising(s.phase_rates):
         return "wait"
     rate = s.executor_rates["process"] = max(s.phase_rates)
     others = [v for kind, v in s.executor_rates.items() if kind != "process"]
     gain = PROCESS_MIN_GAIN_SMALL if _small_cpu_bound(s) else PROCESS_MIN_GAIN
     return "keep" if rate >= gain * max(others, default=0.0) else "back"
+
+
+def _still_rising(rates: list[float]) -> bool:
+    """A process trial's rate still rising: its last window beat every earlier one by
+    ``PROCESS_WARM_GAIN``, within ``PROCESS_MAX_WINDOWS``. Each worker's first chunks pay
+    for its start (the function unpickled, torch's first calls in a new process): the
+    walkthrough's augmentation ran 198, 271, 597 el/s in its first three windows, and
+    the trial's best, 597, lost to threads' 635; processes ran at ~1.6x those threads."""
+    if len(rates) >= PROCESS_MAX_WINDOWS:
+        return False
+    return rates[-1] >= PROCESS_WARM_GAIN * max(rates[:-1])
 
 
 class _Phase(NamedTuple):

@@ -124,7 +124,7 @@ def _worker_main(conn: Any, prefix: str, intra_op: int, seed: int = 0) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     parent_pid = os.getppid()  # our pipeline's process (or the forkserver)
     fns: dict[int, Any] = {}
-    threads_set = False
+    threads_set: set = set()  # the libraries whose intra-op threads are set
     torch_seeded = _reseed(seed)
     try:
         while True:
@@ -138,9 +138,8 @@ def _worker_main(conn: Any, prefix: str, intra_op: int, seed: int = 0) -> None:
             if msg[0] == "fn":
                 fns = {msg[1]: _load_function(conn, msg[1], msg[2])}
                 continue
-            if not threads_set and "torch" in sys.modules:
-                sys.modules["torch"].set_num_threads(max(1, intra_op))
-                threads_set = True
+            if len(threads_set) < len(_INTRA_OP_SETTERS):
+                _set_intra_op_threads(intra_op, threads_set)
             if not torch_seeded:  # a function that imports torch itself (forkserver)
                 torch_seeded = _reseed_torch(seed)
             _run_task(conn, prefix, fns, msg)
@@ -148,6 +147,21 @@ def _worker_main(conn: Any, prefix: str, intra_op: int, seed: int = 0) -> None:
         return
     finally:
         shm.unlink_prefix(prefix)  # segments nobody will read now
+
+
+# Each library's intra-op thread setting (process-wide), set once per worker process.
+_INTRA_OP_SETTERS = {"torch": "set_num_threads", "cv2": "setNumThreads"}
+
+
+def _set_intra_op_threads(intra_op: int, done: set) -> None:
+    """Give torch's and OpenCV's intra-op pools ``intra_op`` threads in this worker
+    (``max_intra_op_parallelism``, default 1: one process per core, as DataLoader workers
+    run torch) before its next task, once each library is imported (``done``: those set).
+    Both settings are process-wide, and the process is the stage's."""
+    for name, setter in _INTRA_OP_SETTERS.items():
+        if name not in done and name in sys.modules:
+            getattr(sys.modules[name], setter, lambda n: None)(max(1, intra_op))
+            done.add(name)
 
 
 def _load_function(conn: Any, key: int, blob: bytes) -> Any:

@@ -161,6 +161,36 @@ def test_start_methods(method, clean):
         assert [int(x) for x in it] == [i * i for i in range(50)]
 
 
+def _intra_op_threads(x):
+    import cv2
+
+    return torch.get_num_threads(), cv2.getNumThreads()
+
+
+@pytest.mark.parametrize("intra_op", [None, 2])
+def test_workers_run_torch_and_opencv_on_max_intra_op_threads(intra_op, clean):
+    # Two workers on two cores, each with the parent's pools of 3 threads, ran 6 intra-op
+    # threads on 2 cores (issue 27, item 7): a worker runs torch's and OpenCV's on
+    # max_intra_op_parallelism (default 1), as DataLoader workers run torch; the
+    # parent's own settings stay as they were.
+    cv2 = pytest.importorskip("cv2")
+    before = torch.get_num_threads(), cv2.getNumThreads()
+    torch.set_num_threads(3)
+    cv2.setNumThreads(3)
+    try:
+        opts = dp.Options()
+        opts.threading.max_intra_op_parallelism = intra_op
+        opts.threading.process_start_method = "fork"  # inherits the parent's settings
+        ds = dp.range(8).map(_intra_op_threads, 2, executor="process").with_options(opts)
+        with iter(ds) as it:
+            seen = {tuple(int(v) for v in x) for x in it}
+        assert seen == {(intra_op or 1, intra_op or 1)}
+        assert (torch.get_num_threads(), cv2.getNumThreads()) == (3, 3)
+    finally:
+        torch.set_num_threads(before[0])
+        cv2.setNumThreads(before[1])
+
+
 def _global_draws(x):
     import torch
 
