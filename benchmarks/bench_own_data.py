@@ -156,15 +156,15 @@ class TunerBefore:
     def __iter__(self):
         from datapipe.parallel import autotune
 
-        saved = autotune._short_of_cores, autotune._warming_up
+        saved = autotune._short_of_cores, autotune._still_rising
         autotune._short_of_cores = lambda t, s: False
-        autotune._warming_up = lambda rates: False
+        autotune._still_rising = lambda rates: False
         try:
             it = iter(self.batches)
             self.root = it.root
             yield from it
         finally:
-            autotune._short_of_cores, autotune._warming_up = saved
+            autotune._short_of_cores, autotune._still_rising = saved
 
 
 def run_epoch(batches) -> tuple[float, int, int, int, str]:
