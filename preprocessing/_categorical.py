@@ -86,7 +86,7 @@ def output_dtype(layer: Any, dtype: Any, int_output: bool, ints_allowed: bool = 
     the name (``dtype_policy.keras_dtype_name``), and a mixed policy its compute dtype
     (``"mixed_float16"`` -> ``"float16"``), the dtype of Keras's output.
     """
-    dtype = keras_dtype_name(dtype)  # a Keras 3 config's serialized DTypePolicy
+    given, dtype = dtype, keras_dtype_name(dtype)  # Keras 3 configs: a serialized policy
     if isinstance(dtype, str) and dtype in ("mixed_float16", "mixed_bfloat16") and not int_output:
         dtype = dtype.removeprefix("mixed_")  # Keras's output: the policy's compute dtype
     if dtype is None:
@@ -96,7 +96,7 @@ def output_dtype(layer: Any, dtype: Any, int_output: bool, ints_allowed: bool = 
         allowed += tuple(INT_OUTPUTS)
     if not isinstance(dtype, str) or dtype not in allowed:
         what = "with output_mode='int' " if int_output else ""
-        layer._fail("dtype", f"{what}must be one of {allowed} or None", dtype)
+        layer._fail("dtype", f"{what}must be one of {allowed} or None", given)
     return dtype
 
 

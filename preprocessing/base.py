@@ -234,6 +234,8 @@ class Layer(torch.nn.Module):
     ) -> None:
         super().__init__()
         self.data_format = resolve_data_format(data_format, type(self).__name__)
+        if dtype is not None and "dtype" not in inspect.signature(type(self).__init__).parameters:
+            kwargs["dtype"], dtype = dtype, None  # Keras's base-layer dtype: checked, no effect
         self.dtype = resolve_dtype(dtype, type(self).__name__)
         self._keras_config: dict[str, Any] = {}
         self._take_keras_kwargs(kwargs)
@@ -969,22 +971,47 @@ def serialize_layer(layer: Layer) -> dict[str, Any]:
     return {"class_name": type(layer).__name__, "config": layer.get_config()}
 
 
+# The keys of Keras 3's ``keras.saving.serialize_keras_object(layer)`` (a Pipeline's
+# ``layers`` hold it): a built-in layer's module is ``keras.layers`` and its registered
+# name None; ``build_config`` (input shapes) builds nothing here.
+_KERAS_ENVELOPE = {"class_name", "config", "module", "registered_name", "build_config"}
+
+
+def _keras_envelope_ok(config: dict[str, Any]) -> bool:
+    module = config.get("module", "keras")
+    return (
+        isinstance(module, str)
+        and module.split(".")[0] == "keras"
+        and config.get("registered_name") is None
+        and isinstance(config.get("build_config", {}), dict)
+    )
+
+
 def layer_from_config(config: dict[str, Any]) -> Layer:
     """Rebuild any layer of this package from ``serialize_layer``'s output.
 
     Only classes registered by this package can be built; nothing is unpickled or run.
+    Keras 3's ``keras.saving.serialize_keras_object(layer)`` of a built-in layer loads too
+    (its ``module``, ``registered_name`` and ``build_config`` are checked and dropped), and
+    the configs of both may hold Keras's serialized ``DTypePolicy``.
 
     Raises:
-        ValueError: the dict lacks ``class_name``/``config`` or has other keys, names an
+        ValueError: the dict lacks ``class_name``/``config`` or has other keys (or a Keras
+            key with another value: a module outside Keras, a registered custom class), names an
             unknown class, or its ``config`` is not a dict the class accepts (an unknown or
             missing key, a bad value: the message names it). Nothing fails later in torch.
     """
-    if not isinstance(config, dict) or set(config) != {"class_name", "config"}:
+    if (
+        not isinstance(config, dict)
+        or not {"class_name", "config"} <= set(config) <= _KERAS_ENVELOPE
+        or not _keras_envelope_ok(config)
+    ):
         keys = sorted(map(str, config)) if isinstance(config, dict) else type(config).__name__
         raise ValueError(
             "layer_from_config: expected a dict with exactly the keys 'class_name' and "
-            "'config' (what serialize_layer(layer) returns, not get_config() alone); got "
-            f"{keys}"
+            "'config' (what serialize_layer(layer) returns, not get_config() alone; Keras's "
+            "serialize_keras_object form may add 'module' (keras...), 'registered_name' "
+            f"(None) and 'build_config'); got {keys}"
         )
     name, inner = config["class_name"], config["config"]
     if not isinstance(name, str):

@@ -96,12 +96,13 @@ def keras_dtype_name(value: Any) -> Any:
     return value
 
 
-def _as_policy(value: Any, who: str) -> DTypePolicy | None:
-    value = keras_dtype_name(value)
+def _as_policy(given: Any, who: str) -> DTypePolicy | None:
+    value = keras_dtype_name(given)
     if value is None or isinstance(value, DTypePolicy):
         return value
     if isinstance(value, str) and value in POLICY_NAMES:
         return DTypePolicy(value)
+    value = given  # the error shows the argument as given
     raise ValueError(
         f"{who}: dtype must be one of {POLICY_NAMES}, a DTypePolicy, Keras's serialized "
         f"DTypePolicy of one of them or None; got {value!r}"
