@@ -197,9 +197,10 @@ class Layer(torch.nn.Module):
     layer without a ``dtype`` of its own (``StringLookup``, ``IntegerLookup``,
     ``TextVectorization``, ``MaxNumBoundingBoxes``), ``dtype`` (None or ``"float32"``,
     what Keras's configs hold, as a name or Keras's serialized ``DTypePolicy``; checked
-    and ignored: their output dtypes are fixed). Image layers also take Keras's ``bounding_box_format`` (checked against
-    ``bounding_boxes.FORMATS``, kept in the config); a layer that moves no box
-    (photometric layers, ``MaxNumBoundingBoxes``) ignores it, the geometric layers use it.
+    and ignored: their output dtypes are fixed). Image layers also take Keras's
+    ``bounding_box_format`` (checked against ``bounding_boxes.FORMATS``, kept in the
+    config); a layer that moves no box (photometric layers, ``MaxNumBoundingBoxes``)
+    ignores it, the geometric layers use it.
     The image layers whose Keras class takes its base layer's unused ``factor``
     (``Equalization``, CLAHE, ``MaxNumBoundingBoxes``, ``MixUp``, ``RandomCrop``,
     ``RandomColorJitter``) take it too: checked (a number or pair in [-1, 1]), ignored.
