@@ -218,6 +218,10 @@ class Layer(torch.nn.Module):
     name: str | None = None  # Keras's layer name, when given
     _random: ClassVar[bool] = False  # True: identity in eval() (RandomLayer)
     _config_values: dict[str, Any]  # arguments get_config reports as set now (adapted state)
+    # Keys Keras's get_config writes that report state the other keys build (the lookups'
+    # ``vocabulary_size``): from_config takes them and checks them against the built
+    # layer's method of that name (None: not checked, as Keras writes for no vocabulary).
+    _keras_derived_keys: ClassVar[tuple[str, ...]] = ()
 
     _abstract: ClassVar[bool] = True  # abstract bases stay out of the registry
 
@@ -349,14 +353,18 @@ class Layer(torch.nn.Module):
 
         Raises:
             ValueError: ``config`` is not a dict, has a key the constructor does not take
-                (named, with the closest known one), lacks a required one, or holds a bad
-                value (the constructor's message names the argument).
+                (named, with the closest known one), lacks a required one, holds a bad
+                value (the constructor's message names the argument), or a key Keras
+                derives (``_keras_derived_keys``: the lookups' ``vocabulary_size``) that
+                disagrees with the layer the config builds.
         """
         name = cls.__name__
         if not isinstance(config, dict):
             raise ValueError(f"{name}.from_config: expected a dict, got {type(config).__name__}")
         params = inspect.signature(cls.__init__).parameters
         own = [p for p, v in params.items() if p != "self" and v.kind != v.VAR_KEYWORD]
+        derived = {k: config[k] for k in cls._keras_derived_keys if k in config}
+        config = {k: v for k, v in config.items() if k not in derived}
         known = own + list(cls._keras_kwargs())
         for key in config:
             if key not in known:
@@ -369,9 +377,16 @@ class Layer(torch.nn.Module):
         if missing:
             raise ValueError(f"{name}.from_config: missing key(s) {missing}")
         try:
-            return cls(**config)
+            layer = cls(**config)
         except TypeError as e:  # a value of a type the constructor cannot use at all
             raise ValueError(f"{name}.from_config: bad config {config!r}: {e}") from e
+        for key, value in derived.items():  # Keras's reports of the state: must agree
+            if value is not None and getattr(layer, key)() != value:
+                raise ValueError(
+                    f"{name}.from_config: {key} is {value!r} but the config builds a layer "
+                    f"with {key}() == {getattr(layer, key)()!r}"
+                )
+        return layer
 
     def extra_repr(self) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())

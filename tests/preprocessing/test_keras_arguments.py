@@ -103,6 +103,74 @@ KERAS_CONFIGS = [
         "float64",
     ),
     (
+        "StringLookup",  # (vocabulary=["a", "b"]): vocabulary_size and oov_method too
+        {
+            "name": "string_lookup",
+            "trainable": True,
+            "dtype": _policy("float32"),
+            "invert": False,
+            "max_tokens": None,
+            "num_oov_indices": 1,
+            "oov_token": "[UNK]",
+            "mask_token": None,
+            "output_mode": "int",
+            "sparse": False,
+            "pad_to_max_tokens": False,
+            "idf_weights": None,
+            "vocabulary": ["a", "b"],
+            "vocabulary_size": 3,
+            "oov_method": "floormod",
+            "salt": None,
+            "encoding": "utf-8",
+        },
+        None,
+    ),
+    (
+        "IntegerLookup",  # (vocabulary=[1, 2])
+        {
+            "name": "integer_lookup",
+            "trainable": True,
+            "dtype": _policy("float32"),
+            "invert": False,
+            "max_tokens": None,
+            "num_oov_indices": 1,
+            "oov_token": -1,
+            "mask_token": None,
+            "output_mode": "int",
+            "sparse": False,
+            "pad_to_max_tokens": False,
+            "vocabulary_dtype": "int64",
+            "idf_weights": None,
+            "vocabulary": [1, 2],
+            "vocabulary_size": 3,
+            "oov_method": "floormod",
+            "salt": None,
+        },
+        None,
+    ),
+    (
+        "TextVectorization",  # (vocabulary=["a", "b"])
+        {
+            "name": "text_vectorization",
+            "trainable": True,
+            "dtype": _policy("float32"),
+            "max_tokens": None,
+            "standardize": "lower_and_strip_punctuation",
+            "split": "whitespace",
+            "ngrams": None,
+            "output_mode": "int",
+            "output_sequence_length": None,
+            "pad_to_max_tokens": False,
+            "sparse": False,
+            "ragged": False,
+            "vocabulary": ["a", "b"],
+            "idf_weights": None,
+            "encoding": "utf-8",
+            "vocabulary_size": 4,
+        },
+        None,
+    ),
+    (
         "MaxNumBoundingBoxes",  # (max_number=3): a layer without a dtype of its own
         {
             "name": "max_num_bounding_boxes",
@@ -129,7 +197,22 @@ def test_keras_3_configs_load(name, config, dtype):
         assert layer.name == config["name"]
         if "data_format" in config:
             assert layer.data_format == "channels_last"
+        if "vocabulary_size" in config:
+            assert layer.vocabulary_size() == config["vocabulary_size"]
         json.dumps(layer.get_config())  # plain JSON again
+
+
+def test_keras_vocabulary_size_is_checked():
+    configs = {name: config for name, config, _ in KERAS_CONFIGS}
+    config = dict(configs["IntegerLookup"], vocabulary_size=5)  # a vocabulary of 3
+    expected = (
+        "IntegerLookup.from_config: vocabulary_size is 5 but the config builds a layer "
+        "with vocabulary_size() == 3"
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):
+        pp.IntegerLookup.from_config(config)
+    words = pp.StringLookup.from_config(configs["StringLookup"])
+    assert words(["b", "a", "z"]).tolist() == [2, 1, 0]
 
 
 # keras.saving.serialize_keras_object(keras.layers.Pipeline([keras.layers.RandomFlip(
@@ -169,7 +252,8 @@ def test_other_keras_envelopes_are_refused(change):
 
 
 def test_keras_policy_sets_the_compute_dtype():
-    config = json.loads(json.dumps(KERAS_CONFIGS[1][1]))  # RandomBrightness, mixed_float16
+    config = json.loads(json.dumps(KERAS_CONFIGS[1][1]))
+    assert config["dtype"]["config"]["name"] == "mixed_float16"  # RandomBrightness
     layer = pp.RandomBrightness.from_config(config)
     assert layer.compute_dtype == torch.float16
     assert layer.variable_dtype == torch.float32
