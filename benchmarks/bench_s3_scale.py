@@ -179,10 +179,16 @@ def read_datapipe(urls, parallel) -> tuple[list[float], float]:
     ds = FileListDataset(urls).map(dp.read_file, num_parallel_calls=parallel)
     stamps = []
     t0 = time.perf_counter()
-    for x in ds:
+    it = iter(ds)
+    for x in it:
         assert len(x) > 0
         stamps.append(time.perf_counter())
+    TUNED.append(list(it.root.knob.history))  # the worker counts the stage ran at, in order
+    it.close()
     return stamps, t0
+
+
+TUNED: list[list[int]] = []  # per datapipe run: its knob's history
 
 
 def read_pool(urls, parallel) -> tuple[list[float], float]:
@@ -209,6 +215,19 @@ def ramp_time(stamps: list[float], t0: float, window: float = 0.25) -> float:
     return float("nan")
 
 
+def print_listing(args: argparse.Namespace, listing: dict) -> None:
+    pages = math.ceil(args.objects / 1000)
+    bound = pages * args.latency_ms / 1000
+    print(f"listing {args.objects:,} objects (latency-bound limit {bound:.2f} s: "
+          f"{pages} pages x {args.latency_ms:g} ms):")  # fmt: skip
+    for name, runs in listing.items():
+        best = min(s for s, _, _ in runs)
+        med = statistics.median(s for s, _, _ in runs)
+        n, req = runs[0][1], runs[0][2]
+        print(f"  {name:24s} {n:,} objects, {req} requests, best {best:.2f} s, median "
+              f"{med:.2f} s, limit/best {bound / best:.2f}", flush=True)  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["serve"]:
@@ -228,16 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     server = Server(latency, args.objects, args.bytes)
     start = os.getloadavg()
     print(f"load average at the start: {start}", flush=True)
-    listing = timed_listing(server, args.list_rounds)
-    bound = math.ceil(args.objects / 1000) * latency
-    print(f"listing {args.objects:,} objects (latency-bound limit {bound:.2f} s: "
-          f"{math.ceil(args.objects / 1000)} pages x {args.latency_ms:g} ms):")  # fmt: skip
-    for name, runs in listing.items():
-        best = min(s for s, _, _ in runs)
-        med = statistics.median(s for s, _, _ in runs)
-        n, req = runs[0][1], runs[0][2]
-        print(f"  {name:24s} {n:,} objects, {req} requests, best {best:.2f} s, median "
-              f"{med:.2f} s, limit/best {bound / best:.2f}", flush=True)  # fmt: skip
+    if args.list_rounds:  # 0: reading only (a listing of 100,000 objects takes ~1 min)
+        print_listing(args, timed_listing(server, args.list_rounds))
     import datapipe as dp
 
     urls = [f"s3://bench/train/{i:06d}.bin" for i in range(args.read)]
@@ -256,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         order = systems[r % len(systems) :] + systems[: r % len(systems)]
         for name, fn, p, _ in order:
             (before, busy0), cpu0 = server.counters(), time.process_time()
+            TUNED.clear()
             stamps, t0 = fn(urls, p)
             cpu = (time.process_time() - cpu0) / len(stamps)
             whole, steady = _rates(stamps, t0)
@@ -263,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
             service = (busy1 - busy0) / max(1, after - before)  # moto's seconds per request
             results[name].append((whole, steady, (after - before) / len(stamps),
                                   cpu, ramp_time(stamps, t0), service))  # fmt: skip
+            if p == dp.AUTOTUNE:
+                print(f"  AUTOTUNE round {r}: workers {TUNED[0]}, 90% after "
+                      f"{results[name][-1][4]:.2f} s", flush=True)  # fmt: skip
     for name, _, _, limit in systems:
         runs = results[name]
         steady = statistics.median(x[1] for x in runs)

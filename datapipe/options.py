@@ -148,8 +148,16 @@ class ThreadingOptions(_Merge):
     """Where parallel ops run (tf.data's ``threading`` options, plus worker processes).
 
     ``private_threadpool_size``: most threads one parallel op may use (default 64).
-    ``max_intra_op_parallelism``: threads a single user function may use inside itself
-    (torch's intra-op threads in worker processes; default 1).
+    ``max_intra_op_parallelism``: threads a single user function may use inside itself:
+    torch's and OpenCV's intra-op threads in worker processes (default 1, as torch's
+    ``DataLoader`` workers run torch); the tuner multiplies a worker's CPU demand by it.
+    Worker *threads* leave both libraries' settings alone: they are process-wide, so
+    changing them from a stage would also change the training step's torch. Instead, with
+    ``num_parallel_calls=AUTOTUNE``, threads that compute yet fill fewer cores than there
+    are of them (the GIL, or intra-op threads competing with them) get a trial of worker
+    processes, which run those libraries on ``max_intra_op_parallelism`` threads; no
+    thread count needs setting by hand (``docs/architecture.md``, "Executors": the
+    measurements behind this choice, ``benchmarks/bench_own_data.py``).
     ``executor``: where a parallel ``map`` / ``random_map`` that names no ``executor`` runs:
     ``"thread"`` (worker threads: work that releases the GIL — numpy, Pillow, torch, I/O),
     ``"process"`` (worker processes: pure-Python work that holds the GIL), or None (default:

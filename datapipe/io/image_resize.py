@@ -30,9 +30,10 @@ its float path costs and is one level off on ~10% of the pixel values; torch's i
 faster than its float path but one level off on ~13%, and the fallback keeps the same
 rounding rule instead.
 
-OpenCV and torch may run an intra-op thread pool; inside a parallel ``map``, where the
-pipeline's own threads use the cores, set ``cv2.setNumThreads(1)`` and
-``torch.set_num_threads(1)``.
+OpenCV and torch may run an intra-op thread pool. Inside a parallel ``map`` nothing needs
+setting: worker processes run both on ``max_intra_op_parallelism`` threads (default 1),
+and AUTOTUNE tries processes for threads that those pools or the GIL hold back
+(``datapipe.options.ThreadingOptions``).
 """
 
 from __future__ import annotations

@@ -31,7 +31,8 @@ the model only *proposes* moves and the measured rate decides them:
   kept only if its output rate rose, over the median of the last three windows before it,
   by at least 25% of the ideal linear gain (and 8%); otherwise it is reverted and the stage waits
   ``2**(k+2)`` windows before trying again (``k`` grows with each failure). This is what keeps a
-  GIL-bound function at 1–2 threads instead of the budget's maximum.
+  GIL-bound function at 1–2 threads instead of the budget's maximum. (Threads that wait
+  are judged faster: "The ramp" below.)
 * A stage whose workers idle (busy fraction < 0.5; the consumer or the input limits it),
   or whose busy threads together use about one core (the GIL's signature), and every 64th
   window (~3 s) any stage, probes ``p -> p / 1.5``; it keeps the lower value if the rate
@@ -44,8 +45,11 @@ the model only *proposes* moves and the measured rate decides them:
   outstanding may always compute one element, so a budget below one element still runs).
 
 ``Options.threading.max_intra_op_parallelism`` (threads a user function uses inside
-itself) multiplies a worker's CPU demand in the budget; torch's own thread count is
-process-wide, so it is not changed from worker threads (worker processes set it).
+itself) multiplies a worker's CPU demand in the budget. torch's and OpenCV's thread counts
+are process-wide, so worker threads leave them alone (changing them would change the
+training step's torch too); worker processes set both to it (default 1). Threads that
+those pools or the GIL hold back get a trial of processes instead (step 2 below;
+docs/architecture.md, "Intra-op threads", has the measurements).
 
 Which executor (``num_parallel_calls=AUTOTUNE`` with no executor named)
 -----------------------------------------------------------------------
@@ -63,11 +67,26 @@ measures each candidate in turn, on the live pipeline, and keeps the fastest:
    price plus ~1.7 µs per call (4.9 vs 3.2 µs per 1-element call, 44 vs 45 µs per
    256-element call; load ~3). A cost over ``CLEAR_COST_FACTOR`` (10) times the limit
    leaves inline after one window, however few elements it held.
+<<<<<<< HEAD
+2. **Threads** next, at the CPU budget (higher for a function that waited: "The ramp"),
+   for two windows (one, when they gained nothing: below ``THREADS_NO_GAIN``, 55%, of
+   linear scaling). Kept (and hill-climbed as above) when they reach ``THREADS_SCALE_OK``
+   (80%) of linear scaling over inline at the budget's thread count: numpy, Pillow, torch
+   and I/O release the GIL and get there.
+3. **Processes** are tried when threads stayed below that, the function costs at least
+=======
 2. **Threads** next, at the CPU budget, for two windows (one, when they gained nothing:
    below ``THREADS_NO_GAIN``, 55%, of linear scaling). Kept (and hill-climbed as above)
    when they reach ``THREADS_SCALE_OK`` (80%) of linear scaling over inline: numpy,
-   Pillow, torch and I/O release the GIL and get there.
-3. **Processes** are tried when threads stayed below that, the function costs at least
+   Pillow, torch and I/O release the GIL and get there; and, if they computed (CPU time
+   at least a quarter of their wall time), when they used at least that share of their
+   cores (``_short_of_cores``: CPU seconds per second in their last window). Threads held
+   back by the GIL or by intra-op threads competing with them (torch's, OpenCV's) fill
+   fewer, whatever their rate over inline's, whose one window also holds the pipeline's
+   start (the walkthrough's augmentation in ``map``: 225 el/s inline, 625 after it; two
+   threads 610 el/s on one core between them).
+3. **Processes** are tried when threads stayed below either, the function costs at least
+>>>>>>> oversub
    ``PROCESS_MIN_COST_S`` (50 µs: ~170 µs per process round trip plus pickling must be
    amortised by chunks of ``pool.PROCESS_CHUNK_S`` = 20 ms of work), ``map`` /
    ``random_map`` can send their function (cloudpickle) and the sampled inputs and results
@@ -75,8 +94,10 @@ measures each candidate in turn, on the live pipeline, and keeps the fastest:
    (``processes.fork_is_chosen``) and the RAM budget has ``PROCESS_RAM_BYTES`` per
    process. An element that cannot cross later is computed in the parent and the stage
    goes back to threads for good (``stage.Stage.step_back``). They are kept if they beat
-   the better of inline and threads by ``PROCESS_MIN_GAIN`` (10%); otherwise the stage
-   goes back to that one. A process stage never has more workers than the CPU budget.
+   the better of inline and threads by ``PROCESS_MIN_GAIN`` (10%) over three windows, or
+   more while the rate still rises (``PROCESS_WARM_GAIN``, up to ``PROCESS_MAX_WINDOWS``:
+   each new worker's first chunks pay for its start); otherwise the stage goes back to
+   that one. A process stage never has more workers than the CPU budget.
    Threads that scale are
    compared with processes too when their CPU-bound results are small
    (``PROCESS_SMALL_OUTPUT_BYTES``, 64 KiB; kept at a 5% gain): a process sends such a
@@ -87,6 +108,32 @@ smaller of its input's cost and the consumer's own work per element, so below
 ``PREFETCH_INLINE_MAX_COST_S`` (200 µs, about two hand-offs) for either it stays inline —
 W1's batches (~70-100 µs each) feeding a loop that sums them. The choice is made once per
 stage; a stage that fell back does not try again during the iteration.
+
+The ramp (a latency-bound stage: a remote read of tens of milliseconds)
+------------------------------------------------------------------------
+Its threads are busy yet mostly wait (their CPU time under ``WAIT_CPU_FRACTION``, 25%,
+of their busy time), so the model predicts linear scaling until the CPU budget is full,
+and each window is short of elements (16 of 20-ms elements take 0.16 s at 2 threads).
+Judged like any stage, such a stage took 2.1-2.2 s to reach 90% of its final rate
+(``benchmarks/bench_s3_scale.py``): a window inline, two at 2 threads, three more before
+the first step, and a cooldown after a step that gained less than its size asked for. So:
+
+* Leaving inline, threads start where the first step of waiting threads would take them:
+  ``WAIT_STEP_MAX`` (8x) the CPU budget's count when the inline window's thread used
+  under ``WAIT_CPU_FRACTION_LOW`` (10%) of a core, ``WAIT_STEP`` (4x) under 25%, within
+  the CPU budget's prediction and the thread limit (``_enter_thread``); their trial is
+  judged on one window once they scale, and hill climbing starts from that window's rate.
+* With threads named, the first step of waiting threads (the same 4x / 8x) comes after one
+  window, not after the three a base rate needs: the gain it must show dwarfs the noise.
+* A trial up of waiting threads whose first window rose by ``CLEAR_GAIN`` (70%) of the
+  ideal gain is judged on that window.
+* A trial up refused yet ``PARTIAL_GAIN`` (1.25x) faster than its base tries half way at
+  once, against the same base (bisection), instead of going back and waiting a cooldown.
+
+The budgets bound it as before: the CPU demand predicted from the measured CPU time per
+thread (threads using 15% of a core each: ~15 on two cores), the thread limit
+(``threading.private_threadpool_size`` or 64) and the RAM budget. GIL-bound and CPU-bound
+functions use most of a core per thread and take none of these paths.
 
 The tuner has no thread of its own: stage consumers call ``maybe_step`` whenever they ask
 for data or wake from a wait, and one of them runs a step when a window has passed.
@@ -121,6 +168,19 @@ BASE_WINDOWS = 3
 # A periodic probe for fewer threads every this many windows (~3 s): conditions change.
 PROBE_EVERY_WINDOWS = 64
 DEFAULT_MAX_THREADS = 64  # per stage, when threading.private_threadpool_size is unset
+# ---- threads that mostly wait (latency-bound: a remote read, a sleep; see "The ramp") ---
+# Busy threads using under this share of a core wait: they scale until the CPU budget is
+# full, so their first step up is large (WAIT_STEP_MAX under WAIT_CPU_FRACTION_LOW) ...
+WAIT_CPU_FRACTION = 0.25
+WAIT_CPU_FRACTION_LOW = 0.1
+WAIT_STEP, WAIT_STEP_MAX = 4.0, 8.0
+# ... and a trial up of theirs whose first window already rose by this share of the ideal
+# gain is judged on that window (a step that must show 1.25x here shows 1.7x).
+CLEAR_GAIN = 0.7
+# Threads on trial are measured until each finished an element, for at most this long.
+THREAD_WARMUP_S = 1.0
+# A trial up refused yet this many times faster than its base tries half way at once.
+PARTIAL_GAIN = 1.25
 MAX_AUTOTUNE_BUFFER = 1024
 
 # ---- the executor choice (see "Which executor" in the module docstring) ------------------
@@ -144,6 +204,10 @@ THREADS_SCALE_OK = 0.8
 THREADS_NO_GAIN = 0.55
 # Processes are kept only if they beat the better of threads and inline by this factor.
 PROCESS_MIN_GAIN = 1.1
+# A process trial lasts past its three windows while the last one beat every earlier one
+# by this factor (the workers are still starting), up to this many windows.
+PROCESS_WARM_GAIN = 1.1
+PROCESS_MAX_WINDOWS = 8
 # Threads that scale are still compared with processes when the function is CPU-bound and
 # its results are at most this many bytes: a process sends them back for nothing, and it
 # pays none of the GIL hand-offs around each C call that threads pay (W4's JPEG function,
@@ -361,13 +425,16 @@ class Autotuner:
         dt, dn, dbusy, dcpu, dwait = (a - b for a, b in zip(now, s.mark))
         if dn < MIN_WINDOW_ELEMENTS and dt < 4 * WINDOW_S and not _clearly_costly(s, dn, dbusy):
             return  # too few elements to judge; keep measuring
+        if _warming_up(s, dn, dt):
+            return
+        rate = dn / dt if dt > 0 else 0.0
         if s.trial is not None and not s.settle and dt < TRIAL_WINDOWS * WINDOW_S:
-            return  # a trial is judged on a longer window: noise must not win
+            if not _clear_gain(s, rate, dcpu, dbusy):
+                return  # a trial is judged on a longer window: noise must not win
         s.mark = now
         if s.settle:
             s.settle = False
             return
-        rate = dn / dt if dt > 0 else 0.0
         s.rate = rate
         if dbusy > 0:
             s.cpu_fraction = min(1.0, dcpu / dbusy)
@@ -409,12 +476,18 @@ class Autotuner:
         s.recent[new] = [rate] * TRIAL_WINDOWS  # samples at the tried value, whichever wins
         if keep:
             s.failures[direction] = 0
-            if direction == "up":  # scaled almost linearly: take bigger steps, bigger
-                # still for threads that mostly wait (the model predicts linear scaling
-                # until the CPU budget is full, which _fit_cpu enforces)
-                linear = rate >= base * (1 + 0.7 * (ideal - 1))
-                s.step_up = 2.0 if linear else 1.5
+            if direction == "up":  # scaled almost linearly: take bigger steps
+                s.step_up = 2.0 if rate >= base * (1 + CLEAR_GAIN * (ideal - 1)) else 1.5
                 s.grew = True
+            return
+        mid = max(old + 1, (old + new) // 2)
+        if direction == "up" and rate >= PARTIAL_GAIN * base and mid < new:
+            # It gained, less than its size asked for: the stage saturates in between. Half
+            # way is tried at once against the same base (going back first and waiting out
+            # a cooldown kept a stage of 20-ms reads that saturate at 4 threads at 2 for
+            # 1.4 s after its 2 -> 16 step doubled the rate).
+            s.trial, s.settle = (old, base, "up"), True
+            s.knob.set_value(mid)
             return
         s.knob.set_value(old)
         s.failures[direction] = min(s.failures[direction] + 1, 6)
@@ -434,17 +507,20 @@ class Autotuner:
         recent = s.recent.setdefault(p, [])
         recent.append(rate)
         del recent[:-BASE_WINDOWS]
-        if len(recent) < BASE_WINDOWS:  # also the warm-up: chunk sizes are still settling
-            return
+        # Threads that mostly wait scale linearly until the CPU budget is full (the
+        # model's prediction), so their first step is already large, and it is taken after
+        # one window: the 4-8x gain it must show dwarfs a window's noise, and the warm-up
+        # of 3 windows of a stage of 20-ms elements (16 elements each: 0.16-0.2 s at 2
+        # threads) held it at 2 threads for 0.5 s. Later steps are at most 2x: past
+        # saturation a 4x step cannot show the 1.75x its size asks for (W4's I/O: 16 ->
+        # 64 threads gained 1.66x and was refused, the stage then searched below 64 for a
+        # second of a 5-s run).
+        wait = _wait_step(s.cpu_fraction) if not s.grew else None
+        if len(recent) < (1 if wait else BASE_WINDOWS):  # also the warm-up: chunk sizes
+            return  # are still settling
         rate = statistics.median(recent)
         if busy_fraction >= 0.7 and p < k.max_value and s.cooldown["up"] == 0:
-            # Threads that mostly wait scale linearly until the CPU budget is full (the
-            # model's prediction), so their first step is already large. Later steps are
-            # at most 2x: past saturation a 4x step cannot show the 1.75x its size asks
-            # for (W4's I/O: 16 -> 64 threads gained 1.66x and was refused, the stage then
-            # searched below 64 for a second of a 5-s run).
-            wait = s.cpu_fraction < 0.25 and not s.grew
-            step = (8.0 if s.cpu_fraction < 0.1 else 4.0) if wait else s.step_up
+            step = wait or s.step_up
             target = min(k.max_value, max(p + 1, math.ceil(step * p)))
             if s.refused_up is not None and p < s.refused_up:
                 # Past a saturation point a large step cannot show the gain its size asks
@@ -544,21 +620,52 @@ def _judge_inline(t: Autotuner, s: _Search) -> str:
 
 
 def _enter_thread(t: Autotuner, s: _Search) -> tuple[int, int | None] | None:
+    """Threads at the CPU budget; a function that mostly waited inline (its thread used
+    under ``WAIT_CPU_FRACTION`` of a core: a remote read) starts where the first step up of
+    waiting threads would take it, ``WAIT_STEP`` or ``WAIT_STEP_MAX`` times that, within
+    the CPU budget (``_fit_cpu``) and the thread limit."""
     k = s.knob
-    return (k.value if k.kind == "buffer" else min(k.limit, max(2, t.cpu_budget))), None
+    if k.kind == "buffer":
+        return k.value, None
+    start = min(k.limit, max(2, t.cpu_budget))
+    step = _wait_step(s.cpu_fraction)
+    if step is not None:
+        start = t._fit_cpu(s, min(k.limit, math.ceil(step * start)))
+    return start, None
 
 
 def _judge_thread(t: Autotuner, s: _Search) -> str:
-    """Threads at the CPU budget for two windows: kept when they reach ``THREADS_SCALE_OK``
-    of linear scaling over inline (numpy, Pillow, torch, I/O) and are not CPU-bound with
-    small results; else the next executor may be tried."""
+    """Threads for two windows (one, when they gained nothing, or when they mostly wait
+    and already scaled): kept when they reach ``THREADS_SCALE_OK`` of linear scaling over
+    inline at the CPU budget's thread count (what processes could reach at best; numpy,
+    Pillow, torch, I/O get there) and are not CPU-bound with small results; else the next
+    executor may be tried. Kept threads hill-climb from the windows measured here."""
+    k = s.knob
     rate = s.executor_rates["thread"] = max(s.phase_rates)
     inline = s.executor_rates.get("inline", 0.0)
-    if len(s.phase_rates) < 2 and rate >= THREADS_NO_GAIN * s.knob.value * inline:
+    ref = min(k.value, max(2, t.cpu_budget)) * inline
+    scaled = rate >= THREADS_SCALE_OK * ref
+    clear = scaled and s.cpu_fraction < WAIT_CPU_FRACTION
+    if len(s.phase_rates) < 2 and not clear and rate >= THREADS_NO_GAIN * ref:
         return "wait"  # a trial is judged on its best window of two
-    if rate >= THREADS_SCALE_OK * s.knob.value * inline and not _small_cpu_bound(s):
-        return "keep"
-    return "next"
+    if not scaled or _small_cpu_bound(s) or _short_of_cores(t, s):
+        return "next"  # short of its cores: the GIL or intra-op pools held it (processes)
+    s.recent[k.value] = [statistics.median(s.phase_rates)] * BASE_WINDOWS
+    if k.value * inline > ref:  # started past the budget (waiting threads): their large
+        s.grew = True  # first step is taken; later ones as after a trial up
+        s.step_up = 2.0 if rate >= CLEAR_GAIN * k.value * inline else 1.5
+    return "keep"
+
+
+def _short_of_cores(t: Autotuner, s: _Search) -> bool:
+    """Busy threads that computed (not waited) and together used less than
+    ``THREADS_SCALE_OK`` of the cores they run on: the GIL, or intra-op threads (torch's,
+    OpenCV's) competing with them, held them back, so processes (one intra-op thread
+    each) may do better. Their rate against inline's does not tell: inline's one window
+    includes the pipeline's start (the walkthrough's augmentation: 225 el/s inline, 625
+    after it; two threads 610 el/s, 1.0 core)."""
+    cores = s.rate * s.cost_s  # CPU seconds per second in the last window
+    return s.cpu_fraction >= 0.25 and cores < THREADS_SCALE_OK * min(s.knob.value, t.cpu_budget)
 
 
 def _enter_process(t: Autotuner, s: _Search) -> tuple[int, int | None] | None:
@@ -572,14 +679,26 @@ def _enter_process(t: Autotuner, s: _Search) -> tuple[int, int | None] | None:
 
 
 def _judge_process(t: Autotuner, s: _Search) -> str:
-    """Processes for three windows: kept if they beat the better of inline and threads by
-    ``PROCESS_MIN_GAIN`` (``PROCESS_MIN_GAIN_SMALL`` for small CPU-bound results)."""
-    if len(s.phase_rates) < 3:
+    """Processes for three windows, more while their rate still rises (``_still_rising``):
+    kept if they beat the better of inline and threads by ``PROCESS_MIN_GAIN``
+    (``PROCESS_MIN_GAIN_SMALL`` for small CPU-bound results)."""
+    if len(s.phase_rates) < 3 or _still_rising(s.phase_rates):
         return "wait"
     rate = s.executor_rates["process"] = max(s.phase_rates)
     others = [v for kind, v in s.executor_rates.items() if kind != "process"]
     gain = PROCESS_MIN_GAIN_SMALL if _small_cpu_bound(s) else PROCESS_MIN_GAIN
     return "keep" if rate >= gain * max(others, default=0.0) else "back"
+
+
+def _still_rising(rates: list[float]) -> bool:
+    """A process trial's rate still rising: its last window beat every earlier one by
+    ``PROCESS_WARM_GAIN``, within ``PROCESS_MAX_WINDOWS``. Each worker's first chunks pay
+    for its start (the function unpickled, torch's first calls in a new process): the
+    walkthrough's augmentation ran 198, 271, 597 el/s in its first three windows, and
+    the trial's best, 597, lost to threads' 635; processes ran at ~1.6x those threads."""
+    if len(rates) >= PROCESS_MAX_WINDOWS:
+        return False
+    return rates[-1] >= PROCESS_WARM_GAIN * max(rates[:-1])
 
 
 class _Phase(NamedTuple):
@@ -592,6 +711,32 @@ PHASES: dict[str, _Phase] = {
     "thread": _Phase(_enter_thread, _judge_thread),
     "process": _Phase(_enter_process, _judge_process),
 }
+
+
+def _wait_step(cpu_fraction: float) -> float | None:
+    """The first step up of threads that each use ``cpu_fraction`` of a core while busy:
+    ``WAIT_STEP_MAX`` or ``WAIT_STEP`` if they mostly wait, else None."""
+    if cpu_fraction < WAIT_CPU_FRACTION_LOW:
+        return WAIT_STEP_MAX
+    return WAIT_STEP if cpu_fraction < WAIT_CPU_FRACTION else None
+
+
+def _warming_up(s: _Search, dn: int, dt: float) -> bool:
+    """Threads on trial that have not finished one element each (for at most
+    ``THREAD_WARMUP_S``): the window is their start, not their rate. 16 threads of 20-ms
+    remote reads (s3fs on moto) delivered nothing for 0.4 s of their first windows at load 9,
+    were judged not to scale, and the stage went to 2 processes (29 obj/s, threads ~90)."""
+    k = s.knob
+    return s.phase == "thread" and k.kind == "parallelism" and dn < k.value and dt < THREAD_WARMUP_S
+
+
+def _clear_gain(s: _Search, rate: float, dcpu: float, dbusy: float) -> bool:
+    """A trial up of threads that wait (``dcpu / dbusy`` in this window) whose rate already
+    rose by ``CLEAR_GAIN`` of the ideal gain: judged now, not after a second window."""
+    if s.trial is None or s.trial[2] != "up" or dbusy <= 0 or dcpu >= WAIT_CPU_FRACTION * dbusy:
+        return False
+    old, base, _ = s.trial
+    return rate >= base * (1 + CLEAR_GAIN * (s.knob.value / old - 1))
 
 
 def _inline_limit(k: Any) -> float:

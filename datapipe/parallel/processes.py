@@ -52,6 +52,7 @@ import contextlib
 import itertools
 import multiprocessing
 import os
+import secrets
 import signal
 import sys
 import threading
@@ -61,6 +62,8 @@ import weakref
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import wait as wait_any
 from typing import Any
+
+import numpy as np
 
 from datapipe import _draws
 from datapipe._positions import Failed
@@ -94,12 +97,35 @@ class _Failure:
 
 
 # ---- the worker process ---------------------------------------------------------------
-def _worker_main(conn: Any, prefix: str, intra_op: int) -> None:
+def _reseed(seed: int) -> bool:
+    """Seed this worker's global generators (``random``, numpy's, torch's) from ``seed``,
+    drawn per worker process by the parent, as DataLoader seeds each worker: a forked
+    worker would otherwise repeat the parent's streams, and every worker its siblings'
+    (np.random / torch.rand in a process map gave 263 distinct draws of 400). Draws that
+    must be reproducible use a seeded layer or ``random_map``'s generator, keyed by the
+    element's position (``datapipe._draws``). True if torch was seeded (imported)."""
+    import random
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    return _reseed_torch(seed)
+
+
+def _reseed_torch(seed: int) -> bool:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    torch.manual_seed(seed)
+    return True
+
+
+def _worker_main(conn: Any, prefix: str, intra_op: int, seed: int = 0) -> None:
     """A worker process: run functions on chunks until told to stop or the parent dies."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     parent_pid = os.getppid()  # our pipeline's process (or the forkserver)
     fns: dict[int, Any] = {}
-    threads_set = False
+    threads_set: set = set()  # the libraries whose intra-op threads are set
+    torch_seeded = _reseed(seed)
     try:
         while True:
             if not conn.poll(1.0):
@@ -112,14 +138,30 @@ def _worker_main(conn: Any, prefix: str, intra_op: int) -> None:
             if msg[0] == "fn":
                 fns = {msg[1]: _load_function(conn, msg[1], msg[2])}
                 continue
-            if not threads_set and "torch" in sys.modules:
-                sys.modules["torch"].set_num_threads(max(1, intra_op))
-                threads_set = True
+            if len(threads_set) < len(_INTRA_OP_SETTERS):
+                _set_intra_op_threads(intra_op, threads_set)
+            if not torch_seeded:  # a function that imports torch itself (forkserver)
+                torch_seeded = _reseed_torch(seed)
             _run_task(conn, prefix, fns, msg)
     except (EOFError, OSError):  # the parent is gone
         return
     finally:
         shm.unlink_prefix(prefix)  # segments nobody will read now
+
+
+# Each library's intra-op thread setting (process-wide), set once per worker process.
+_INTRA_OP_SETTERS = {"torch": "set_num_threads", "cv2": "setNumThreads"}
+
+
+def _set_intra_op_threads(intra_op: int, done: set) -> None:
+    """Give torch's and OpenCV's intra-op pools ``intra_op`` threads in this worker
+    (``max_intra_op_parallelism``, default 1: one process per core, as DataLoader workers
+    run torch) before its next task, once each library is imported (``done``: those set).
+    Both settings are process-wide, and the process is the stage's."""
+    for name, setter in _INTRA_OP_SETTERS.items():
+        if name not in done and name in sys.modules:
+            getattr(sys.modules[name], setter, lambda n: None)(max(1, intra_op))
+            done.add(name)
 
 
 def _load_function(conn: Any, key: int, blob: bytes) -> Any:
@@ -325,7 +367,7 @@ class Workers:
             prefix = f"{self.prefix}{i}-"
             p = self.mp.Process(
                 target=_worker_main,
-                args=(child, prefix, self.intra_op),
+                args=(child, prefix, self.intra_op, secrets.randbits(63)),
                 name=f"datapipe-{self.op}-process-{i}",
                 daemon=True,
             )

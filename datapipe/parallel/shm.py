@@ -145,6 +145,43 @@ class _Discard(io.RawIOBase):
         return len(b)
 
 
+class _TooLarge(Exception):
+    pass
+
+
+class _Counting(io.RawIOBase):
+    """A sink that counts what is written and stops the pickler past ``limit`` bytes."""
+
+    def __init__(self, limit: int):
+        self.n, self.limit = 0, limit
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        n = memoryview(b).nbytes  # bytes, memoryview or PickleBuffer (an array's data)
+        self.n += n
+        if self.n > self.limit:
+            raise _TooLarge
+        return n
+
+
+def function_exceeds(fn: Any, limit: int) -> bool:
+    """Whether ``fn`` pickles (cloudpickle, as worker processes receive it) to more than
+    ``limit`` bytes; it stops at the limit, nothing is copied (a numpy array in a closure
+    is written as one view). A function that does not pickle is False here (the caller's
+    own pickling says why)."""
+    import cloudpickle
+
+    try:
+        cloudpickle.Pickler(_Counting(limit), protocol=5).dump(fn)
+    except _TooLarge:
+        return True
+    except Exception:  # noqa: BLE001 - set_function reports it
+        return False
+    return False
+
+
 def check(obj: Any) -> None:
     """Raise what ``dumps(obj, ...)`` would raise for an object that cannot be sent
     (a lock, an open file, a generator); nothing is kept, and large buffers are not

@@ -161,6 +161,62 @@ def test_start_methods(method, clean):
         assert [int(x) for x in it] == [i * i for i in range(50)]
 
 
+def _intra_op_threads(x):
+    import cv2
+
+    return torch.get_num_threads(), cv2.getNumThreads()
+
+
+@pytest.mark.parametrize("intra_op", [None, 2])
+def test_workers_run_torch_and_opencv_on_max_intra_op_threads(intra_op, clean):
+    # Two workers on two cores, each with the parent's pools of 3 threads, ran 6 intra-op
+    # threads on 2 cores (issue 27, item 7): a worker runs torch's and OpenCV's on
+    # max_intra_op_parallelism (default 1), as DataLoader workers run torch; the
+    # parent's own settings stay as they were.
+    cv2 = pytest.importorskip("cv2")
+    before = torch.get_num_threads(), cv2.getNumThreads()
+    torch.set_num_threads(3)
+    cv2.setNumThreads(3)
+    try:
+        opts = dp.Options()
+        opts.threading.max_intra_op_parallelism = intra_op
+        opts.threading.process_start_method = "fork"  # inherits the parent's settings
+        ds = dp.range(8).map(_intra_op_threads, 2, executor="process").with_options(opts)
+        with iter(ds) as it:
+            seen = {tuple(int(v) for v in x) for x in it}
+        assert seen == {(intra_op or 1, intra_op or 1)}
+        assert (torch.get_num_threads(), cv2.getNumThreads()) == (3, 3)
+    finally:
+        torch.set_num_threads(before[0])
+        cv2.setNumThreads(before[1])
+
+
+def _global_draws(x):
+    import torch
+
+    return int(np.random.randint(1 << 30)), int(torch.randint(1 << 30, ())), random.random()
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_workers_global_generators_are_seeded_apart(method, clean):
+    # Forked workers repeated the parent's numpy/torch/random streams and each other's
+    # (263 of 400 numpy draws distinct after np.random.seed(0)); DataLoader seeds each
+    # worker. A spawned worker that imports torch in the function is seeded too.
+    import torch
+
+    np.random.seed(0)
+    torch.manual_seed(0)
+    random.seed(0)
+    opts = dp.Options()
+    opts.threading.process_start_method = method
+    ds = dp.range(400).map(_global_draws, 2, executor="process").with_options(opts)
+    with iter(ds) as it:
+        out = [tuple(x) for x in it]
+    assert len(out) == 400
+    for k in range(3):
+        assert len({row[k] for row in out}) == 400, k
+
+
 # ---- order, values, checkpoints -------------------------------------------------------------
 def _jitter(x):
     time.sleep(random.random() * 0.001)
