@@ -16,6 +16,8 @@ Example:
     'channels_first'
     >>> image_format.resolve_data_format(None, "MyLoader")  # None: the package default
     'channels_first'
+    >>> image_format.resolve_data_format("Channels_Last", "MyLoader")  # any case, as Keras
+    'channels_last'
     >>> image_format.resolve_data_format("NHWC", "MyLoader")
     Traceback (most recent call last):
         ...
@@ -48,7 +50,8 @@ def set_image_data_format(data_format: str) -> None:
     ``keras.config.set_image_data_format``); a process-wide setting, not per thread.
 
     Args:
-        data_format: ``"channels_first"`` or ``"channels_last"``.
+        data_format: ``"channels_first"`` or ``"channels_last"``, in any case
+            (``"CHANNELS_LAST"``), as Keras's ``standardize_data_format`` lowercases it.
 
     Example:
         >>> import preprocessing as pp
@@ -75,14 +78,21 @@ def resolve_data_format(data_format: str | None, who: str) -> str:
     taking a ``data_format`` argument stores at construction.
 
     Args:
-        data_format: ``"channels_first"``, ``"channels_last"`` or None.
+        data_format: ``"channels_first"``, ``"channels_last"`` (in any case: Keras's
+            ``keras.src.backend.config.standardize_data_format`` lowercases it) or None.
         who: the layer, loader or function asking, named in the error.
 
+    Returns:
+        The lowercase name (what a config records).
+
     Raises:
-        ValueError: not one of ``DATA_FORMATS`` (names ``who`` and ``data_format``).
+        ValueError: not one of ``DATA_FORMATS`` in any case (names ``who`` and
+            ``data_format``; a non-str, which Keras would turn into its ``str()``, is
+            refused too).
     """
     if data_format is None:
         return _current
-    if data_format not in DATA_FORMATS:
+    lower = data_format.lower() if isinstance(data_format, str) else data_format
+    if lower not in DATA_FORMATS:
         raise ValueError(f"{who}: data_format must be one of {DATA_FORMATS}; got {data_format!r}")
-    return data_format
+    return str(lower)

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from .base import check_int  # the layers' one int check (with its bounds)
+from .dtype_policy import keras_dtype_name
 
 OUTPUT_MODES = ("int", "one_hot", "multi_hot", "count", "tf_idf")
 
@@ -81,7 +82,13 @@ def output_dtype(layer: Any, dtype: Any, int_output: bool, ints_allowed: bool = 
     ``int_output``: the layer returns indices (``output_mode="int"``): ``"int32"`` or
     ``"int64"`` (default ``"int64"``). Otherwise a float name (default ``"float32"``), or
     with ``ints_allowed`` also an int name (CategoryEncoding's one-hot as ``int32``).
+    Keras 3's serialized ``DTypePolicy`` of such a name (what its configs hold) reads as
+    the name (``dtype_policy.keras_dtype_name``), and a mixed policy its compute dtype
+    (``"mixed_float16"`` -> ``"float16"``), the dtype of Keras's output.
     """
+    given, dtype = dtype, keras_dtype_name(dtype)  # Keras 3 configs: a serialized policy
+    if isinstance(dtype, str) and dtype in ("mixed_float16", "mixed_bfloat16") and not int_output:
+        dtype = dtype.removeprefix("mixed_")  # Keras's output: the policy's compute dtype
     if dtype is None:
         return "int64" if int_output else "float32"
     allowed = tuple(INT_OUTPUTS) if int_output else tuple(FLOAT_OUTPUTS)
@@ -89,7 +96,7 @@ def output_dtype(layer: Any, dtype: Any, int_output: bool, ints_allowed: bool = 
         allowed += tuple(INT_OUTPUTS)
     if not isinstance(dtype, str) or dtype not in allowed:
         what = "with output_mode='int' " if int_output else ""
-        layer._fail("dtype", f"{what}must be one of {allowed} or None", dtype)
+        layer._fail("dtype", f"{what}must be one of {allowed} or None", given)
     return dtype
 
 

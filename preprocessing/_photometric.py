@@ -48,8 +48,7 @@ class FactorLayer(RandomLayer):
     the argument order of Keras's ``RandomColorDegeneration``, ``RandomHue``,
     ``RandomSaturation``, ``RandomSharpness`` and ``RandomPosterization`` (subclasses
     with Keras's other orders forward to it). A subclass sets how its factor reads
-    (``_factor_bounds`` and ``_factor_number``: ``Layer._set_factor``) and whether
-    ``value_range`` may be empty (``_strict_value_range``), and implements
+    (``_factor_bounds`` and ``_factor_number``: ``Layer._set_factor``) and implements
     ``transform_images``; the default draw is one ``factor`` per image from the factor's
     range (``{"factor": (B,) float32}``).
     """
@@ -57,7 +56,6 @@ class FactorLayer(RandomLayer):
     _abstract = True
     _factor_bounds: ClassVar[tuple[float, float]] = (0.0, 1.0)
     _factor_number: ClassVar[str] = "from_low"  # a number f reads (low, f)
-    _strict_value_range: ClassVar[bool] = True  # low < high: the layer divides by it
 
     def __init__(
         self,
@@ -70,7 +68,7 @@ class FactorLayer(RandomLayer):
     ) -> None:
         super().__init__(seed=seed, data_format=data_format, dtype=dtype, **kwargs)
         self._take_factor(factor)
-        self._set_value_range(value_range, self._strict_value_range)
+        self._set_value_range(value_range)
 
     def _take_factor(self, factor: Any) -> None:
         """Check and keep ``factor`` (``Layer._set_factor`` by the class's rule)."""

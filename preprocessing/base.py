@@ -16,6 +16,7 @@ import functools
 import inspect
 import json
 import math
+import numbers
 import threading
 from typing import Any, ClassVar, Literal, NoReturn, TypeVar, overload
 
@@ -23,12 +24,12 @@ import numpy as np
 import torch
 
 from datapipe._draws import element_draw
-from datapipe.image_format import DATA_FORMATS, resolve_data_format
+from datapipe.image_format import resolve_data_format
 
 from . import _targets
 from ._random import box_muller, hashed_uniform
 from .bounding_boxes import check_format
-from .dtype_policy import POLICY_NAMES, DTypePolicy, resolve_dtype
+from .dtype_policy import POLICY_NAMES, DTypePolicy, keras_dtype_name, resolve_dtype
 
 # Filled by Layer.__init_subclass__: class name -> class. Loading a config looks the
 # class up here, so a config can only ever build one of this package's layers.
@@ -46,6 +47,7 @@ KERAS_LAYER_KWARGS = (
     "activity_regularizer",
     "input_shape",
     "input_dim",
+    "dtype",
 )
 KERAS_IMAGE_LAYER_KWARGS = ("bounding_box_format",)
 
@@ -65,6 +67,20 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _plain(value: Any) -> Any:
+    """``value`` with numpy scalars and arrays as Python numbers and lists (tuples stay
+    tuples): what a layer keeps of an argument, so its config is plain JSON."""
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
 _L = TypeVar("_L", bound="Layer")
 
 # The hooks that take the image batch. A subclass writes them for a rank-4 tensor (what
@@ -77,15 +93,59 @@ _BATCHED_HOOKS = ("get_random_transformation", "transform_images")
 def _takes_any_batch(fn: Any, unbatch: bool) -> Any:
     """``fn`` (a hook) for a direct call: the input goes through ``_as_batch`` (a tensor,
     rank 4, the layout checked) and, with ``unbatch``, a single image comes back as one.
-    ``forward`` calls ``fn`` itself (``Layer._call_hook``)."""
+    ``forward`` calls ``fn`` itself (``Layer._call_hook``).
+
+    The keywords of Keras's hooks are taken as Keras takes them
+    (``BaseImagePreprocessingLayer.get_random_transformation(data, training=True,
+    seed=None)`` and ``transform_images(images, transformation, training=True)``):
+
+    - ``training=False``: a random layer's draw is its ``eval()`` parameters (what
+      ``forward`` uses in ``eval()``) and ``transform_images`` returns the images
+      unchanged, as Keras's random layers (and ``Equalization``) do; a deterministic
+      layer ignores it (Keras's ``AutoContrast``, ``CLAHE``, ``Resizing`` do).
+    - ``seed=``: an int draws from a generator seeded with it (the same draw for the same
+      seed, as Keras's ``keras.random`` ops with an int seed; the values are this
+      package's stream, D-K-5); a ``torch.Generator`` or ``numpy.random.Generator`` is the
+      ``generator`` argument; None: the layer's own stream.
+    - ``transformation=``: Keras's name of ``transform_images``'s parameters argument.
+    """
+    if unbatch:
+
+        @functools.wraps(fn)
+        def apply(self: Layer, images: Any, *args: Any, training: bool = True, **kwargs: Any):
+            if "transformation" in kwargs and not args:
+                args = (kwargs.pop("transformation"),)
+            training = check_bool(self, "training", training)
+            batch, single = self._as_batch(images)
+            if not training and self._random:  # Keras: ``return images``
+                return self._unbatch(batch, single)
+            return self._unbatch(fn(self, batch, *args, **kwargs), single)
+
+        return apply
 
     @functools.wraps(fn)
-    def hook(self: Layer, images: Any, *args: Any, **kwargs: Any) -> Any:
-        batch, single = self._as_batch(images)
-        out = fn(self, batch, *args, **kwargs)
-        return self._unbatch(out, single) if unbatch else out
+    def draw(
+        self: Layer, images: Any, *args: Any, training: bool = True, seed: Any = None, **kwargs: Any
+    ) -> Any:
+        training = check_bool(self, "training", training)
+        batch, _ = self._as_batch(images)
+        if not training and self._random:
+            return self._eval_params(batch)
+        if seed is not None:
+            if args or kwargs.get("generator") is not None:
+                self._fail("seed", "cannot be given with a generator", seed)
+            kwargs["generator"] = _seed_generator(self, seed)
+        return fn(self, batch, *args, **kwargs)
 
-    return hook
+    return draw
+
+
+def _seed_generator(layer: Layer, seed: Any) -> Any:
+    """A direct hook call's ``seed=`` as the generator its draw reads."""
+    if isinstance(seed, (torch.Generator, np.random.Generator)):
+        return seed
+    _check_seed(layer, seed)
+    return torch.Generator().manual_seed(seed)
 
 
 class Layer(torch.nn.Module):
@@ -118,7 +178,8 @@ class Layer(torch.nn.Module):
     ``transform_images`` for a rank-4 tensor in its ``data_format``. Called directly (as
     Keras code calls them), these two also take a rank-3 image or an array: the base
     wraps each subclass's own (``_takes_any_batch``) to batch such an input the same way
-    and to return one image for one image. The last four return their input unchanged
+    and to return one image for one image, and to take Keras's ``training=`` and
+    ``seed=`` keywords (see ``_takes_any_batch``). The last four return their input unchanged
     by default: a layer that only changes pixel values (a photometric layer) implements
     ``get_random_transformation`` and ``transform_images`` and nothing else, and its
     targets other than images pass through untouched (not even converted to tensors).
@@ -132,10 +193,14 @@ class Layer(torch.nn.Module):
     default), ``trainable`` and ``autocast`` (bools, checked and ignored: the layers have
     no trainable weights, and the dtype policy decides every cast), ``input_shape`` /
     ``input_dim`` (ignored, as Keras ignores them outside a ``Sequential``), and
-    ``activity_regularizer`` (only None: a preprocessing layer adds no loss). Image
-    layers also take Keras's ``bounding_box_format`` (checked against
-    ``bounding_boxes.FORMATS``, kept in the config); a layer that moves no box
-    (photometric layers, ``MaxNumBoundingBoxes``) ignores it, the geometric layers use it.
+    ``activity_regularizer`` (only None: a preprocessing layer adds no loss), and, for a
+    layer without a ``dtype`` of its own (``StringLookup``, ``IntegerLookup``,
+    ``TextVectorization``, ``MaxNumBoundingBoxes``), ``dtype`` (None or ``"float32"``,
+    what Keras's configs hold, as a name or Keras's serialized ``DTypePolicy``; checked
+    and ignored: their output dtypes are fixed). Image layers also take Keras's
+    ``bounding_box_format`` (checked against ``bounding_boxes.FORMATS``, kept in the
+    config); a layer that moves no box (photometric layers, ``MaxNumBoundingBoxes``)
+    ignores it, the geometric layers use it.
     The image layers whose Keras class takes its base layer's unused ``factor``
     (``Equalization``, CLAHE, ``MaxNumBoundingBoxes``, ``MixUp``, ``RandomCrop``,
     ``RandomColorJitter``) take it too: checked (a number or pair in [-1, 1]), ignored.
@@ -153,6 +218,10 @@ class Layer(torch.nn.Module):
     name: str | None = None  # Keras's layer name, when given
     _random: ClassVar[bool] = False  # True: identity in eval() (RandomLayer)
     _config_values: dict[str, Any]  # arguments get_config reports as set now (adapted state)
+    # Keys Keras's get_config writes that report state the other keys build (the lookups'
+    # ``vocabulary_size``): from_config takes them and checks them against the built
+    # layer's method of that name (None: not checked, as Keras writes for no vocabulary).
+    _keras_derived_keys: ClassVar[tuple[str, ...]] = ()
 
     _abstract: ClassVar[bool] = True  # abstract bases stay out of the registry
 
@@ -169,9 +238,9 @@ class Layer(torch.nn.Module):
         self, data_format: str | None = None, dtype: str | None = None, **kwargs: Any
     ) -> None:
         super().__init__()
-        if data_format is not None and data_format not in DATA_FORMATS:
-            self._fail("data_format", f"must be one of {DATA_FORMATS}", data_format)
         self.data_format = resolve_data_format(data_format, type(self).__name__)
+        if dtype is not None and "dtype" not in inspect.signature(type(self).__init__).parameters:
+            kwargs["dtype"], dtype = dtype, None  # Keras's base-layer dtype: checked, no effect
         self.dtype = resolve_dtype(dtype, type(self).__name__)
         self._keras_config: dict[str, Any] = {}
         self._take_keras_kwargs(kwargs)
@@ -201,6 +270,15 @@ class Layer(torch.nn.Module):
             if not isinstance(name, str):
                 self._fail("name", "must be a str or None", name)
             self.name = self._keras_config["name"] = name
+        if "dtype" in kwargs:  # a layer without its own dtype (StringLookup, ...)
+            dtype = keras_dtype_name(kwargs["dtype"])
+            if dtype not in (None, "float32"):
+                self._fail(
+                    "dtype",
+                    "must be None or 'float32' (Keras's default, what its configs hold): "
+                    "this layer's output dtypes are fixed",
+                    kwargs["dtype"],
+                )
         for flag in ("trainable", "autocast"):
             if flag in kwargs:
                 check_bool(self, flag, kwargs[flag])
@@ -233,16 +311,23 @@ class Layer(torch.nn.Module):
         ``get_config`` reports) and its ``(lower, upper)`` pair as ``_<name>`` (what the
         draw reads); returns the pair. Raises ``factor_pair``'s ``ValueError``."""
         pair = factor_pair(self, name, factor, bounds, number)
-        setattr(self, name, factor)
+        setattr(self, name, _plain(factor))
         setattr(self, f"_{name}", pair)
         return pair
 
-    def _set_value_range(self, value_range: Any, strict: bool = True) -> tuple[float, float]:
-        """Keras's ``_set_value_range``: check ``value_range`` (``value_range_pair``: low <
-        high, or low <= high unless ``strict``), keep it as given as ``value_range`` and
-        as a ``(low, high)`` pair of floats as ``_range``; returns the pair."""
-        self._range = value_range_pair(self, value_range, strict)
-        self.value_range = value_range
+    def _set_value_range(self, value_range: Any) -> tuple[float, float]:
+        """Keras's ``_set_value_range``: check ``value_range`` (``value_range_pair``: finite
+        numbers, low < high, for every layer), keep it as given (numpy values as Python
+        numbers) as ``value_range`` and as a ``(low, high)`` pair of floats as ``_range``;
+        returns the pair.
+
+        One rule for every layer: Keras takes ``low == high`` everywhere, and its layers
+        then return zeros (RandomBrightness, RandomContrast), NaN (RandomHue), values
+        outside the range (RandomInvert, RandomSaturation) or raise ZeroDivisionError
+        (Equalization, RandAugment, AugMix); here it is refused at construction (D-K-39).
+        """
+        self._range = value_range_pair(self, value_range)
+        self.value_range = _plain(value_range)
         return self._range
 
     # ----------------------------------------------------------------- config
@@ -268,14 +353,18 @@ class Layer(torch.nn.Module):
 
         Raises:
             ValueError: ``config`` is not a dict, has a key the constructor does not take
-                (named, with the closest known one), lacks a required one, or holds a bad
-                value (the constructor's message names the argument).
+                (named, with the closest known one), lacks a required one, holds a bad
+                value (the constructor's message names the argument), or a key Keras
+                derives (``_keras_derived_keys``: the lookups' ``vocabulary_size``) that
+                disagrees with the layer the config builds.
         """
         name = cls.__name__
         if not isinstance(config, dict):
             raise ValueError(f"{name}.from_config: expected a dict, got {type(config).__name__}")
         params = inspect.signature(cls.__init__).parameters
         own = [p for p, v in params.items() if p != "self" and v.kind != v.VAR_KEYWORD]
+        derived = {k: config[k] for k in cls._keras_derived_keys if k in config}
+        config = {k: v for k, v in config.items() if k not in derived}
         known = own + list(cls._keras_kwargs())
         for key in config:
             if key not in known:
@@ -288,9 +377,16 @@ class Layer(torch.nn.Module):
         if missing:
             raise ValueError(f"{name}.from_config: missing key(s) {missing}")
         try:
-            return cls(**config)
+            layer = cls(**config)
         except TypeError as e:  # a value of a type the constructor cannot use at all
             raise ValueError(f"{name}.from_config: bad config {config!r}: {e}") from e
+        for key, value in derived.items():  # Keras's reports of the state: must agree
+            if value is not None and getattr(layer, key)() != value:
+                raise ValueError(
+                    f"{name}.from_config: {key} is {value!r} but the config builds a layer "
+                    f"with {key}() == {getattr(layer, key)()!r}"
+                )
+        return layer
 
     def extra_repr(self) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
@@ -502,6 +598,12 @@ def check_layout(layer: Layer, batch: torch.Tensor, single: bool = False) -> Non
         )
 
 
+# The base's own hooks (a deterministic layer's draw, None) take a direct call's keywords
+# and inputs as a subclass's do.
+for _hook in _BATCHED_HOOKS:
+    setattr(Layer, _hook, _takes_any_batch(Layer.__dict__[_hook], _hook == "transform_images"))
+
+
 def _check_seed(layer: Layer, seed: Any) -> None:
     if seed is not None and (
         isinstance(seed, bool) or not isinstance(seed, int) or not -(2**63) <= seed < 2**64
@@ -685,10 +787,11 @@ def ordered_pair(
     """A ``(lower, upper)`` pair of finite numbers within ``[low, high]`` with lower <=
     upper; with ``symmetric`` a single number ``f`` stands for ``(-|f|, |f|)``."""
     what = "a number or a pair of numbers" if symmetric else "a pair of numbers"
-    if isinstance(value, (list, tuple)):
-        if len(value) != 2 or not all(_is_number(v) for v in value):
+    items = _as_pair_items(value)
+    if items is not None:
+        if len(items) != 2 or not all(_is_number(v) for v in items):
             layer._fail(name, f"must be {what} (lower, upper)", value)
-        lo, hi = float(value[0]), float(value[1])
+        lo, hi = float(items[0]), float(items[1])
         if lo > hi:
             layer._fail(name, "must be a pair (lower, upper) with lower <= upper", value)
     elif symmetric and _is_number(value):
@@ -732,7 +835,7 @@ def factor_pair(
     low, high = bounds
     if number == "symmetric":
         return ordered_pair(layer, name, factor, low, high, symmetric=True)
-    if isinstance(factor, (list, tuple)):
+    if _as_pair_items(factor) is not None:
         return ordered_pair(layer, name, factor, low, high, symmetric=False)
     if number == "both":
         if not (_is_number(factor) and low <= factor <= high):
@@ -740,23 +843,22 @@ def factor_pair(
                 name, f"must be a number in [{low:g}, {high:g}] or a pair of numbers", factor
             )
         return float(factor), float(factor)
-    if not _is_number(factor):
-        return ordered_pair(layer, name, factor, low, high, symmetric=False)  # raises
+    if not _is_number(factor):  # a number is allowed here: the message says so
+        layer._fail(name, "must be a number or a pair of numbers (lower, upper)", factor)
     if not low <= factor <= high:
         layer._fail(name, f"must lie in [{low:g}, {high}]", factor)
     return float(low), float(factor)
 
 
-def value_range_pair(layer: Layer, value_range: Any, strict: bool = True) -> tuple[float, float]:
-    """Keras's ``value_range`` (``_set_value_range``): ``(low, high)``, finite numbers with
-    low < high (``strict``: the layer divides by ``high - low``), else low <= high.
+def value_range_pair(layer: Layer, value_range: Any) -> tuple[float, float]:
+    """Keras's ``value_range`` (``_set_value_range``): ``(low, high)``, finite numbers (numpy
+    ones too, and a 1-d array of two) with low < high.
 
     Raises:
-        ValueError: not a pair of finite numbers, or low > high (low == high when
-            ``strict``), naming the layer.
+        ValueError: not a pair of finite numbers, or low >= high, naming the layer.
     """
     lo, hi = ordered_pair(layer, "value_range", value_range, -math.inf, math.inf, False)
-    if strict and not lo < hi:
+    if not lo < hi:
         layer._fail("value_range", "must be a pair (low, high) with low < high", value_range)
     return lo, hi
 
@@ -861,7 +963,23 @@ def check_int(
 
 
 def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    """A finite real number: a Python int or float or a numpy scalar (``np.float32(0.5)``,
+    ``np.int64(4)``: ``numbers.Real``, as Keras takes them), never a bool."""
+    return (
+        isinstance(x, numbers.Real)
+        and not isinstance(x, (bool, np.bool_))
+        and math.isfinite(float(x))
+    )
+
+
+def _as_pair_items(value: Any) -> list[Any] | None:
+    """The items of a list, tuple or 1-d numpy array (a pair argument as Keras takes it:
+    ``np.array([0, 255])`` too); None for anything else."""
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        return list(value.tolist())  # numpy scalars -> Python numbers
+    return None
 
 
 def serialize_layer(layer: Layer) -> dict[str, Any]:
@@ -869,22 +987,47 @@ def serialize_layer(layer: Layer) -> dict[str, Any]:
     return {"class_name": type(layer).__name__, "config": layer.get_config()}
 
 
+# The keys of Keras 3's ``keras.saving.serialize_keras_object(layer)`` (a Pipeline's
+# ``layers`` hold it): a built-in layer's module is ``keras.layers`` and its registered
+# name None; ``build_config`` (input shapes) builds nothing here.
+_KERAS_ENVELOPE = {"class_name", "config", "module", "registered_name", "build_config"}
+
+
+def _keras_envelope_ok(config: dict[str, Any]) -> bool:
+    module = config.get("module", "keras")
+    return (
+        isinstance(module, str)
+        and module.split(".")[0] == "keras"
+        and config.get("registered_name") is None
+        and isinstance(config.get("build_config", {}), dict)
+    )
+
+
 def layer_from_config(config: dict[str, Any]) -> Layer:
     """Rebuild any layer of this package from ``serialize_layer``'s output.
 
     Only classes registered by this package can be built; nothing is unpickled or run.
+    Keras 3's ``keras.saving.serialize_keras_object(layer)`` of a built-in layer loads too
+    (its ``module``, ``registered_name`` and ``build_config`` are checked and dropped), and
+    the configs of both may hold Keras's serialized ``DTypePolicy``.
 
     Raises:
-        ValueError: the dict lacks ``class_name``/``config`` or has other keys, names an
+        ValueError: the dict lacks ``class_name``/``config`` or has other keys (or a Keras
+            key with another value: a module outside Keras, a registered custom class), names an
             unknown class, or its ``config`` is not a dict the class accepts (an unknown or
             missing key, a bad value: the message names it). Nothing fails later in torch.
     """
-    if not isinstance(config, dict) or set(config) != {"class_name", "config"}:
+    if (
+        not isinstance(config, dict)
+        or not {"class_name", "config"} <= set(config) <= _KERAS_ENVELOPE
+        or not _keras_envelope_ok(config)
+    ):
         keys = sorted(map(str, config)) if isinstance(config, dict) else type(config).__name__
         raise ValueError(
             "layer_from_config: expected a dict with exactly the keys 'class_name' and "
-            "'config' (what serialize_layer(layer) returns, not get_config() alone); got "
-            f"{keys}"
+            "'config' (what serialize_layer(layer) returns, not get_config() alone; Keras's "
+            "serialize_keras_object form may add 'module' (keras...), 'registered_name' "
+            f"(None) and 'build_config'); got {keys}"
         )
     name, inner = config["class_name"], config["config"]
     if not isinstance(name, str):

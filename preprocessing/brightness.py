@@ -15,7 +15,7 @@ class RandomBrightness(SeedFirstFactorLayer):
     Args:
         factor: a number ``f`` in [-1, 1] draws ``d`` from ``[-|f|, |f|]``; a pair
             ``(lo, hi)`` (each in [-1, 1], ``lo <= hi``) from ``[lo, hi]``.
-        value_range: ``(low, high)`` of the input values (low <= high), default
+        value_range: ``(low, high)`` of the input values (low < high), default
             ``(0, 255)``.
         seed: seeds the layer's draws; None uses torch's global RNG.
         data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
@@ -38,7 +38,6 @@ class RandomBrightness(SeedFirstFactorLayer):
 
     _factor_bounds = (-1.0, 1.0)
     _factor_number = "symmetric"  # a number f reads (-|f|, |f|)
-    _strict_value_range = False  # nothing divides by high - low
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
         d = self._draw_factor(images, generator)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, cast
 
 import torch
@@ -38,7 +40,8 @@ class RandomColorJitter(RandomLayer):
     integer inputs come back as float32. Identity (but for the dtype) in ``eval()``.
 
     Raises:
-        ValueError: a bad argument (naming the step's layer and argument) or input.
+        ValueError: a bad argument or input, naming ``RandomColorJitter`` and the argument
+            (``brightness_factor``, ...) or the step that refused the input.
 
     Example:
         >>> import torch
@@ -75,7 +78,9 @@ class RandomColorJitter(RandomLayer):
         self.steps = torch.nn.ModuleDict()
         for k, (name, cls) in enumerate(self._STEPS):
             factor = getattr(self, f"{name}_factor")
-            if factor is not None:
+            if factor is None:
+                continue
+            with self._as_own_error(cls, name):
                 self.steps[name] = cls(
                     factor,
                     value_range=value_range,
@@ -84,14 +89,37 @@ class RandomColorJitter(RandomLayer):
                     dtype=self.dtype,
                 )
 
+    @contextlib.contextmanager
+    def _as_own_error(self, cls: type, step: str) -> Iterator[None]:
+        """A step's ValueError as this layer's: ``"RandomBrightness: factor must ..."``
+        becomes ``"RandomColorJitter: brightness_factor must ..."``, and an input error
+        (``"RandomSaturation: expected images with 3 channel(s) ..."``) names this layer
+        and the step (the user made no RandomSaturation)."""
+        try:
+            yield
+        except ValueError as e:
+            prefix, msg = f"{cls.__name__}: ", str(e)
+            if not msg.startswith(prefix):
+                raise
+            rest = msg[len(prefix) :]
+            if rest.startswith("factor "):
+                rest = f"{step}_factor {rest[len('factor ') :]}"
+            else:
+                rest = f"{rest} (in the {step} step, set by {step}_factor)"
+            raise ValueError(f"{type(self).__name__}: {rest}") from None
+
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
-        return {
-            name: cast(RandomLayer, step)._call_hook("get_random_transformation", images, generator)
-            for name, step in self.steps.items()
-        }
+        params = {}
+        for name, step in self.steps.items():
+            with self._as_own_error(type(step), name):
+                params[name] = cast(RandomLayer, step)._call_hook(
+                    "get_random_transformation", images, generator
+                )
+        return params
 
     def transform_images(self, images: torch.Tensor, params: dict[str, Any]):
         x = self._to_float(images)
         for name, step in self.steps.items():
-            x = cast(RandomLayer, step)._call_hook("transform_images", x, params[name])
+            with self._as_own_error(type(step), name):
+                x = cast(RandomLayer, step)._call_hook("transform_images", x, params[name])
         return x

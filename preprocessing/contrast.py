@@ -19,7 +19,7 @@ class RandomContrast(SeedFirstFactorLayer):
         factor: a number ``a`` in [0, 1] draws ``f`` from ``[1 - a, 1 + a]`` (Keras's
             documented meaning); a pair ``(lower, upper)`` (each in [0, 1], lower <=
             upper) draws it from ``[1 - lower, 1 + upper]``.
-        value_range: ``(low, high)`` of the input values (low <= high), default ``(0, 255)``.
+        value_range: ``(low, high)`` of the input values (low < high), default ``(0, 255)``.
         seed: seeds the layer's draws; None uses torch's global RNG.
         data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
             package default, ``preprocessing.image_data_format()``.
@@ -34,7 +34,6 @@ class RandomContrast(SeedFirstFactorLayer):
     """
 
     _factor_number = "both"  # a number a reads (a, a): the draw is in [1 - a, 1 + a]
-    _strict_value_range = False  # nothing divides by high - low
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
         lower, upper = self._factor

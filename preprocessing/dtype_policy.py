@@ -56,14 +56,56 @@ class DTypePolicy:
 
 _default: DTypePolicy | None = None
 
+#: The class names of a serialized Keras 3 dtype policy that name one dtype or a mixed
+#: pair: ``DTypePolicy`` (Keras >= 3.4; 3.15.1 writes it) and ``FloatDTypePolicy``
+#: (Keras 3.0-3.3). Quantized policies and ``DTypePolicyMap`` have no meaning here.
+KERAS_POLICY_CLASSES = ("DTypePolicy", "FloatDTypePolicy")
+_KERAS_POLICY_KEYS = {"module", "class_name", "config", "registered_name"}
 
-def _as_policy(value: Any, who: str) -> DTypePolicy | None:
+
+def keras_dtype_name(value: Any) -> Any:
+    """The ``dtype`` entry Keras 3 writes in a layer config -> the name it holds; any
+    other value is returned unchanged (for the caller's own check).
+
+    Keras 3.15.1's ``keras.layers.RandomFlip().get_config()["dtype"]`` is ``{"module":
+    "keras", "class_name": "DTypePolicy", "config": {"name": "float32"},
+    "registered_name": None}`` (``keras.saving.serialize_keras_object`` of the layer's
+    ``DTypePolicy``); the name may be a mixed policy (``"mixed_float16"``) or, for a
+    feature layer, its output dtype (``"int64"``). A dict of another shape, class or
+    module is returned unchanged, so the caller's error shows it as it is.
+
+    Example:
+        >>> keras_dtype_name({"module": "keras", "class_name": "DTypePolicy",
+        ...                   "config": {"name": "mixed_float16"}, "registered_name": None})
+        'mixed_float16'
+        >>> keras_dtype_name("float32")
+        'float32'
+    """
+    if not isinstance(value, dict) or not set(value) <= _KERAS_POLICY_KEYS:
+        return value
+    config = value.get("config")
+    if (
+        value.get("class_name") in KERAS_POLICY_CLASSES
+        and str(value.get("module", "keras")).split(".")[0] == "keras"
+        and value.get("registered_name") is None
+        and isinstance(config, dict)
+        and set(config) == {"name"}
+        and isinstance(config["name"], str)
+    ):
+        return config["name"]
+    return value
+
+
+def _as_policy(given: Any, who: str) -> DTypePolicy | None:
+    value = keras_dtype_name(given)
     if value is None or isinstance(value, DTypePolicy):
         return value
     if isinstance(value, str) and value in POLICY_NAMES:
         return DTypePolicy(value)
+    value = given  # the error shows the argument as given
     raise ValueError(
-        f"{who}: dtype must be one of {POLICY_NAMES}, a DTypePolicy or None; got {value!r}"
+        f"{who}: dtype must be one of {POLICY_NAMES}, a DTypePolicy, Keras's serialized "
+        f"DTypePolicy of one of them or None; got {value!r}"
     )
 
 

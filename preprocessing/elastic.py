@@ -74,7 +74,7 @@ class RandomElasticTransform(GeometricLayer, RandomLayer):
             ``"mirror"``, as documented by Keras (see ``preprocessing.affine``; Keras 3's
             own ``reflect`` mirrors about the first pixel's centre on the low side).
         fill_value: the value outside the image for ``fill_mode="constant"``.
-        value_range: ``(low, high)`` the output is clipped to; default ``(0, 255)``.
+        value_range: ``(low, high)`` the output is clipped to (low < high); default ``(0, 255)``.
         seed: seeds the layer's draws; None uses torch's global RNG.
         data_format: ``"channels_first"`` or ``"channels_last"``; None (default): the
             package default, ``preprocessing.image_data_format()``.
@@ -122,7 +122,7 @@ class RandomElasticTransform(GeometricLayer, RandomLayer):
         self._set_factor(factor)
         self._set_factor(scale, "scale")
         self.interpolation, self.fill_mode, self.fill_value = interpolation, fill_mode, fill_value
-        self._set_value_range(value_range, strict=False)  # nothing divides by high - low
+        self._set_value_range(value_range)
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
         n, dev = images.shape[0], images.device

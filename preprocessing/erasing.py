@@ -77,7 +77,7 @@ class RandomErasing(RandomLayer):
         if not ok:
             self._fail("fill_value", "must be None, a number or one number per channel", fill_value)
         self.fill_value = fill_value
-        self._set_value_range(value_range, strict=False)  # nothing divides by high - low
+        self._set_value_range(value_range)
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
         n, dev = images.shape[0], images.device

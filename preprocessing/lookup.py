@@ -38,6 +38,7 @@ from .base import MAX_ENCODING_DEPTH, Layer, check_bool
 class _IndexLookup(Layer):
     """Shared machinery of StringLookup / IntegerLookup (not registered: ``_`` name)."""
 
+    _keras_derived_keys = ("vocabulary_size",)  # Keras 3 configs hold it
     _image_layer = False  # not a Keras image layer: no bounding_box_format
 
     _checks_layout = False
@@ -403,6 +404,9 @@ class StringLookup(_IndexLookup):
         sparse: return a torch sparse COO tensor for the encodings.
         encoding: how ``bytes`` inputs (and the buffers) are decoded (default UTF-8).
         salt: an int or a pair of ints: SipHash-2-4 keys for the OOV buckets.
+        oov_method: ``"floormod"`` (default) or ``"farmhash"``: Keras's ``IndexLookup``
+            argument, which its ``StringLookup`` configs hold; strings always hash
+            (``index_lookup.py``: floormod is for integer keys), so it has no effect.
 
     Input: a str, a nested list of str/bytes, or a numpy array of them (``U``, ``S`` or
     object dtype), any shape. Output: ``int`` mode a torch int64 tensor of the input's
@@ -439,9 +443,11 @@ class StringLookup(_IndexLookup):
         sparse: bool = False,
         encoding: str = "utf-8",
         salt: int | list[int] | None = None,
+        oov_method: str = "floormod",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.oov_method = cat.check_choice(self, "oov_method", oov_method, ("floormod", "farmhash"))
         if not isinstance(encoding, str):
             self._fail("encoding", "must be a str", encoding)
         self.encoding = encoding

@@ -51,8 +51,10 @@ class Pipeline(Layer):
         layers: layers, or their ``serialize_layer`` dicts. All must share ``data_format``.
         seed: unused by the Pipeline itself (each layer draws from its own seed); kept
             so every layer takes one.
-        data_format: must equal the layers' ``data_format``; None (default):
-            ``preprocessing.image_data_format()``, as for every layer.
+        data_format: must equal the layers' ``data_format``; None (default): the
+            layers' shared one (Keras's ``Pipeline`` has no layout of its own, so its
+            config names none), or ``preprocessing.image_data_format()`` for no layers
+            or layers that differ (which is then refused).
         dtype: a dtype policy name or None: the input images are first cast to its
             compute dtype (each layer then applies its own policy).
 
@@ -84,6 +86,9 @@ class Pipeline(Layer):
                     f"Pipeline: layers must hold preprocessing layers or their configs; got "
                     f"{layer!r}"
                 )
+        formats = {layer.data_format for layer in built}
+        if data_format is None and len(formats) == 1:
+            data_format = formats.pop()
         super().__init__(data_format=data_format, dtype=dtype, **kwargs)
         for layer in built:
             if layer.data_format != self.data_format:

@@ -99,6 +99,7 @@ class TextVectorization(Layer):
                 [1, 6, 0, 0]])
     """
 
+    _keras_derived_keys = ("vocabulary_size",)  # Keras 3 configs hold it
     _image_layer = False  # not a Keras image layer: no bounding_box_format
 
     _checks_layout = False

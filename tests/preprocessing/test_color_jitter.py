@@ -9,6 +9,8 @@ tests/goldens/<this file>.json in the default run, computed by Keras itself unde
 ``pytest -m differential``.
 """
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -64,8 +66,17 @@ def test_hue_and_saturation_refuse_non_rgb():
         pp.RandomSaturation(1.5)
     with pytest.raises(ValueError, match="RandomColorJitter: value_range"):
         pp.RandomColorJitter(value_range=(3, 3))
-    with pytest.raises(ValueError, match="RandomBrightness: factor"):
+    # The jitter's errors name it and the argument the user passed (breaker 12).
+    msg = "RandomColorJitter: brightness_factor must lie in [-1.0, 1.0]; got 2.0"
+    with pytest.raises(ValueError, match=f"^{re.escape(msg)}$"):
         pp.RandomColorJitter(brightness_factor=2.0)
+    msg = (
+        "RandomColorJitter: expected images with 3 channel(s) along the channel axis of "
+        "'channels_first'; got shape (2, 1, 4, 4) (in the saturation step, set by "
+        "saturation_factor)"
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(msg)}$"):
+        pp.RandomColorJitter(saturation_factor=0.5, seed=1)(torch.zeros(2, 1, 4, 4))
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

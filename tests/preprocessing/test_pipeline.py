@@ -75,7 +75,11 @@ def test_pipeline_eval_and_config_and_errors():
     assert rebuilt.get_config() == pipe.get_config()
     assert pipe.get_config()["layers"][1]["class_name"] == "RandomRotation"
     with pytest.raises(ValueError, match="Pipeline: layers must all use data_format"):
-        pp.Pipeline([pp.RandomFlip(data_format="channels_last")])
+        pp.Pipeline([pp.RandomFlip(data_format="channels_last")], data_format="channels_first")
+    with pytest.raises(ValueError, match="Pipeline: layers must all use data_format"):
+        pp.Pipeline([pp.RandomFlip(data_format="channels_last"), pp.RandomFlip()])
+    # data_format=None takes the layers' shared one (Keras's Pipeline config names none).
+    assert pp.Pipeline([pp.RandomFlip(data_format="channels_last")]).data_format == "channels_last"
 
 
 def test_layers_inside_dataset_map_on_images_and_batches():
