@@ -23,10 +23,11 @@ import pytest
 tomllib = pytest.importorskip("tomllib", reason="reads pyproject.toml with Python 3.11's tomllib")
 
 ROOT = Path(__file__).resolve().parents[1]
-# This repository's own modules (benchmarks put benchmarks/ and test helpers on sys.path).
+# This repository's own modules (benchmarks put benchmarks/, examples/ and test helpers on
+# sys.path).
 LOCAL = {"datapipe", "preprocessing"} | {
     p.stem if p.suffix else p.name
-    for folder in ("benchmarks", "tests")
+    for folder in ("benchmarks", "examples", "tests")
     for p in (ROOT / folder).rglob("*")
     if p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists())
 }

@@ -67,26 +67,18 @@ measures each candidate in turn, on the live pipeline, and keeps the fastest:
    price plus ~1.7 µs per call (4.9 vs 3.2 µs per 1-element call, 44 vs 45 µs per
    256-element call; load ~3). A cost over ``CLEAR_COST_FACTOR`` (10) times the limit
    leaves inline after one window, however few elements it held.
-<<<<<<< HEAD
 2. **Threads** next, at the CPU budget (higher for a function that waited: "The ramp"),
    for two windows (one, when they gained nothing: below ``THREADS_NO_GAIN``, 55%, of
    linear scaling). Kept (and hill-climbed as above) when they reach ``THREADS_SCALE_OK``
    (80%) of linear scaling over inline at the budget's thread count: numpy, Pillow, torch
-   and I/O release the GIL and get there.
-3. **Processes** are tried when threads stayed below that, the function costs at least
-=======
-2. **Threads** next, at the CPU budget, for two windows (one, when they gained nothing:
-   below ``THREADS_NO_GAIN``, 55%, of linear scaling). Kept (and hill-climbed as above)
-   when they reach ``THREADS_SCALE_OK`` (80%) of linear scaling over inline: numpy,
-   Pillow, torch and I/O release the GIL and get there; and, if they computed (CPU time
-   at least a quarter of their wall time), when they used at least that share of their
-   cores (``_short_of_cores``: CPU seconds per second in their last window). Threads held
-   back by the GIL or by intra-op threads competing with them (torch's, OpenCV's) fill
-   fewer, whatever their rate over inline's, whose one window also holds the pipeline's
-   start (the walkthrough's augmentation in ``map``: 225 el/s inline, 625 after it; two
-   threads 610 el/s on one core between them).
+   and I/O release the GIL and get there; and, if they computed (CPU time at least a
+   quarter of their wall time), when they used at least that share of their cores
+   (``_short_of_cores``: CPU seconds per second in their last window). Threads held back
+   by the GIL or by intra-op threads competing with them (torch's, OpenCV's) fill fewer,
+   whatever their rate over inline's, whose one window also holds the pipeline's start
+   (the walkthrough's augmentation in ``map``: 225 el/s inline, 625 after it; two threads
+   610 el/s on one core between them).
 3. **Processes** are tried when threads stayed below either, the function costs at least
->>>>>>> oversub
    ``PROCESS_MIN_COST_S`` (50 µs: ~170 µs per process round trip plus pickling must be
    amortised by chunks of ``pool.PROCESS_CHUNK_S`` = 20 ms of work), ``map`` /
    ``random_map`` can send their function (cloudpickle) and the sampled inputs and results
