@@ -257,7 +257,7 @@ PIPELINES = {
 }  # fmt: skip
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=6, deadline=None)  # -m slow: test_checkpoint's loops go further
 @given(name=st.sampled_from(sorted(PIPELINES)), k=st.integers(0, 140), det=st.booleans())
 def test_exact_state_at_any_cut(name, k, det):
     ds = PIPELINES[name](det)

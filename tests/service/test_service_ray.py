@@ -255,6 +255,7 @@ def _produced_ahead(svc, sleep_s: float, deterministic: bool, n: int = 4000) -> 
     return produced
 
 
+@pytest.mark.slow  # ~15 s of Ray replies; the local service tests bound replies too
 def test_backpressure_bounds_what_workers_compute_ahead(ray_local, monkeypatch):
     from datapipe.service import consumer
 
