@@ -109,6 +109,24 @@ def snapshot_deadline() -> float | None:
     return getattr(_snapshot, "by", None)
 
 
+@contextmanager
+def keeping_snapshots() -> Generator[None, None, None]:
+    """Within: a parallel stage closed on this thread records its lanes' snapshots once its
+    workers stopped, before it lets go of them (``Engine.close``): ``Iterator.close`` asks
+    for it when a worker was still reading a slow input as the state was taken."""
+    before = getattr(_snapshot, "keep", False)
+    _snapshot.keep = True
+    try:
+        yield
+    finally:
+        _snapshot.keep = before
+
+
+def snapshots_kept() -> bool:
+    """Within ``keeping_snapshots()`` on this thread."""
+    return getattr(_snapshot, "keep", False)
+
+
 def pull_exactly(it: OpIterator, n: int) -> list:
     """Read up to ``n`` elements from ``it`` (fewer only at the end of the stream)."""
     out: list = []
@@ -361,15 +379,33 @@ class Iterator:
         """Stop every thread and process of the pipeline. Idempotent. ``state_dict()``
         still gives the state as it was at the close (the elements delivered, no more)."""
         if self._state_at_close is None and not self._root.closed:
-            from datapipe._checkpoint import iterator_state
-
-            try:
-                with snapshots_within(CLOSE_SNAPSHOT_S):  # close never waits for a worker
-                    self._state_at_close = (iterator_state(self), None)
-            except Exception as e:  # noqa: BLE001 - raised by a later state_dict()
-                self._state_at_close = (None, e)
+            self._state_at_close = self._close_taking_state()
         self._buf = []
         self._root.close()
+
+    def _close_taking_state(self) -> tuple[dict | None, BaseException | None]:
+        """Close the chain and return (its state as it closed, or the error taking it).
+        First while the workers run, waiting ``CLOSE_SNAPSHOT_S`` at most for a lane whose
+        input a worker is reading; else once the workers stopped (within the close
+        deadline), from the snapshots the stages recorded before letting go of their
+        lanes: a slow input (20 ms an element) is read to the end of its chunk, while a
+        worker blocked for good leaves its lane unrecorded, and the error says so."""
+        from datapipe._checkpoint import iterator_state
+
+        try:
+            with snapshots_within(CLOSE_SNAPSHOT_S):  # close never waits for a worker
+                return iterator_state(self), None
+        except TimeoutError:
+            pass  # a worker still reads its input: take it once the workers stopped
+        except Exception as e:  # noqa: BLE001 - raised by a later state_dict()
+            return None, e
+        with keeping_snapshots():
+            self._root.close()
+        try:
+            with snapshots_within(CLOSE_SNAPSHOT_S):
+                return iterator_state(self), None
+        except Exception as e:  # noqa: BLE001 - raised by a later state_dict()
+            return None, e
 
     def __enter__(self) -> Iterator:
         return self

@@ -33,12 +33,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from datapipe._iterator import snapshot_deadline, snapshots_within
+from datapipe._iterator import snapshot_deadline, snapshots_kept, snapshots_within
 from datapipe._positions import Failed
 from datapipe.errors import WorkerDiedError, annotate
 from datapipe.parallel import autotune, replay
 from datapipe.parallel.executors import apply
-from datapipe.parallel.pool import POLL_S, Chunk, ChunkSizer, take_ready
+from datapipe.parallel.pool import POLL_S, Chunk, ChunkSizer, _closing, take_ready
 from datapipe.stats import torch_ranges, trace
 
 # AUTOTUNE's samples of what would cross a process boundary: one chunk in this many.
@@ -153,6 +153,7 @@ class Engine:
         self.fatal: BaseException | None = None  # a worker died: raised from now on
         # Each lane's snapshot as the broken stage closed (by id): see ``close``.
         self.at_break: dict[int, dict] | None = None
+        self.dropped = False  # close let go of chunks no snapshot recorded
         self.waiting = 0  # consumers waiting in ``wait`` for this stage now (under cond)
         # inline: when the consumer got its last answer (wall, thread CPU seconds)
         self._returned: tuple[float, float] | None = None
@@ -241,17 +242,20 @@ class Engine:
         executors = list(self.executors.values())
         for ex in executors:
             ex.stop()
-        if self.fatal is not None and self.at_break is None:
-            # A worker died, and the stage closes at once (the error may stay referenced,
-            # as in a notebook): what the lanes held and had in flight is recorded first,
-            # so a state taken after the error (state_dict) resumes exactly, computing
-            # again what the dead worker had.
+        if (self.fatal is not None or snapshots_kept()) and self.at_break is None:
+            # A worker died and the stage closes at once (the error may stay referenced,
+            # as in a notebook), or the iterator closes and takes its state after the
+            # workers stopped (``Iterator.close``): what the lanes held and had in flight
+            # is recorded first, so that state resumes exactly (what a dead or stopped
+            # worker had is computed again), within what is left of the close deadline.
+            left = (getattr(_closing, "deadline", None) or 0.0) - time.monotonic()
             try:
-                with snapshots_within(0.2):
+                with snapshots_within(max(0.05, left)):
                     self.at_break = {id(ln): self.snapshot(ln) for ln in list(self.lanes)}
             except TimeoutError:
-                pass  # a worker blocked in the input: a state after the error raises
+                pass  # a worker blocked in the input: the state raises, saying so
         with self.cond:  # let go of the buffered results now, not when the iterator dies
+            self.dropped = any(lane.chunks or lane.redo for lane in self.lanes)
             for lane in self.lanes:
                 for c in lane.chunks:
                     self.ram.release(c.reserved)
@@ -475,6 +479,8 @@ class Engine:
     def snapshot(self, lane: Lane) -> dict:
         if self.at_break is not None and id(lane) in self.at_break:
             return self.at_break[id(lane)]  # the broken stage's, as it closed
+        if self.dropped:  # closed, and what it held is gone: no state is exact now
+            raise TimeoutError(f"{lane.op}: the stage closed with a worker blocked in its input")
         by = snapshot_deadline()
         wait = -1 if by is None else max(0.0, by - time.monotonic())
         if not lane.input_lock.acquire(timeout=wait):
@@ -605,8 +611,9 @@ def take_input(
         if gen != eng.generation:  # a restore began while this worker waited: the lane was
             eng.ram.release(reserve)  # reset without this chunk, whose bytes are ours to give
             return None, []
-        if lane.detached:  # a closed interleave slot: its dataset is closed
-            with eng.cond:
+        if lane.detached or eng.closed:  # a closed interleave slot, or the stage closed
+            with eng.cond:  # while this worker waited: nothing more is read (a slow input
+                # would hold the close past its deadline, and the lanes' record with it)
                 lane.pending -= 1
                 eng.ram.release(reserve)
             return None, []
