@@ -18,10 +18,13 @@ and ``RandomContrast`` -- then batches of 32.
   start per epoch, as by default).
 
 All run in this one process, in turn within each round (the order rotates every round),
-each round ``--epochs`` epochs (default 1) of every image through each, every epoch a
-fresh ``iter()``; the figure is the median over rounds of the per-round ratio of each rate
-to DataLoader's, with the load average printed at the start and the end and the executor
-the defaults' map ended on in each round. Every pass's outputs are checked against
+each round ``--epochs`` epochs (default 1) of every image through each: one pipeline per
+round, every epoch a fresh ``iter()`` of it, as a training loop's epochs are (so from the
+second epoch on the map starts on what AUTOTUNE settled on in the first:
+``datapipe/parallel/remembered.py``); the figure is the median over rounds of the
+per-round ratio of each rate to DataLoader's (with ``--epochs`` over 1 also of the first
+epoch alone and of the later ones), with the load average printed at the start and the
+end and the executor the defaults' map ended on in each round. Every pass's outputs are checked against
 DataLoader's: the same number of images and batches and the same label checksum (the
 augmentation's draws differ between the two, so before the rounds one pass of each with
 the layers in ``eval()``, which draws nothing, must give the same pixel sum)::
@@ -32,7 +35,8 @@ the layers in ``eval()``, which draws nothing, must give the same pixel sum)::
 
 ``--before`` adds the defaults without the two rules of issue 27's item 7 (the tuner's
 process trial for threads short of cores, and a process trial that lasts while its rate
-still rises), in the same run; ``--alternatives`` adds the mechanisms measured before
+still rises), each ``iter()`` searching anew, and the defaults with each ``iter()``
+searching anew (no remembered choice), in the same run; ``--alternatives`` adds the mechanisms measured before
 choosing them: two threads with torch and OpenCV at their default intra-op threads, the
 same with both set to 1 for the epoch (and restored), two processes.
 ``--workload load`` compares the walkthrough's own pipeline instead
@@ -146,9 +150,35 @@ class OneIntraOpThread:
             cv2.setNumThreads(old[1])
 
 
+def forget_tuning(ds) -> None:
+    """Forget what AUTOTUNE settled on in ``ds``'s stages (``parallel/remembered.py``): its
+    next ``iter()`` searches from inline again, as every ``iter()`` did before."""
+    stack = [ds]
+    while stack:
+        node = stack.pop()
+        req = node.stage_request
+        if req is not None:
+            req.tuned.put(None)
+        stack.extend(node._inputs)
+
+
+class Retuned:
+    """The defaults with every epoch's ``iter()`` searching anew (for ``--before``)."""
+
+    def __init__(self, batches):
+        self.batches = batches
+
+    def __iter__(self):
+        forget_tuning(self.batches)
+        it = iter(self.batches)
+        self.root = it.root
+        yield from it
+
+
 class TunerBefore:
     """The defaults as they were before issue 27's item 7 (for ``--before``): no process
-    trial for threads short of cores, process trials judged on their first three windows."""
+    trial for threads short of cores, process trials judged on their first three windows,
+    every ``iter()`` searching anew."""
 
     def __init__(self, batches):
         self.batches = batches
@@ -159,6 +189,7 @@ class TunerBefore:
         saved = autotune._short_of_cores, autotune._still_rising
         autotune._short_of_cores = lambda t, s: False
         autotune._still_rising = lambda rates: False
+        forget_tuning(self.batches)
         try:
             it = iter(self.batches)
             self.root = it.root
@@ -182,11 +213,14 @@ def run_epoch(batches) -> tuple[float, int, int, int, str]:
     return time.perf_counter() - t0, n, count, check, map_executor(root)
 
 
-def run_epochs(make, epochs: int) -> tuple[float, int, int, int, str]:
-    """``run_epoch`` over ``epochs`` fresh passes (each a new ``iter()``, as a training
-    loop's epochs are), summed; the executor of the last."""
-    runs = [run_epoch(make()) for _ in range(epochs)]
-    return (sum(r[0] for r in runs), *(sum(r[k] for r in runs) for k in (1, 2, 3)), runs[-1][4])
+def run_epochs(make, epochs: int) -> tuple[float, int, int, int, str, list[float]]:
+    """``run_epoch`` over ``epochs`` passes of one pipeline (each a new ``iter()`` of the
+    same Dataset, as a training loop's epochs are), summed; the executor of the last, and
+    each epoch's seconds."""
+    batches = make()
+    runs = [run_epoch(batches) for _ in range(epochs)]
+    seconds = [r[0] for r in runs]
+    return (sum(seconds), *(sum(r[k] for r in runs) for k in (1, 2, 3)), runs[-1][4], seconds)
 
 
 def map_executor(root) -> str:
@@ -233,6 +267,9 @@ def candidates(paths, labels, fn, loader, alternatives: bool, before: bool,
     }
     if before:
         out["defaults before item 7"] = lambda: TunerBefore(datapipe_pipeline(paths, labels, fn))
+        out["defaults, re-tuned per iter()"] = lambda: Retuned(
+            datapipe_pipeline(paths, labels, fn)
+        )
     if alternatives:  # the mechanisms measured before choosing (docs/architecture.md)
         two = {"num_parallel_calls": 2}
         out["threads(2), torch/cv2 defaults"] = lambda: datapipe_pipeline(
@@ -292,6 +329,8 @@ def main(argv=None) -> int:
         runs = candidates(paths, labels, fn, loader, False, False, folder)
     base = "DataLoader(num_workers=2)"
     ratios: dict[str, list[float]] = {name: [] for name in runs if name != base}
+    firsts: dict[str, list[float]] = {name: [] for name in ratios}  # epoch 1's ratios
+    laters: dict[str, list[float]] = {name: [] for name in ratios}  # epochs 2+
     names = list(runs)
     for r in range(args.rounds + 1):
         order = names[r % len(names) :] + names[: r % len(names)]  # rotated every round
@@ -307,10 +346,20 @@ def main(argv=None) -> int:
             continue
         for name in ratios:
             ratios[name].append(rate[name] / rate[base])
+            ours, theirs = res[name][5], res[base][5]
+            firsts[name].append(theirs[0] / ours[0])
+            if args.epochs > 1:
+                laters[name].append(sum(theirs[1:]) / sum(ours[1:]))
         print(f"round {r}: {line}; load {os.getloadavg()[0]:.2f}", flush=True)
     print(f"\nmedian of per-round ratios over {base} ({args.rounds} rounds):")
     for name, rs in ratios.items():
         print(f"  {name:32s} {statistics.median(rs):.2f}x  (min {min(rs):.2f}, max {max(rs):.2f})")
+    if args.epochs > 1:
+        for label, table in (("epoch 1", firsts), (f"epochs 2-{args.epochs}", laters)):
+            print(f"{label} alone:")
+            for name, rs in table.items():
+                print(f"  {name:32s} {statistics.median(rs):.2f}x  (min {min(rs):.2f}, "
+                      f"max {max(rs):.2f})")  # fmt: skip
     print(f"load average at end: {os.getloadavg()}")
     return 0
 

@@ -144,6 +144,7 @@ import os
 import statistics
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -209,6 +210,14 @@ PROCESS_SMALL_OUTPUT_BYTES = 64 << 10
 PROCESS_MIN_GAIN_SMALL = 1.05
 # RAM set aside per worker process in the budget (its private pages: interpreter, imports).
 PROCESS_RAM_BYTES = 256 << 20
+# A stage started on its op's remembered choice (``remembered.py``) verifies it on its best
+# window of at least RESUME_WINDOWS (more while a process stage's rate still rises): kept at
+# RESUME_MIN_SHARE of the remembered rate, else the search starts again from inline. Loose,
+# as this machine's load halves a rate for seconds at a time, and a search costs ~0.5 s.
+RESUME_WINDOWS = 3
+RESUME_MIN_SHARE = 0.5
+# The windows whose median rate a stage's choice is remembered with.
+REMEMBER_WINDOWS = 8
 
 
 def cpu_count() -> int:
@@ -279,7 +288,8 @@ class _Search:
     """The tuner's private state for one stage: what it measured last, the trial under way,
     and where its executor search stands. Nothing outside this module reads it."""
 
-    def __init__(self, knob: Any, meter: Any, executors: list[str] | None):
+    def __init__(self, knob: Any, meter: Any, executors: list[str] | None,
+                 resumed: Any = None):  # fmt: skip
         self.knob, self.meter = knob, meter
         self.mark: tuple | None = None
         self.trial: tuple | None = None  # (old value, base rate, direction)
@@ -300,6 +310,11 @@ class _Search:
         # under measurement, or "done"); its measured rates and costs
         self.executors = list(executors or ())
         self.phase = self.executors[0] if self.executors else "done"
+        # started on the op's remembered choice (``remembered.TunedChoice``): verified first
+        self.resumed = resumed
+        if resumed is not None and self.executors:
+            self.phase = "resumed"
+        self.window_rates: deque[float] = deque(maxlen=REMEMBER_WINDOWS)  # at this executor
         self.phase_rates: list[float] = []
         self.executor_rates: dict[str, float] = {}
         self.cost_s = 0.0  # busy seconds per element in the last window
@@ -328,6 +343,7 @@ class _Search:
         """After an executor change: the window until the next step is not measured (the
         mark is taken then: workers start, buffers refill), the ones after it are."""
         self.phase_rates = []
+        self.window_rates.clear()
         self.settle, self.trial, self.mark = False, None, None
 
 
@@ -354,13 +370,15 @@ class Autotuner:
         """The knobs of the stages running now."""
         return [s.knob for s in list(self._searches.values())]
 
-    def add(self, knob: Any, meter: Any, executors: list[str] | None = None) -> None:
+    def add(self, knob: Any, meter: Any, executors: list[str] | None = None,
+            resumed: Any = None) -> None:  # fmt: skip
         """Tune ``knob`` from ``meter``; with ``executors`` (in the order to try: inline,
         threads, processes) the search also chooses the executor (``knob.executor`` is the
-        first)."""
+        first). ``resumed``: the op's remembered choice (``remembered.TunedChoice``) that
+        ``knob`` already runs on; the search verifies it instead of starting inline."""
         with self._lock:
             if id(knob) not in self._searches:
-                self._searches[id(knob)] = _Search(knob, meter, executors)
+                self._searches[id(knob)] = _Search(knob, meter, executors, resumed)
 
     def begin(self, knob: Any) -> None:
         """The stage's consumer asked for its first element: its first window starts now
@@ -379,6 +397,20 @@ class Autotuner:
         s = self._searches.get(id(knob))
         if s is not None:
             s.phase, s.executors = "done", []
+
+    def outcome(self, knob: Any) -> tuple[str, int, float] | None:
+        """(executor, value, rate) that the search of ``knob`` settled on: the value
+        measured last (a trial's starting value while one runs) and the median rate of its
+        last windows there; None while the executor search has not finished."""
+        s = self._searches.get(id(knob))
+        if s is None or s.phase != "done":
+            return None
+        rates = list(s.window_rates)
+        rate = statistics.median(rates) if rates else s.executor_rates.get(knob.executor, 0.0)
+        if rate <= 0:
+            return None
+        value = s.trial[0] if s.trial is not None else knob.value
+        return knob.executor, int(value), float(rate)
 
     def trials(self, knob: Any) -> list[tuple]:
         """The judged trials of ``knob`` (direction, from, to, rate before, rate during,
@@ -428,6 +460,7 @@ class Autotuner:
             s.settle = False
             return
         s.rate = rate
+        s.window_rates.append(rate)
         if dbusy > 0:
             s.cpu_fraction = min(1.0, dcpu / dbusy)
         m = s.meter
@@ -540,13 +573,19 @@ class Autotuner:
         executor whose entry says it is worth a trial; else the best measured), ``"back"``
         (done: the best of the others measured)."""
         phase = PHASES[s.phase]
-        if s.phase == "process" and rate == 0.0:
+        if s.knob.executor == "process" and rate == 0.0:
             return True  # the worker processes are still starting (spawn takes seconds)
         s.phase_rates.append(rate)
         verdict = phase.judge(self, s)
         if verdict == "wait":
             return True
-        current, s.phase = s.phase, "done"
+        if verdict == "search":  # the remembered choice fell short: search from inline
+            s.resumed, s.phase = None, s.executors[0]
+            if not s.switch(s.phase, s.knob.value):
+                s.phase = "done"
+            return True
+        current = s.knob.executor if s.phase == "resumed" else s.phase
+        s.phase = "done"
         if verdict == "keep" or (verdict == "next" and self._try_next(s, current)):
             return True
         others = {k: r for k, r in s.executor_rates.items() if verdict != "back" or k != current}
@@ -693,6 +732,34 @@ def _still_rising(rates: list[float]) -> bool:
     return rates[-1] >= PROCESS_WARM_GAIN * max(rates[:-1])
 
 
+def _enter_resumed(t: Autotuner, s: _Search) -> tuple[int, int | None] | None:
+    return None  # the phase a stage starts in; never entered from another
+
+
+def _judge_resumed(t: Autotuner, s: _Search) -> str:
+    """The executor and value the op's previous stage settled on (``remembered.py``), on
+    its best of ``RESUME_WINDOWS`` windows (more while processes still warm up): kept at
+    ``RESUME_MIN_SHARE`` of the rate remembered, else ``"search"``: from inline again."""
+    k, choice = s.knob, s.resumed
+    if len(s.phase_rates) < RESUME_WINDOWS:
+        return "wait"
+    if k.executor == "process" and _still_rising(s.phase_rates):
+        return "wait"
+    best = max(s.phase_rates)
+    if choice is None or best < RESUME_MIN_SHARE * choice.rate:
+        return "search"
+    s.executor_rates[k.executor] = best
+    s.recent[k.value] = [statistics.median(s.phase_rates)] * BASE_WINDOWS  # hill climbing
+    if k.executor == "thread" and (_short_of_cores(t, s) or _small_cpu_bound(s)):
+        # Threads that the thread phase would not keep (a process trial lost to them by a
+        # noisy margin, on a loaded machine): processes get their trial again, not the
+        # whole search. Their cost per element stands in for inline's (it includes the
+        # GIL's waits: at least the function's own).
+        s.inline_cost_s = s.cost_s
+        return "next"
+    return "keep"
+
+
 class _Phase(NamedTuple):
     enter: Callable[[Autotuner, _Search], tuple[int, int | None] | None]
     judge: Callable[[Autotuner, _Search], str]
@@ -702,6 +769,7 @@ PHASES: dict[str, _Phase] = {
     "inline": _Phase(_enter_inline, _judge_inline),
     "thread": _Phase(_enter_thread, _judge_thread),
     "process": _Phase(_enter_process, _judge_process),
+    "resumed": _Phase(_enter_resumed, _judge_resumed),  # not an executor: a stage's start
 }
 
 
@@ -719,7 +787,8 @@ def _warming_up(s: _Search, dn: int, dt: float) -> bool:
     remote reads (s3fs on moto) delivered nothing for 0.4 s of their first windows at load 9,
     were judged not to scale, and the stage went to 2 processes (29 obj/s, threads ~90)."""
     k = s.knob
-    return s.phase == "thread" and k.kind == "parallelism" and dn < k.value and dt < THREAD_WARMUP_S
+    on_trial = s.phase == "thread" or (s.phase == "resumed" and k.executor == "thread")
+    return on_trial and k.kind == "parallelism" and dn < k.value and dt < THREAD_WARMUP_S
 
 
 def _clear_gain(s: _Search, rate: float, dcpu: float, dbusy: float) -> bool:
