@@ -21,24 +21,27 @@ All run in this one process, in turn within each round (the order rotates every 
 each round ``--epochs`` epochs (default 1) of every image through each: one pipeline per
 round, every epoch a fresh ``iter()`` of it, as a training loop's epochs are (so from the
 second epoch on the map starts on what AUTOTUNE settled on in the first:
-``datapipe/parallel/remembered.py``); the figure is the median over rounds of the
+``datapipe/parallel/remembered.py``). The figure is the median over rounds of the
 per-round ratio of each rate to DataLoader's (with ``--epochs`` over 1 also of the first
 epoch alone and of the later ones), with the load average printed at the start and the
-end and the executor the defaults' map ended on in each round. Every pass's outputs are checked against
-DataLoader's: the same number of images and batches and the same label checksum (the
-augmentation's draws differ between the two, so before the rounds one pass of each with
-the layers in ``eval()``, which draws nothing, must give the same pixel sum)::
+end, the executor the defaults' map ended on in each round, and each contender's CPU time
+in this process per image (its workers' not counted). Every pass's outputs are checked
+against DataLoader's: the same number of images and batches and the same label checksum
+(the augmentation's draws differ between the two, so before the rounds one pass of each
+with the layers in ``eval()``, which draws nothing, must give the same pixel sum)::
 
     .venv/bin/python benchmarks/bench_own_data.py                    # --rounds 7
-    .venv/bin/python benchmarks/bench_own_data.py --before --alternatives
+    .venv/bin/python benchmarks/bench_own_data.py --before --alternatives --epochs 3
     .venv/bin/python benchmarks/bench_own_data.py --workload load --epochs 5
 
 ``--before`` adds the defaults without the two rules of issue 27's item 7 (the tuner's
 process trial for threads short of cores, and a process trial that lasts while its rate
-still rises), each ``iter()`` searching anew, and the defaults with each ``iter()``
-searching anew (no remembered choice), in the same run; ``--alternatives`` adds the mechanisms measured before
-choosing them: two threads with torch and OpenCV at their default intra-op threads, the
-same with both set to 1 for the epoch (and restored), two processes.
+still rises) and each ``iter()`` searching anew, and the defaults with each ``iter()``
+searching anew (no remembered choice), in the same run. ``--alternatives`` adds the
+mechanisms measured before choosing them: two threads with torch and OpenCV at their
+default intra-op threads, the same with both set to 1 for the epoch (and restored), two
+processes; and ``DataLoader(num_workers=2, persistent_workers=True)``, whose workers
+outlive an epoch (what a pipeline that kept its processes across ``iter()`` could gain).
 ``--workload load`` compares the walkthrough's own pipeline instead
 (``image_dataset_from_directory(image_size=(32, 32), batch_size=32).to_torch()``, the
 augmentation in the model) with a DataLoader over the same decode + resize function.
@@ -213,14 +216,19 @@ def run_epoch(batches) -> tuple[float, int, int, int, str]:
     return time.perf_counter() - t0, n, count, check, map_executor(root)
 
 
-def run_epochs(make, epochs: int) -> tuple[float, int, int, int, str, list[float]]:
+def run_epochs(make, epochs: int) -> tuple:
     """``run_epoch`` over ``epochs`` passes of one pipeline (each a new ``iter()`` of the
-    same Dataset, as a training loop's epochs are), summed; the executor of the last, and
-    each epoch's seconds."""
+    same Dataset, as a training loop's epochs are), summed; the executor of the last, each
+    epoch's seconds, and this process's CPU seconds per image (all its threads; not the
+    worker processes')."""
+    c0 = time.process_time()
     batches = make()
     runs = [run_epoch(batches) for _ in range(epochs)]
     seconds = [r[0] for r in runs]
-    return (sum(seconds), *(sum(r[k] for r in runs) for k in (1, 2, 3)), runs[-1][4], seconds)
+    images = sum(r[1] for r in runs)
+    cpu = (time.process_time() - c0) / max(1, images)
+    return (sum(seconds), images, *(sum(r[k] for r in runs) for k in (2, 3)), runs[-1][4],
+            seconds, cpu)  # fmt: skip
 
 
 def map_executor(root) -> str:
@@ -255,7 +263,7 @@ def check_same_images(paths, labels, loader, fn) -> None:
 
 def candidates(paths, labels, fn, loader, alternatives: bool, before: bool,
                folder: str | None = None) -> dict:  # fmt: skip
-    """name -> a fresh pass over one epoch (batches of (images, labels))."""
+    """name -> a fresh pipeline (batches of (images, labels)), iterated once per epoch."""
     if folder is not None:  # --workload load: the walkthrough's call itself
         return {
             "datapipe defaults": lambda: walkthrough_pipeline(folder),
@@ -267,11 +275,12 @@ def candidates(paths, labels, fn, loader, alternatives: bool, before: bool,
     }
     if before:
         out["defaults before item 7"] = lambda: TunerBefore(datapipe_pipeline(paths, labels, fn))
-        out["defaults, re-tuned per iter()"] = lambda: Retuned(
-            datapipe_pipeline(paths, labels, fn)
-        )
+        out["defaults, re-tuned per iter()"] = lambda: Retuned(datapipe_pipeline(paths, labels, fn))
     if alternatives:  # the mechanisms measured before choosing (docs/architecture.md)
         two = {"num_parallel_calls": 2}
+        persistent = torch.utils.data.DataLoader(
+            loader.dataset, batch_size=BATCH, num_workers=2, persistent_workers=True
+        )
         out["threads(2), torch/cv2 defaults"] = lambda: datapipe_pipeline(
             paths, labels, fn, executor="thread", **two
         )
@@ -281,6 +290,7 @@ def candidates(paths, labels, fn, loader, alternatives: bool, before: bool,
         out["processes(2)"] = lambda: datapipe_pipeline(
             paths, labels, fn, executor="process", **two
         )
+        out["DataLoader(2, persistent_workers)"] = lambda: persistent
     return out
 
 
@@ -330,6 +340,7 @@ def main(argv=None) -> int:
     base = "DataLoader(num_workers=2)"
     ratios: dict[str, list[float]] = {name: [] for name in runs if name != base}
     firsts: dict[str, list[float]] = {name: [] for name in ratios}  # epoch 1's ratios
+    cpus: dict[str, list[float]] = {name: [] for name in runs}  # parent CPU s per image
     laters: dict[str, list[float]] = {name: [] for name in ratios}  # epochs 2+
     names = list(runs)
     for r in range(args.rounds + 1):
@@ -344,6 +355,8 @@ def main(argv=None) -> int:
         if r == 0:
             print(f"warm-up round (not counted): {line}")
             continue
+        for name in runs:
+            cpus[name].append(res[name][6])
         for name in ratios:
             ratios[name].append(rate[name] / rate[base])
             ours, theirs = res[name][5], res[base][5]
@@ -354,6 +367,9 @@ def main(argv=None) -> int:
     print(f"\nmedian of per-round ratios over {base} ({args.rounds} rounds):")
     for name, rs in ratios.items():
         print(f"  {name:32s} {statistics.median(rs):.2f}x  (min {min(rs):.2f}, max {max(rs):.2f})")
+    print("CPU time in this process per image (median over rounds; workers not counted):")
+    for name, cs in cpus.items():
+        print(f"  {name:32s} {statistics.median(cs) * 1e6:.0f} us")
     if args.epochs > 1:
         for label, table in (("epoch 1", firsts), (f"epochs 2-{args.epochs}", laters)):
             print(f"{label} alone:")

@@ -208,6 +208,10 @@ PROCESS_MAX_WINDOWS = 8
 # processes 0.89x). They are kept if they beat threads by PROCESS_MIN_GAIN_SMALL.
 PROCESS_SMALL_OUTPUT_BYTES = 64 << 10
 PROCESS_MIN_GAIN_SMALL = 1.05
+# Such a function's processes, tried before threads (``_processes_first``), are kept without
+# a thread trial at this share of linear scaling over inline: threads could beat them by at
+# most 1/0.8 = 1.25x there, and such functions ran faster on processes (W4: 1.07x).
+PROCESS_FIRST_KEEP = THREADS_SCALE_OK
 # RAM set aside per worker process in the budget (its private pages: interpreter, imports).
 PROCESS_RAM_BYTES = 256 << 20
 # A stage started on its op's remembered choice (``remembered.py``) verifies it on its best
@@ -647,7 +651,25 @@ def _judge_inline(t: Autotuner, s: _Search) -> str:
     clear = cost >= CLEAR_COST_FACTOR * limit
     if not clear and (len(s.phase_rates) < 2 or s.over < 2):
         return "wait"  # cheap: stays inline (re-measured every window)
+    if _processes_first(s):
+        s.executors = [x for x in s.executors if x != "thread"] + ["thread"]
     return "next"
+
+
+def _processes_first(s: _Search) -> bool:
+    """A CPU-bound function with small results costing at least ``PROCESS_MIN_COST_S``:
+    processes are tried before threads. They would be compared with threads anyway
+    (``_small_cpu_bound``), and threads of a function that holds the GIL run at a fraction
+    of inline: the walkthrough's augmentation ran ~300 el/s on two threads (each thread's
+    CPU time twice inline's per element, in GIL hand-offs), 600 inline and 1,200 on two
+    processes; its first epoch spent 0.15-0.25 s of ~1.5 s on that trial."""
+    order = s.executors
+    return (
+        "process" in order
+        and "thread" in order
+        and s.cost_s >= PROCESS_MIN_COST_S
+        and _small_cpu_bound(s)
+    )
 
 
 def _enter_thread(t: Autotuner, s: _Search) -> tuple[int, int | None] | None:
@@ -716,6 +738,9 @@ def _judge_process(t: Autotuner, s: _Search) -> str:
     if len(s.phase_rates) < 3 or _still_rising(s.phase_rates):
         return "wait"
     rate = s.executor_rates["process"] = max(s.phase_rates)
+    if "thread" not in s.executor_rates and "thread" in s.executors:  # tried before threads
+        linear = s.process_max * s.executor_rates.get("inline", 0.0)
+        return "keep" if rate >= PROCESS_FIRST_KEEP * linear else "next"
     others = [v for kind, v in s.executor_rates.items() if kind != "process"]
     gain = PROCESS_MIN_GAIN_SMALL if _small_cpu_bound(s) else PROCESS_MIN_GAIN
     return "keep" if rate >= gain * max(others, default=0.0) else "back"
