@@ -63,5 +63,14 @@ class Remembered:
         with self._lock:
             self._choice = choice
 
+    # A Dataset is pickled whole (the service sends its pipeline to workers with
+    # cloudpickle) and deep-copied: the copy starts with no memory (another machine, or
+    # another pipeline), and a lock does not pickle.
+    def __getstate__(self) -> dict:
+        return {}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__()  # type: ignore[misc]
+
     def __repr__(self) -> str:
         return f"Remembered({self.get()!r})"

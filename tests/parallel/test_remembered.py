@@ -154,6 +154,21 @@ def test_remembered_is_thread_safe_and_forgets_on_none():
     assert r.get() is None
 
 
+def test_a_pickled_or_copied_dataset_starts_without_the_memory():
+    # The service sends a pipeline to its workers with cloudpickle; a lock does not pickle.
+    import copy
+    import pickle
+
+    import cloudpickle
+
+    ds = dp.range(6).map(_read, num_parallel_calls=dp.AUTOTUNE)
+    ds.stage_request.tuned.put(TunedChoice("process", 2, 100.0, 2))
+    for clone in (pickle.loads(cloudpickle.dumps(ds)), copy.deepcopy(ds)):
+        assert clone.stage_request.tuned.get() is None
+        assert [int(x) for x in clone] == [0, 2, 4, 6, 8, 10]
+    assert ds.stage_request.tuned.get() == TunedChoice("process", 2, 100.0, 2)
+
+
 # ---- real pipelines ----------------------------------------------------------------------
 def _read(x):
     time.sleep(0.002)  # a remote read: threads, whatever the machine's load
