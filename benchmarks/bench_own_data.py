@@ -24,8 +24,11 @@ second epoch on the map starts on what AUTOTUNE settled on in the first:
 ``datapipe/parallel/remembered.py``). The figure is the median over rounds of the
 per-round ratio of each rate to DataLoader's (with ``--epochs`` over 1 also of the first
 epoch alone and of the later ones), with the load average printed at the start and the
-end, the executor the defaults' map ended on in each round, and each contender's CPU time
-in this process per image (its workers' not counted). Every pass's outputs are checked
+end, the executor the defaults' map ended on in each round, each contender's CPU time in
+this process per image (its workers' not counted), and the machine's ceiling: the cores
+times the rate of ``fn`` in a plain loop on one thread (300 images, each round), over
+DataLoader's rate: no pipeline of this function can beat DataLoader by more on a quiet
+machine. Every pass's outputs are checked
 against DataLoader's: the same number of images and batches and the same label checksum
 (the augmentation's draws differ between the two, so before the rounds one pass of each
 with the layers in ``eval()``, which draws nothing, must give the same pixel sum)::
@@ -231,6 +234,14 @@ def run_epochs(make, epochs: int) -> tuple:
             seconds, cpu)  # fmt: skip
 
 
+def one_core_rate(fn, paths, labels, n: int = 300) -> float:
+    """Images per second of ``fn`` called in a plain loop on this thread (one core)."""
+    t0 = time.perf_counter()
+    for path, label in zip(paths[:n], labels[:n]):
+        fn(path, label)
+    return min(n, len(paths)) / (time.perf_counter() - t0)
+
+
 def map_executor(root) -> str:
     """The executor the ``map`` stage under a datapipe iterator's ``root`` ran on last ("" if
     none)."""
@@ -341,6 +352,7 @@ def main(argv=None) -> int:
     ratios: dict[str, list[float]] = {name: [] for name in runs if name != base}
     firsts: dict[str, list[float]] = {name: [] for name in ratios}  # epoch 1's ratios
     cpus: dict[str, list[float]] = {name: [] for name in runs}  # parent CPU s per image
+    ceilings: list[float] = []  # the cores times one core's rate, over DataLoader's
     laters: dict[str, list[float]] = {name: [] for name in ratios}  # epochs 2+
     names = list(runs)
     for r in range(args.rounds + 1):
@@ -349,6 +361,7 @@ def main(argv=None) -> int:
         for name, out in res.items():  # the same images, batches and labels
             assert out[1:4] == res[base][1:4], (name, out[1:4], res[base][1:4])
         rate = {name: v[1] / v[0] for name, v in res.items()}
+        ceiling = (os.cpu_count() or 1) * one_core_rate(fn, paths, labels)
         chosen = res["datapipe defaults"][4]
         line = " ".join(f"{name} {rate[name]:.0f}/s" for name in names)
         line += f" (defaults ended on {chosen})"
@@ -357,16 +370,21 @@ def main(argv=None) -> int:
             continue
         for name in runs:
             cpus[name].append(res[name][6])
+        ceilings.append(ceiling / rate[base])
         for name in ratios:
             ratios[name].append(rate[name] / rate[base])
             ours, theirs = res[name][5], res[base][5]
             firsts[name].append(theirs[0] / ours[0])
             if args.epochs > 1:
                 laters[name].append(sum(theirs[1:]) / sum(ours[1:]))
-        print(f"round {r}: {line}; load {os.getloadavg()[0]:.2f}", flush=True)
+        print(f"round {r}: {line}; ceiling {ceiling:.0f}/s; load {os.getloadavg()[0]:.2f}",
+              flush=True)  # fmt: skip
     print(f"\nmedian of per-round ratios over {base} ({args.rounds} rounds):")
     for name, rs in ratios.items():
         print(f"  {name:32s} {statistics.median(rs):.2f}x  (min {min(rs):.2f}, max {max(rs):.2f})")
+    label = "ceiling: cores x one core's rate"
+    print(f"  {label:32s} {statistics.median(ceilings):.2f}x  (min {min(ceilings):.2f}, "
+          f"max {max(ceilings):.2f})")  # fmt: skip
     print("CPU time in this process per image (median over rounds; workers not counted):")
     for name, cs in cpus.items():
         print(f"  {name:32s} {statistics.median(cs) * 1e6:.0f} us")

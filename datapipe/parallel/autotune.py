@@ -95,11 +95,26 @@ measures each candidate in turn, on the live pipeline, and keeps the fastest:
    (``PROCESS_SMALL_OUTPUT_BYTES``, 64 KiB; kept at a 5% gain): a process sends such a
    result back for nothing and pays none of the GIL hand-offs around each C call.
 
+   A function that inline showed CPU-bound (its thread's CPU time at least half its wall
+   time), costing at least ``PROCESS_MIN_COST_S``, with results of at most
+   ``PROCESS_SMALL_OUTPUT_BYTES`` tries processes *before* threads (``_processes_first``):
+   threads would only be their reference, and threads of such a function that holds the
+   GIL ran at half inline's rate (the walkthrough's augmentation: ~300 el/s on two threads,
+   600 inline, 1,200 on two processes). They are kept at ``PROCESS_FIRST_KEEP`` (80%) of
+   linear scaling over inline; short of it threads are tried next, and the best stays.
+4. **A remembered choice** (``remembered.py``): a stage of an op whose previous stage
+   settled on threads or processes starts there (the ``"resumed"`` phase) and is kept if
+   its best window of at least ``RESUME_WINDOWS`` reaches ``RESUME_MIN_SHARE`` of the rate
+   remembered (``outcome``: the median of the last ``REMEMBER_WINDOWS``), else the search
+   starts again from inline; remembered threads short of their cores give processes a
+   trial again.
+
 ``prefetch(AUTOTUNE)`` measures the same way, inline first: a thread can only hide the
 smaller of its input's cost and the consumer's own work per element, so below
 ``PREFETCH_INLINE_MAX_COST_S`` (200 µs, about two hand-offs) for either it stays inline —
 W1's batches (~70-100 µs each) feeding a loop that sums them. The choice is made once per
-stage; a stage that fell back does not try again during the iteration.
+stage (per ``iter()``: a later one starts on the choice remembered); a stage that fell
+back does not try again during the iteration.
 
 The ramp (a latency-bound stage: a remote read of tens of milliseconds)
 ------------------------------------------------------------------------
