@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from harness import FakeClock
+from harness import FakeClock, FakeExecutors
 
 import datapipe as dp
 from datapipe.parallel import autotune
@@ -406,41 +406,6 @@ def test_restore_of_a_running_stage_gives_back_each_reservation_once(where):
 
 
 # ---- the executor choice (simulated workloads, deterministic) ---------------------------
-class FakeExecutors:
-    """A stage whose output rate under each executor is ``rates[executor](p)`` and whose
-    elements each cost ``cost`` seconds of work, on a fake clock."""
-
-    def __init__(self, monkeypatch, cost, rates, kind="parallelism", cpu_budget=2, value=2,
-                 cpu_fraction=1.0):  # fmt: skip
-        self.clock = FakeClock(monkeypatch, (autotune.time, "monotonic"))
-        self.cpu_fraction = cpu_fraction
-        self.tuner = autotune.Autotuner(True, cpu_budget, 1 << 40)
-        cap = 1024 if kind == "buffer" else 64
-        self.knob, self.meter = Knob("map", kind, value, True, cap), Meter()
-        self.knob.executor = "inline"
-        self.knob.on_executor = lambda executor, v: True
-        self.tuner.add(self.knob, self.meter, ["inline", "thread", "process"])
-        self.cost, self.rates = cost, rates
-
-    def run(self, windows: int) -> None:
-        k, m = self.knob, self.meter
-        for _ in range(windows):
-            dt = autotune.WINDOW_S
-            self.clock.sleep(dt)
-            n = int(self.rates[k.executor](k.value) * dt)
-            m.produced += n
-            if k.executor == "inline":
-                busy = n * self.cost
-            else:  # workers busy all the time (the stage is the bottleneck)
-                busy = (1 if k.kind == "buffer" else k.value) * dt
-            m.busy_s += busy
-            m.cpu_s += busy * self.cpu_fraction
-            self.tuner.maybe_step()
-
-    def path(self) -> list:
-        return [(old, new) for _, knob, old, new in self.knob.events if knob == "executor"]
-
-
 def test_cheap_map_stays_inline(monkeypatch):
     # W1's x*2+1: ~0.2 µs of work per element; no hand-off could pay for itself.
     w = FakeExecutors(monkeypatch, 2e-7, {"inline": lambda p: 4e6, "thread": lambda p: 2.5e6})

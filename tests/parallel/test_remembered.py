@@ -9,13 +9,12 @@ from __future__ import annotations
 import time
 
 import pytest
-from harness import FakeClock
+from harness import FakeExecutors
 
 import datapipe as dp
 from datapipe import _draws
 from datapipe.parallel import autotune
 from datapipe.parallel.remembered import Remembered, TunedChoice
-from datapipe.parallel.stage import Knob, Meter
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -25,54 +24,21 @@ pytestmark = pytest.mark.timeout(120)
 WALKTHROUGH = {"inline": lambda p: 225, "thread": lambda p: 610, "process": lambda p: 575 * p}
 
 
-class FakeStage:
-    """A stage whose output rate under each executor is ``rates[executor](p)``, each element
-    costing ``cost`` seconds, its workers using ``cpu_fraction`` of a core while busy, on a
-    fake clock; started on ``start`` with ``value``, verifying ``resumed`` if given."""
-
-    def __init__(self, monkeypatch, rates, resumed=None, start="inline", value=2,
-                 cost=1.6e-3, cpu_fraction=0.5, cpu_budget=2):  # fmt: skip
-        self.clock = FakeClock(monkeypatch, (autotune.time, "monotonic"))
-        self.tuner = autotune.Autotuner(True, cpu_budget, 1 << 40)
-        self.knob, self.meter = Knob("map", "parallelism", value, True, 64), Meter()
-        self.knob.executor = start
-        if start == "process":  # as Stage starts a remembered process stage: one per core
-            self.knob.max_value = cpu_budget
-        self.knob.on_executor = lambda executor, v: True
-        order = ["inline", "thread", "process"]
-        self.tuner.add(self.knob, self.meter, order, resumed=resumed)
-        self.rates, self.cost, self.cpu_fraction = rates, cost, cpu_fraction
-
-    def run(self, windows: int) -> None:
-        k, m = self.knob, self.meter
-        for _ in range(windows):
-            dt = autotune.WINDOW_S
-            self.clock.sleep(dt)
-            n = int(self.rates[k.executor](k.value) * dt)
-            m.produced += n
-            busy = n * self.cost if k.executor == "inline" else k.value * dt
-            m.busy_s += busy
-            m.cpu_s += busy * self.cpu_fraction
-            self.tuner.maybe_step()
-
-    def path(self) -> list:
-        return [(old, new) for _, knob, old, new in self.knob.events if knob == "executor"]
-
-    def phase(self) -> str:
-        (search,) = self.tuner._searches.values()
-        return search.phase
+def fake_stage(monkeypatch, rates, cost=1.6e-3, cpu_fraction=0.5, **kwargs) -> FakeExecutors:
+    """The walkthrough's stage by default: ~1.6 ms per element, threads using half a core."""
+    return FakeExecutors(monkeypatch, cost, rates, cpu_fraction=cpu_fraction, **kwargs)
 
 
 def _choice(monkeypatch, rates, **kwargs) -> TunedChoice:
     """The choice a full search of ``rates`` leaves (as ``Stage.close`` records it)."""
-    w = FakeStage(monkeypatch, rates, **kwargs)
+    w = fake_stage(monkeypatch, rates, **kwargs)
     w.run(300)
     executor, value, rate = w.tuner.outcome(w.knob)
     return TunedChoice(executor, value, rate, w.tuner.cpu_budget)
 
 
 def test_a_finished_search_leaves_its_executor_value_and_rate(monkeypatch):
-    w = FakeStage(monkeypatch, WALKTHROUGH)
+    w = fake_stage(monkeypatch, WALKTHROUGH)
     w.tuner.begin(w.knob)
     w.run(3)
     assert w.tuner.outcome(w.knob) is None  # still searching: nothing to remember
@@ -88,7 +54,7 @@ def test_a_remembered_choice_is_verified_without_a_search(monkeypatch):
     # inline and on threads before processes (bench_own_data.py). Started on the choice,
     # the stage makes no executor move and is judged within RESUME_WINDOWS windows.
     choice = _choice(monkeypatch, WALKTHROUGH)
-    w = FakeStage(monkeypatch, WALKTHROUGH, resumed=choice, start="process")
+    w = fake_stage(monkeypatch, WALKTHROUGH, resumed=choice, start="process")
     w.tuner.begin(w.knob)
     w.run(autotune.RESUME_WINDOWS)
     assert w.phase() == "done" and w.path() == []
@@ -103,7 +69,7 @@ def test_processes_still_warming_up_are_not_judged_yet(monkeypatch):
     warm = iter([0, 0, 200, 320, 600])
     rates = dict(WALKTHROUGH, process=lambda p: next(warm, 1150))
     choice = TunedChoice("process", 2, 1150.0, 2)
-    w = FakeStage(monkeypatch, rates, resumed=choice, start="process")
+    w = fake_stage(monkeypatch, rates, resumed=choice, start="process")
     w.run(300)
     assert w.path() == [] and w.knob.executor == "process"
 
@@ -113,14 +79,14 @@ def test_a_remembered_choice_that_fell_clearly_short_searches_again(monkeypatch)
     # from inline, and ends where this iteration's measurements say.
     rates = dict(WALKTHROUGH, process=lambda p: 190 * p)
     choice = TunedChoice("process", 2, 1150.0, 2)
-    w = FakeStage(monkeypatch, rates, resumed=choice, start="process")
+    w = fake_stage(monkeypatch, rates, resumed=choice, start="process")
     w.run(300)
     assert w.path() == [("process", "inline"), ("inline", "thread"), ("thread", "process"),
                         ("process", "thread")]  # fmt: skip
     assert w.knob.executor == "thread"
     # Half the rate is within the margin (a loaded machine): no search.
     rates = dict(WALKTHROUGH, process=lambda p: 300 * p)
-    w = FakeStage(monkeypatch, rates, resumed=choice, start="process")
+    w = fake_stage(monkeypatch, rates, resumed=choice, start="process")
     w.run(300)
     assert w.path() == [] and w.knob.executor == "process"
 
@@ -130,11 +96,11 @@ def test_remembered_threads_short_of_their_cores_give_processes_a_trial(monkeypa
     # keep every later epoch on threads that use one core between them: processes get
     # their trial again (not the whole search), judged as in the first iteration.
     choice = TunedChoice("thread", 2, 610.0, 2)
-    w = FakeStage(monkeypatch, WALKTHROUGH, resumed=choice, start="thread")
+    w = fake_stage(monkeypatch, WALKTHROUGH, resumed=choice, start="thread")
     w.run(300)
     assert w.path() == [("thread", "process")] and w.knob.executor == "process"
     # Threads that fill their cores are kept as they are.
-    w = FakeStage(monkeypatch, WALKTHROUGH, resumed=choice, start="thread", cpu_fraction=0.95)
+    w = fake_stage(monkeypatch, WALKTHROUGH, resumed=choice, start="thread", cpu_fraction=0.95)
     w.run(300)
     assert w.path() == [] and w.knob.executor == "thread"
 
