@@ -151,9 +151,9 @@ def _options(seed=None):
 def test_a_second_iter_starts_on_the_executor_the_first_settled_on(skip, clean):
     # skip(5) is pushed below the map at iter(): the stage runs a copy of the map's node,
     # which shares its stage request, so the choice is the Dataset's all the same.
-    mapped = dp.range(1500).with_options(_options()).map(_read, num_parallel_calls=dp.AUTOTUNE)
+    mapped = dp.range(3000).with_options(_options()).map(_read, num_parallel_calls=dp.AUTOTUNE)
     ds = mapped.skip(skip) if skip else mapped
-    want = [2 * i for i in range(skip, 1500)]
+    want = [2 * i for i in range(skip, 3000)]
     it = iter(ds)
     assert it.root.executor == "inline"  # the first iteration searches
     assert [int(x) for x in it] == want
