@@ -201,8 +201,9 @@ class Stage:
         self.tuner.add(self.knob, self.meter, order)
 
     def _remember(self) -> None:
-        """At close: leave what the tuner settled on (threads or processes, the value, the
-        rate) for this op's next stage; an inline choice (or none) is forgotten."""
+        """At the input's end or at close: leave what the tuner settled on (threads or
+        processes, the value, the rate) for this op's next stage; an inline outcome
+        forgets the last choice, an unfinished search keeps it."""
         if self.remembered is None or self.engine.fatal is not None:
             return  # a broken stage (a worker died) measured nothing to keep
         outcome = self.tuner.outcome(self.knob)

@@ -193,12 +193,13 @@ def test_remembered_processes_compute_what_threads_compute_and_restore_exactly(c
         assert got + list(it) == want[epoch]
         it.close()
         # The choice is no part of the state: a fresh Dataset, which searches from inline,
-        # resumes the same elements.
-        again = iter(make(num_parallel_calls=dp.AUTOTUNE))
-        assert again.root.executor == "inline"
-        again.set_state(state)
-        assert list(again) == want[epoch][20:]
-        again.close()
+        # and this one, which starts on processes, resume the same elements.
+        for resumed_on, again in (("inline", iter(make(num_parallel_calls=dp.AUTOTUNE))),
+                                  ("process", iter(ds))):  # fmt: skip
+            assert again.root.executor == resumed_on
+            again.set_state(state)
+            assert list(again) == want[epoch][20:]
+            again.close()
 
 
 def test_a_choice_from_another_cpu_budget_or_a_step_back_is_not_taken(clean):
