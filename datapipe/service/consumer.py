@@ -4,11 +4,19 @@
 runs *feeds* (a feed: one stream of a worker's replies to this consumer): a feed asks the
 dispatcher for a split, reads it from a worker in replies (at most
 ``max_outstanding_requests / feeds per worker`` requests in flight: the prefetch and the
-backpressure), and asks for the next split when the last reply says the split ended.
+backpressure), and moves on to its next split when the last reply says the split ended.
 ``distributed_epoch`` runs two feeds per worker, so a worker always has a queued request
-while a feed waits for its next split; ``parallel_epochs`` one feed per slot.
+while a feed opens its next split; ``parallel_epochs`` one feed per slot.
 Nothing here starts a thread: requests are Ray ObjectRefs, and ``next_chunk`` waits on
 them.
+
+Split prefetch (tf.data service's workers keep their next split ready the same way): as
+soon as a feed starts reading a split it asks the dispatcher for the one after it
+(``_WorkerFeed.next``), so at the split's end the next assignment is already here and the
+feed sends its first requests to the worker at once, instead of waiting a dispatcher
+round trip (and, in the fixed rotation, for its turn) at every split boundary. A feed
+thus holds at most two splits: the one it reads and the one after. The prefetched one is
+activated where the current one ends, so the delivery order is the same as without it.
 
 Exactly once (see also ``datapipe.service.jobs``):
 
@@ -21,7 +29,11 @@ Exactly once (see also ``datapipe.service.jobs``):
   is exact: ``get_state``/``set_state`` of every op);
 - a split is reported done only once all its elements were delivered to this consumer's
   caller, and a consumer's checkpoint records, for each split in progress, the elements
-  received but not delivered and the state after them.
+  received but not delivered and the state after them;
+- a prefetched split is in no worker's hands until its feed starts it, so a worker's
+  death does not touch it (it starts on the replacement); a checkpoint lists it as a
+  split to read (from where it was handed out), and a consumer that stops gives it back
+  unstarted (the dispatcher requeues it as it handed it out: ``jobs.Job.handed``).
 """
 
 from __future__ import annotations
@@ -46,6 +58,7 @@ from datapipe.service.worker import (
     REPLY_MIN_ELEMENTS,
     REPLY_SECONDS,
     elements_of,
+    encode_request,
     writable,
 )
 
@@ -105,14 +118,15 @@ class _Run:
 
 class _WorkerFeed:
     """A feed (module docstring): the worker it reads from, the dispatcher's assignment it
-    waits for, and the split it reads once assigned."""
+    waits for, the split it reads once assigned, and the assignment asked for ahead."""
 
-    __slots__ = ("worker", "assign", "run", "ended")
+    __slots__ = ("worker", "assign", "run", "next", "ended")
 
     def __init__(self, worker: int):
         self.worker, self.ended = worker, False
         self.assign: Any = None  # the dispatcher's reply (ref) for the split asked for
         self.run: _Run | None = None  # the split being read, once assigned
+        self.next: Any = None  # the assignment (ref) of the split after ``run`` (prefetch)
 
     def running(self) -> _Run:
         assert self.run is not None, "distribute: a feed without an assignment has a split"
@@ -205,16 +219,37 @@ class ServiceIterator(OpIterator):
             ) from None
 
     def _ask(self, feed: _WorkerFeed) -> None:
-        """The feed's next split: an adopted one (no call), else the dispatcher's."""
+        """Ask for the feed's next split now (it waits for it in ``feed.assign``)."""
+        feed.assign = self._request(feed)
+
+    def _request(self, feed: _WorkerFeed) -> Any:
+        """A split for ``feed``: an adopted one (no call, ``_Ready``), else the ref of the
+        dispatcher's answer."""
         if self.adopted:
             record = self.adopted.popleft()
             spec = self.layout.spec(record.sid)
             slot = spec.epoch_extra[0] if spec.epoch_extra else feed.worker
-            feed.assign = _Adopted(Assignment(spec, slot % len(self.workers), record))
-            return
+            return _Ready(Assignment(spec, slot % len(self.workers), record))
         report, self.report = self.report, []
         info = self.info
-        feed.assign = self.dispatcher.next_split.remote(info.key, info.token, feed.worker, report)
+        return self.dispatcher.next_split.remote(info.key, info.token, feed.worker, report)
+
+    def _next_split(self, feed: _WorkerFeed) -> None:
+        """``feed``'s split ended: start the prefetched one at once -- in the fixed rotation
+        always (waiting for it if it is not here yet, so the order does not depend on
+        timing), else when it is here (else ``_pick`` waits for it with the rest). A
+        prefetch that found nothing left asks once more: a consumer that stopped may have
+        given splits back since."""
+        ahead, feed.next = feed.next, None
+        if ahead is not None and not isinstance(ahead, _Ready):
+            if self.deterministic or self.ray.wait([ahead], timeout=0)[0]:
+                ahead = _Ready(self._wait(ahead, None))
+        if isinstance(ahead, _Ready) and ahead.assignment is None:
+            ahead = None
+        if isinstance(ahead, _Ready):
+            self._assigned(feed, ahead.assignment)
+        else:
+            feed.assign = ahead if ahead is not None else self._request(feed)
 
     # ---- reading -------------------------------------------------------------------------
     def next_chunk(self, n: int) -> list:
@@ -237,7 +272,7 @@ class ServiceIterator(OpIterator):
             return False
         if feed.assign is not None:
             ref, feed.assign = feed.assign, None
-            a = ref.assignment if isinstance(ref, _Adopted) else self._wait(ref, None)
+            a = ref.assignment if isinstance(ref, _Ready) else self._wait(ref, None)
             self._assigned(feed, a)
             return True
         run = feed.running()
@@ -264,7 +299,7 @@ class ServiceIterator(OpIterator):
                     self.turn = (self.turn + step) % k
                     return feed
         for feed in live:
-            if isinstance(feed.assign, _Adopted):
+            if isinstance(feed.assign, _Ready):
                 return feed
         heads = {feed.head(): feed for feed in live}
         ready, _ = self.ray.wait(list(heads), num_returns=1)
@@ -297,13 +332,16 @@ class ServiceIterator(OpIterator):
             self.counts["resumed"] += 1
             carry = buffer_from_state(a.record.carry, "distribute") if a.record.carry else []
             self._push(sid, carry, last_only=False)
-        if split.finished:
+        if split.finished:  # every element came with the record: nothing to read
             self._maybe_done(sid)
-            self._ask(feed)
+            ahead, feed.next = feed.next, None  # (taken at the feed's next turn)
+            feed.assign = ahead if ahead is not None else self._request(feed)
             return
         stem = (self.info.key[2] or self.info.key[0], self.info.token)
         feed.run = _Run(sid, a.worker, stem)
         self._submit(feed)
+        if feed.next is None:
+            feed.next = self._request(feed)  # the split prefetch (module docstring)
 
     def _received(self, feed: _WorkerFeed, run: _Run, reply: Any) -> None:
         split = self.splits[run.sid]
@@ -317,7 +355,7 @@ class ServiceIterator(OpIterator):
             run.refs.clear()  # their replies are empty: the stream ended
             feed.run = None
             self._maybe_done(run.sid)
-            self._ask(feed)
+            self._next_split(feed)
         else:
             split.state = reply.state
             self._submit(feed)
@@ -327,12 +365,14 @@ class ServiceIterator(OpIterator):
         worker = self.workers[run.worker]
         min_elements = REPLY_MIN_ELEMENTS  # batched replies: worker.py (read at call time)
         while len(run.refs) < self.per_feed:
-            first = not run.opened
-            open_args = self._open_args(run.sid) if first else None
-            blob = self.blob_ref if first else None
-            ref = worker.read.remote(run.key, run.seq, self.node.blob_key, blob, open_args,
+            request = encode_request(run.key, run.seq, self.node.blob_key,
+                                     None if run.opened else self._open_args(run.sid),
                                      REPLY_ELEMENTS, REPLY_SECONDS, REPLY_BYTES,
                                      min_elements)  # fmt: skip
+            if run.opened:
+                ref = worker.read.remote(request)
+            else:  # the pipeline's ref travels as its own argument: Ray resolves it there
+                ref = worker.read.remote(request, self.blob_ref)
             run.seq += 1
             run.opened = True
             run.refs.append(ref)
@@ -431,14 +471,27 @@ class ServiceIterator(OpIterator):
                 out.extend(entries[pos:])
         return out
 
-    def _records(self) -> list[Record]:
-        """The splits in progress (with what was received and not delivered), then the
-        adopted ones not started yet."""
+    def _records(self, resolve: bool = True) -> list[Record]:
+        """The splits in progress (with what was received and not delivered), the ones
+        assigned to a feed and not started (prefetched: from where they were handed out),
+        then the adopted ones not given to a feed yet. ``resolve``: wait for assignments
+        still on their way (a checkpoint must name them; a consumer that stops need not:
+        the dispatcher requeues what it handed out and was not given back)."""
         reading = [
             Record(sid, buffer_to_state(self._carry(sid)), s.state, s.finished)
             for sid, s in self.splits.items()
         ]
-        return reading + list(self.adopted)
+        waiting = []
+        for feed in self.feeds:
+            for name in ("assign", "next"):
+                ahead = getattr(feed, name)
+                if ahead is not None and resolve and not isinstance(ahead, _Ready):
+                    ahead = _Ready(self._wait(ahead, None))
+                    setattr(feed, name, ahead)
+                if isinstance(ahead, _Ready) and ahead.assignment is not None:
+                    a = ahead.assignment
+                    waiting.append(a.record if a.record is not None else Record(a.spec.sid))
+        return reading + waiting + list(self.adopted)
 
     def get_state(self) -> dict:
         with self.lock:
@@ -510,7 +563,7 @@ class ServiceIterator(OpIterator):
         if self.info is None or self.exhausted:
             return
         try:
-            self._release(self._records())
+            self._release(self._records(resolve=False))
             for feed in self.feeds:
                 if feed.run is not None and feed.run.opened:
                     self.workers[feed.run.worker].close.remote([feed.run.key])
@@ -526,12 +579,13 @@ class ServiceIterator(OpIterator):
         super().close()
 
 
-class _Adopted:
-    """A feed's next split taken from the adopted ones (no dispatcher call to wait for)."""
+class _Ready:
+    """A feed's next split that is here: taken from the adopted ones (no dispatcher call
+    to wait for), or the dispatcher's answer already received (None: nothing left)."""
 
     __slots__ = ("assignment",)
 
-    def __init__(self, assignment: Assignment):
+    def __init__(self, assignment: Assignment | None):
         self.assignment = assignment
 
 

@@ -19,6 +19,7 @@ Ray handed out read-only from its object store are copied (``writable``).
 
 from __future__ import annotations
 
+import os
 import pickle
 import time
 from collections import OrderedDict
@@ -329,3 +330,67 @@ class WorkerCore:
 
     def shutdown(self) -> None:
         self.close(list(self.streams))
+
+
+def encode_request(
+    key: tuple,
+    seq: int,
+    blob_key: str,
+    open_args: dict | None,
+    limit: int = REPLY_ELEMENTS,
+    seconds: float = REPLY_SECONDS,
+    max_bytes: int = REPLY_BYTES,
+    min_elements: int = REPLY_MIN_ELEMENTS,
+) -> bytes:
+    """A read request as the one argument ``WorkerServer.read`` takes: request ``seq`` of
+    stream ``key``, opening it from ``open_args`` (``build_split_chain``'s) when given,
+    and the reply's bounds (``Stream.read``). A first request goes through cloudpickle (a
+    split chain's state is whatever the pipeline's ops keep), the others through pickle."""
+    msg = (key, seq, blob_key, open_args, limit, seconds, max_bytes, min_elements)
+    if open_args is None:
+        return pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+    return cloudpickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+class WorkerServer:
+    """What a worker actor serves (``actors.Worker`` is this class as a Ray actor): the
+    replies of its streams, each stream's requests checked to come in order (``seq``: a
+    synchronous actor runs one call at a time, in the order each caller submitted them).
+    ``slot``: its place in the service; ``cpus``: the cores it declared."""
+
+    def __init__(self, slot: int, cpus: int):
+        self.slot = slot
+        self.core = WorkerCore(cpus)
+        self.seq: dict[tuple, int] = {}
+
+    def read(self, request: bytes, blob: bytes | None = None) -> Reply:
+        """The next reply of a stream. ``request``: ``encode_request``'s bytes (one
+        argument: Ray's client side serializes each argument of a call on its own, and
+        the consumer pays for each, ~20 us per argument here); ``blob``: the pickled
+        pipeline, with a stream's first request (an ObjectRef that Ray resolves here)."""
+        key, seq, blob_key, open_args, limit, seconds, max_bytes, min_elements = pickle.loads(
+            request
+        )
+        if key in self.core.ended:  # requests queued before the consumer saw the end
+            return Reply([], None, True)
+        expected = self.seq.get(key, 0)
+        if seq != expected:
+            raise RuntimeError(f"distribute: request {seq} of stream {key} came as {expected}")
+        self.seq[key] = seq + 1
+        reply = self.core.read(
+            key, blob_key, blob, open_args, limit, seconds, max_bytes, min_elements
+        )
+        if reply.done:
+            self.seq.pop(key, None)
+        return reply
+
+    def close(self, keys: list) -> None:
+        self.core.close(keys)
+        for key in keys:
+            self.seq.pop(tuple(key), None)
+
+    def stats(self) -> dict:
+        return dict(self.core.stats, slot=self.slot, pid=os.getpid())
+
+    def pid(self) -> int:
+        return os.getpid()
