@@ -5,8 +5,10 @@ The model is the implementation's protocol, not a guess at it:
 
 * every consumer runs 2 lanes per worker; a lane asks the dispatcher for a split
   (first come, first served), then keeps ``max_outstanding_requests / 2`` = 2 read requests
-  in flight to its worker, one more each time it takes a reply, and asks for the next split
-  when a reply says the split ended;
+  in flight to its worker, one more each time it takes a reply, and asks for its next
+  split as soon as it starts one (the split prefetch: at the split's end the next one is
+  usually there already; ``--no-prefetch``: it asks when a reply says the split ended, as
+  before issue 25's last step);
 * a worker serves its queue of requests one at a time (one Ray actor, FIFO): a reply costs
   ``worker_reply`` + its elements x (``element`` + ``worker_element``), holds as many
   elements as fit in 20 ms (the service's ``REPLY_SECONDS``) but at least 512
@@ -31,7 +33,7 @@ rate, for a few split sizes.
 
 Usage: ``python benchmarks/sim_service_scale.py [--costs bench.json] [--workers 100]
 [--consumers 8] [--element-us 200] [--seconds 30] [--splits auto,1600,400]
-[--accelerator-rate 2500] [--min-reply 1] [--no-partition]``
+[--accelerator-rate 2500] [--min-reply 1] [--no-partition] [--no-prefetch]``
 """
 
 from __future__ import annotations
@@ -124,6 +126,8 @@ class Sim:
     ):
         self.c, self.W, self.C, self.split, self.total = c, workers, consumers, split, total
         self.partition = partition
+        self.prefetch = True  # a lane asks for its next split as it starts one
+        self.lanes_per_worker = LANES_PER_WORKER
         self.accelerator_rate: float | None = None  # elements/s a consumer's trainer takes
         self.accelerators = [Server() for _ in range(consumers)]
         self.events: list = []
@@ -178,12 +182,21 @@ class Sim:
 
     def to_consumer_assignment(self, t: float, lane: list, size: int) -> None:
         cost = OUTSTANDING_PER_LANE * self.c.consumer_reply / 2
-        self.offer(self.consumers[lane[0]], t, (lane, size), cost, "open_lane")
+        self.offer(self.consumers[lane[0]], t, (lane, size), cost, "got_assignment")
+
+    def got_assignment(self, t: float, lane: list, size: int) -> None:
+        if lane[3] > 0:  # prefetched: the lane still reads its current split
+            lane[5] = size
+        else:
+            self.open_lane(t, lane, size)
 
     def open_lane(self, t: float, lane: list, size: int) -> None:
-        lane[2:] = [size, size, True]  # left to request, left to receive, next is first
+        # left to request, left to receive, next request is the split's first
+        lane[2:5] = [size, size, True]
         for _ in range(OUTSTANDING_PER_LANE):
             self.request(t, lane)
+        if self.prefetch:
+            self.ask(t, lane)
 
     def request(self, t: float, lane: list) -> None:
         if lane[2] <= 0:
@@ -215,17 +228,21 @@ class Sim:
     def trained(self, t: float, lane: list, k: int) -> None:
         self.delivered[lane[0]] += k
         lane[3] -= k
-        if lane[3] <= 0:
-            self.ask(t, lane)
-        else:
+        if lane[3] > 0:
             self.request(t, lane)
+        elif not self.prefetch:
+            self.ask(t, lane)
+        elif lane[5] is not None:  # the prefetched split is here: open it at once
+            size, lane[5] = lane[5], None
+            self.open_lane(t, lane, size)
+        # (else its assignment is on its way: got_assignment opens it)
 
     # ---- running --------------------------------------------------------------------------
     def run(self, seconds: float, warmup: float) -> dict:
         for ci in range(self.C):
             for w in reading_workers(ci, self.C, self.W, self.partition):
-                for _ in range(LANES_PER_WORKER):
-                    self.ask(0.0, [ci, w, 0, 0, True])
+                for _ in range(self.lanes_per_worker):
+                    self.ask(0.0, [ci, w, 0, 0, True, None])
         busy0 = None
         t = 0.0
         while self.events:
@@ -309,6 +326,17 @@ def main() -> None:
         help="every consumer reads from every worker (before issue 25)",
     )
     parser.add_argument(
+        "--lanes-per-worker",
+        type=int,
+        default=LANES_PER_WORKER,
+        help="1: parallel_epochs' one feed per slot (no second lane hides a split boundary)",
+    )
+    parser.add_argument(
+        "--no-prefetch",
+        action="store_true",
+        help="a lane asks for its next split only when its split ended (before)",
+    )
+    parser.add_argument(
         "--accelerator-rate",
         type=float,
         default=None,
@@ -321,7 +349,7 @@ def main() -> None:
         c.consumer_reply = args.consumer_reply_us * 1e-6
     partition = not args.no_partition
     lanes = sum(len(reading_workers(ci, args.consumers, args.workers, partition))
-                for ci in range(args.consumers)) * LANES_PER_WORKER  # fmt: skip
+                for ci in range(args.consumers)) * args.lanes_per_worker  # fmt: skip
     print(f"costs (µs): { {k: round(v * 1e6, 1) for k, v in vars(c).items()} }")
     print(
         f"elements per reply: {c.per_reply}; "
@@ -338,6 +366,8 @@ def main() -> None:
         total = 10**9  # never ends within the simulated time
         sim = Sim(c, args.workers, args.consumers, split, total, partition)
         sim.accelerator_rate = args.accelerator_rate
+        sim.prefetch = not args.no_prefetch
+        sim.lanes_per_worker = args.lanes_per_worker
         r = sim.run(args.seconds, warmup=args.seconds / 3)
         p = on_paper(c, args.workers, args.consumers, split)
         split_ms = split * (c.element + c.worker_element) * 1e3
