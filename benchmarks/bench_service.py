@@ -149,21 +149,27 @@ def pipeline_rows(n: int, repeats: int) -> list[dict]:
         # rotation over its lanes) and a deterministic=False one, and, alternating in the
         # same run, the default consumer with 20-ms replies (REPLY_MIN_ELEMENTS patched to
         # 1: as before)
+        # And the default consumer without the split prefetch (SPLIT_PREFETCH patched:
+        # a feed asks for its next split when its split ended, as before).
         free = ds.with_options(dp.Options(deterministic=False))
         batched = consumer.REPLY_MIN_ELEMENTS
         variants = [
-            (f"Ray service distributed_epoch, K={k}", ds, batched),
-            (f"Ray service distributed_epoch, K={k}, 20-ms replies (before)", ds, 1),
-            (f"Ray service distributed_epoch, K={k}, deterministic=False", free, batched),
+            (f"Ray service distributed_epoch, K={k}", ds, batched, True),
+            (f"Ray service distributed_epoch, K={k}, 20-ms replies (before)", ds, 1, True),
+            (f"Ray service distributed_epoch, K={k}, deterministic=False", free, batched, True),
+            (f"Ray service distributed_epoch, K={k}, no split prefetch", ds, batched, False),
         ]  # fmt: skip
         for rnd in range(repeats):
-            for name, pipeline, min_reply in variants[rnd % 3 :] + variants[: rnd % 3]:
+            turn = rnd % len(variants)
+            for name, pipeline, min_reply, prefetch in variants[turn:] + variants[:turn]:
                 consumer.REPLY_MIN_ELEMENTS = min_reply
+                consumer.SPLIT_PREFETCH = prefetch
                 before = worker_totals(svc)
                 add(name, lambda p=pipeline: checksum(p), repeats=1)
                 after = worker_totals(svc)
                 rows[-1]["workers"] = {key: after[key] - before[key] for key in after}
         consumer.REPLY_MIN_ELEMENTS = batched
+        consumer.SPLIT_PREFETCH = True
         svc.shutdown()
     return merge_rounds(rows)
 

@@ -12,11 +12,17 @@ them.
 
 Split prefetch (tf.data service's workers keep their next split ready the same way): as
 soon as a feed starts reading a split it asks the dispatcher for the one after it
-(``_WorkerFeed.next``), so at the split's end the next assignment is already here and the
-feed sends its first requests to the worker at once, instead of waiting a dispatcher
-round trip (and, in the fixed rotation, for its turn) at every split boundary. A feed
-thus holds at most two splits: the one it reads and the one after. The prefetched one is
-activated where the current one ends, so the delivery order is the same as without it.
+(``_WorkerFeed.next``), so at the split's end the next assignment is already here instead
+of a dispatcher round trip away (and, in the fixed rotation, a turn away). When the
+split's size is known (an element-wise pipeline over one pool: ``spec.size`` elements),
+the feed also opens the next split on its worker before the current one ends: once the
+requests in flight cover the current split's rest, its next request is the next split's
+first (``_WorkerFeed.ahead``), so the worker goes from one split to the next without
+waiting for a request, and the reply that holds a split's last element says it ended
+(the worker is told how many it has left), so no request is spent finding the end. A feed
+thus holds at most two splits, and at most ``per_feed`` requests in flight in all. The
+prefetched split becomes the feed's current one where the current one ends, so the
+delivery order is the same as without the prefetch.
 
 Exactly once (see also ``datapipe.service.jobs``):
 
@@ -30,10 +36,11 @@ Exactly once (see also ``datapipe.service.jobs``):
 - a split is reported done only once all its elements were delivered to this consumer's
   caller, and a consumer's checkpoint records, for each split in progress, the elements
   received but not delivered and the state after them;
-- a prefetched split is in no worker's hands until its feed starts it, so a worker's
-  death does not touch it (it starts on the replacement); a checkpoint lists it as a
-  split to read (from where it was handed out), and a consumer that stops gives it back
-  unstarted (the dispatcher requeues it as it handed it out: ``jobs.Job.handed``).
+- none of a prefetched split's elements is taken before its feed starts it: when its
+  worker dies (opened ahead there or not) it is read on the replacement from where it was
+  handed out; a checkpoint lists it as a split to read from there, and a consumer that
+  stops gives it back so (the dispatcher requeues it as it handed it out:
+  ``jobs.Job.handed``).
 """
 
 from __future__ import annotations
@@ -66,6 +73,9 @@ from datapipe.service.worker import (
 MAX_ATTEMPTS = 3
 # How long a dead worker's replacement may take to start (Ray places it where a CPU is free).
 REPLACE_TIMEOUT_S = 120.0
+# The split prefetch (module docstring), read at call time; False: a feed asks for its next
+# split when its split ended, as before issue 25 (benchmarks/bench_service.py compares).
+SPLIT_PREFETCH = True
 
 
 def reading_workers(node: Any, k: int) -> list[int]:
@@ -98,15 +108,23 @@ class _SplitProgress:
 
 
 class _Run:
-    """A split being read on one worker: the stream key, the requests in flight."""
+    """A split being read on one worker: the stream key, the requests in flight, and how
+    many elements are left to receive when the split's size says so (None: unknown)."""
 
-    __slots__ = ("sid", "worker", "key", "seq", "opened", "refs", "attempt")
+    __slots__ = ("sid", "worker", "key", "seq", "opened", "refs", "attempt", "left", "spec",
+                 "start", "per_reply")  # fmt: skip
 
-    def __init__(self, sid: int, worker: int, stem: tuple):
-        self.sid, self.worker, self.attempt = sid, worker, 0
-        self.key = (*stem, sid, 0)
+    def __init__(self, a: Assignment, stem: tuple, sized: bool):
+        self.sid, self.worker, self.attempt = a.spec.sid, a.worker, 0
+        self.spec = a.spec
+        self.start = None if a.record is None else a.record.state  # where it was handed out
+        self.key = (*stem, self.sid, 0)
         self.seq, self.opened = 0, False
         self.refs: deque = deque()  # Ray object refs of the requests in flight
+        # Elements left: known for a fresh split of an element-wise pipeline over one pool
+        # (``spec.size`` elements); a split handed out mid-way does not say how far it is.
+        self.left = a.spec.size if sized and a.record is None else None
+        self.per_reply = min(REPLY_ELEMENTS, REPLY_MIN_ELEMENTS)  # the last reply's size
 
     def reopen(self, worker: int) -> None:
         self.attempt += 1
@@ -120,13 +138,14 @@ class _WorkerFeed:
     """A feed (module docstring): the worker it reads from, the dispatcher's assignment it
     waits for, the split it reads once assigned, and the assignment asked for ahead."""
 
-    __slots__ = ("worker", "assign", "run", "next", "ended")
+    __slots__ = ("worker", "assign", "run", "next", "ahead", "ended")
 
     def __init__(self, worker: int):
         self.worker, self.ended = worker, False
         self.assign: Any = None  # the dispatcher's reply (ref) for the split asked for
         self.run: _Run | None = None  # the split being read, once assigned
         self.next: Any = None  # the assignment (ref) of the split after ``run`` (prefetch)
+        self.ahead: _Run | None = None  # ``next``'s split, opened on its worker already
 
     def running(self) -> _Run:
         assert self.run is not None, "distribute: a feed without an assignment has a split"
@@ -151,6 +170,14 @@ class ServiceIterator(OpIterator):
         self.job_epoch = [int(e) for e in epoch]
         self.seed = int(ctx.seed)
         self.layout = node.layout()
+        # a split's elements are its pool positions (``spec.size``): the consumer knows
+        # when the requests in flight cover the rest of a split (``_submit``)
+        splitting = node.splitting
+        self.sized = bool(
+            node.processing_mode == "distributed_epoch"
+            and splitting.elementwise
+            and len(splitting.pools) == 1
+        )
         self.uid = "" if node.job_name is not None else uuid.uuid4().hex
         self.restore: tuple[list, str] | None = None
         # A parallel stage or prefetch after distribute may pull on its thread while the
@@ -337,11 +364,14 @@ class ServiceIterator(OpIterator):
             ahead, feed.next = feed.next, None  # (taken at the feed's next turn)
             feed.assign = ahead if ahead is not None else self._request(feed)
             return
-        stem = (self.info.key[2] or self.info.key[0], self.info.token)
-        feed.run = _Run(sid, a.worker, stem)
-        self._submit(feed)
-        if feed.next is None:
+        ahead, feed.ahead = feed.ahead, None
+        if ahead is not None and ahead.sid == sid:  # opened on its worker already
+            feed.run = ahead
+        else:
+            feed.run = _Run(a, self._stem(), self.sized)
+        if feed.next is None and SPLIT_PREFETCH:
             feed.next = self._request(feed)  # the split prefetch (module docstring)
+        self._submit(feed)
 
     def _received(self, feed: _WorkerFeed, run: _Run, reply: Any) -> None:
         split = self.splits[run.sid]
@@ -350,6 +380,9 @@ class ServiceIterator(OpIterator):
         if elements:
             self.counts["elements"] += len(elements)
             self._push(run.sid, elements)
+            run.per_reply = len(elements)
+        if run.left is not None:
+            run.left -= len(elements)
         if reply.done:
             split.finished, split.state = True, None
             run.refs.clear()  # their replies are empty: the stream ended
@@ -361,36 +394,79 @@ class ServiceIterator(OpIterator):
             self._submit(feed)
 
     def _submit(self, feed: _WorkerFeed) -> None:
+        """Keep ``per_feed`` requests in flight for the feed: for its split, and once those
+        in flight cover the rest of it (its size known), one for the prefetched split
+        (``_open_ahead``) -- so the next split's first reply is computed before the feed
+        reaches it, and the worker is not left without a request at the boundary."""
         run = feed.running()
+        while True:
+            room = self.per_feed - len(run.refs) - (feed.ahead is not None)
+            if run.refs and room <= 0:
+                return
+            if run.refs and run.left is not None and run.left <= len(run.refs) * run.per_reply:
+                if feed.ahead is None:
+                    self._open_ahead(feed)
+                return  # (a reply that falls short: the next _submit asks again)
+            self._send(run)
+
+    def _open_ahead(self, feed: _WorkerFeed) -> None:
+        """Send the first request of ``feed.next``'s split, if its assignment is here."""
+        ahead = feed.next
+        if ahead is None:
+            return
+        if not isinstance(ahead, _Ready):
+            if not self.ray.wait([ahead], timeout=0)[0]:
+                return  # not here yet (asked as the current split started)
+            ahead = feed.next = _Ready(self._wait(ahead, None))
+        a = ahead.assignment
+        if a is None or (a.record is not None and a.record.finished):
+            return
+        feed.ahead = _Run(a, self._stem(), self.sized)
+        self._send(feed.ahead)
+
+    def _stem(self) -> tuple:
+        """The first part of this consumer's stream keys (its job and its token)."""
+        return (self.info.key[2] or self.info.key[0], self.info.token)
+
+    def _send(self, run: _Run) -> None:
+        """One read request of ``run`` to its worker (the first one opens the split)."""
         worker = self.workers[run.worker]
         min_elements = REPLY_MIN_ELEMENTS  # batched replies: worker.py (read at call time)
-        while len(run.refs) < self.per_feed:
-            request = encode_request(run.key, run.seq, self.node.blob_key,
-                                     None if run.opened else self._open_args(run.sid),
-                                     REPLY_ELEMENTS, REPLY_SECONDS, REPLY_BYTES,
-                                     min_elements)  # fmt: skip
-            if run.opened:
-                ref = worker.read.remote(request)
-            else:  # the pipeline's ref travels as its own argument: Ray resolves it there
-                ref = worker.read.remote(request, self.blob_ref)
-            run.seq += 1
-            run.opened = True
-            run.refs.append(ref)
+        request = encode_request(run.key, run.seq, self.node.blob_key,
+                                 None if run.opened else self._open_args(run),
+                                 REPLY_ELEMENTS, REPLY_SECONDS, REPLY_BYTES,
+                                 min_elements)  # fmt: skip
+        if run.opened:
+            ref = worker.read.remote(request)
+        else:  # the pipeline's ref travels as its own argument: Ray resolves it there
+            ref = worker.read.remote(request, self.blob_ref)
+        run.seq += 1
+        run.opened = True
+        run.refs.append(ref)
 
-    def _open_args(self, sid: int) -> dict:
-        split = self.splits[sid]
+    def _open_args(self, run: _Run) -> dict:
+        """How a worker opens ``run``'s split: from the state after the last reply taken
+        (or where it was handed out, before any); ``elements``: how many it has left,
+        when known (the worker then ends the reply that holds the last one)."""
+        split = self.splits.get(run.sid)
         return {
             "policy": self.node.splitting.policy,
-            "spec": split.spec.to_state(),
+            "spec": run.spec.to_state(),
             "epoch": self.job_epoch,
             "seed": self.seed,
-            "state": split.state,
+            "state": split.state if split is not None else run.start,
+            "elements": run.left,
         }
 
     def _worker_failed(self, slot: int) -> None:
         """Worker ``slot`` died: the dispatcher replaces it, and every split this consumer
         read on it continues on the new one from the state after its last reply taken."""
-        affected = [feed for feed in self.feeds if feed.run is not None and feed.run.worker == slot]
+        affected = [
+            (feed, run)
+            for feed in self.feeds
+            for run in (feed.run, feed.ahead)  # a split opened ahead too (from its start)
+            if run is not None and run.worker == slot
+        ]
         seen = [self.workers[slot]]
         self.workers = self._call(self.dispatcher.report_dead, slot, seen)
         try:  # a replacement the cluster cannot place would leave us waiting for ever
@@ -401,8 +477,7 @@ class ServiceIterator(OpIterator):
                 f"replacement did not start within {REPLACE_TIMEOUT_S:g} s ({type(e).__name__}); "
                 "the cluster may lack a free CPU for it"
             ) from None
-        for feed in affected:
-            run = feed.running()
+        for feed, run in affected:
             if run.attempt + 1 >= MAX_ATTEMPTS:
                 raise WorkerDiedError(
                     f"distribute: split {run.sid} of job {self.node.job_name!r} lost its worker "
@@ -410,8 +485,11 @@ class ServiceIterator(OpIterator):
                     "distribute may crash its worker process (out of memory, a signal)"
                 )
             run.reopen(slot)
-            self.counts["resumed"] += 1
-            self._submit(feed)
+            if run is feed.ahead:
+                self._send(run)
+            else:
+                self.counts["resumed"] += 1
+                self._submit(feed)
 
     # ---- delivering ----------------------------------------------------------------------
     def _push(self, sid: int, entries: list, last_only: bool = True) -> None:
@@ -565,8 +643,9 @@ class ServiceIterator(OpIterator):
         try:
             self._release(self._records(resolve=False))
             for feed in self.feeds:
-                if feed.run is not None and feed.run.opened:
-                    self.workers[feed.run.worker].close.remote([feed.run.key])
+                for run in (feed.run, feed.ahead):
+                    if run is not None and run.opened:
+                        self.workers[run.worker].close.remote([run.key])
         except Exception:  # noqa: BLE001 - Ray already shut down (interpreter exit)
             pass
         self.exhausted = True

@@ -161,11 +161,14 @@ def transportable(error: BaseException) -> BaseException:
 
 
 class Stream:
-    """One split's chain on a worker, read in replies."""
+    """One split's chain on a worker, read in replies. ``elements``: how many it has left
+    when the consumer knows (a split's size): the reply that holds the last one then
+    checks for the end and says ``done``, instead of a further request finding it."""
 
-    def __init__(self, ctx: Any, root: Any):
+    def __init__(self, ctx: Any, root: Any, elements: int | None = None):
         self.ctx, self.root = ctx, root
         self.per_element: float | None = None  # seconds, measured (moving average)
+        self.left = elements
 
     def _next_size(self, left: int, seconds_left: float, short: int) -> int:
         """The next inner chunk: 1 at first (a first element comes back fast), then as
@@ -205,9 +208,26 @@ class Stream:
             spent = time.perf_counter() - t0
             if spent >= REPLY_MAX_SECONDS or (spent >= seconds and len(out) >= min_elements):
                 break
+        if not done and self.left is not None and len(out) >= self.left:
+            done = self._ends(out)
+        if self.left is not None:
+            self.left -= len(out)
         compute = time.perf_counter() - t0
         state = None if done else self.root.get_state()
         return Reply(pack(out), state, done, compute)
+
+    def _ends(self, out: list) -> bool:
+        """Past its known size: whether the chain has ended (a next element, which the
+        size did not count, joins the reply: nothing is lost if the size was wrong)."""
+        if out and type(out[-1]) is Failed:
+            return False
+        try:
+            got = self.root.next_chunk(1)
+        except Exception as e:  # noqa: BLE001 - delivered at its position
+            out.append(Failed(transportable(e)))
+            return False
+        out.extend(got)
+        return not got
 
     def close(self) -> None:
         self.root.close()
@@ -304,7 +324,7 @@ class WorkerCore:
                 raise RuntimeError(f"distribute: stream {key} was never opened on this worker")
             t0 = time.perf_counter()
             ctx, root = build_split_chain(self.pipeline(blob_key, blob), open_args, self.cpu_budget)
-            stream = self.streams[key] = Stream(ctx, root)
+            stream = self.streams[key] = Stream(ctx, root, open_args.get("elements"))
             self.stats["open_s"] += time.perf_counter() - t0
             self.stats["opens"] += 1
             while len(self.streams) > MAX_STREAMS:

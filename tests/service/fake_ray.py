@@ -56,9 +56,12 @@ class Ref:
 
 
 class Actor:
-    def __init__(self, obj: Any, eager: bool = False):
+    def __init__(self, obj: Any, eager: bool = False, clock: Any = lambda: 0):
         self.obj, self.eager, self.dead = obj, eager, False
         self.queue: deque[Ref] = deque()
+        # (method, args, clock()) of every call, as sent
+        self.log: list[tuple[str, tuple, int]] = []
+        self.clock = clock
 
     def __getattr__(self, name: str) -> Any:
         fn = getattr(self.obj, name)
@@ -67,6 +70,7 @@ class Actor:
         class Method:
             @staticmethod
             def remote(*args: Any) -> Ref:
+                actor.log.append((name, args, actor.clock()))
                 ref = Ref(actor, fn, args)
                 if actor.dead:
                     ref.done, ref.error = True, RayActorError("the actor died")
@@ -119,15 +123,19 @@ class FakeDispatcher:
     """``actors.Dispatcher``'s calls over a real ``JobTable`` (no object store: the
     pipeline's bytes travel as they are). ``calls``: each ``next_split`` call as
     ``(produced, delivered)`` when it came: the elements the workers had computed, and
-    ``delivered()`` (the test's count of elements it took)."""
+    ``delivered()`` (the test's count of elements it took); each worker's ``log`` has
+    ``delivered()`` as each call was sent."""
 
     def __init__(self, num_workers: int, delivered: Any = lambda: 0):
         self.table = JobTable(num_workers)
-        self.workers = [Actor(WorkerServer(slot, 1)) for slot in range(num_workers)]
+        self.delivered = delivered
+        self.workers = [self._worker(slot) for slot in range(num_workers)]
         self.servers = [a.obj for a in self.workers]  # every worker ever started
         self.blobs: dict[str, bytes] = {}
-        self.delivered = delivered
         self.calls: list[tuple[int, int]] = []
+
+    def _worker(self, slot: int) -> Actor:
+        return Actor(WorkerServer(slot, 1), clock=self.delivered)
 
     def produced(self) -> int:
         return sum(s.core.stats["elements"] for s in self.servers)
@@ -138,7 +146,7 @@ class FakeDispatcher:
     def report_dead(self, slot: int, seen: list) -> list:
         if self.workers[slot] is seen[0]:
             self.workers[slot].kill()
-            self.workers[slot] = Actor(WorkerServer(slot, 1))
+            self.workers[slot] = self._worker(slot)
             self.servers.append(self.workers[slot].obj)
             self.table.stats["workers_replaced"] += 1
         return list(self.workers)

@@ -402,6 +402,34 @@ def test_a_reply_ends_for_time_only_once_it_holds_min_elements(min_elements, wan
     core.shutdown()
 
 
+def test_a_reply_that_holds_a_splits_known_last_element_says_it_ended():
+    # A 512-element split (the default floor) read in replies of at least 512: the first
+    # reply stops as it reaches 512, before it sees the end. Told how many elements the
+    # split has left, the worker checks for the end there and says done -- one request
+    # per split instead of a second one that only finds the end.
+    ds = dp.range(1000)
+    blob = cloudpickle.dumps(ds)
+    spec = PoolSplits((1000,), 512).spec(0)
+    core = WorkerCore()
+    first = core.read(("k", 0, 0), "b", blob, _open(ds, spec), seconds=0.0)
+    assert elements_of(first) == list(range(512)) and not first.done  # not told
+    end = core.read(("k", 0, 0), "b", None, None, seconds=0.0)
+    assert elements_of(end) == [] and end.done  # ... a second request finds the end
+    told = {**_open(ds, spec), "elements": 512}
+    reply = core.read(("k", 0, 1), "b", blob, told, seconds=0.0)
+    assert elements_of(reply) == list(range(512)) and reply.done and reply.state is None
+    # resumed mid-split with the count left: the same
+    mid = core.read(("k", 0, 2), "b", blob, told, limit=100)
+    assert elements_of(mid) == list(range(100)) and not mid.done
+    again = {**_open(ds, spec, mid.state), "elements": 412}
+    rest = core.read(("k", 0, 3), "b", blob, again, seconds=0.0)
+    assert elements_of(rest) == list(range(100, 512)) and rest.done
+    # a size that undercounts loses nothing: the element past it joins the reply
+    short = core.read(("k", 0, 4), "b", blob, {**_open(ds, spec), "elements": 50}, limit=100)
+    assert elements_of(short) == list(range(101)) and not short.done
+    core.shutdown()
+
+
 def test_a_reply_still_ends_after_reply_max_seconds(monkeypatch):
     from datapipe.service import worker
 

@@ -6,6 +6,7 @@ test_service_ray.py."""
 from __future__ import annotations
 
 import collections
+import pickle
 
 import pytest
 from fake_ray import FakeDispatcher, fake_service
@@ -62,6 +63,21 @@ def feeds(it) -> list:
     return it.root.feeds
 
 
+def sid_of(ahead) -> int:
+    """The split of a feed's prefetched assignment (a ref of the fake, or ``_Ready``)."""
+    return (ahead.assignment if hasattr(ahead, "assignment") else ahead.value).spec.sid
+
+
+def reads(actor) -> list[int]:
+    """The split of each read request sent to a worker, in the order sent."""
+    return [pickle.loads(args[0])[0][-2] for name, args, _ in actor.log if name == "read"]
+
+
+def taken_at_open(actor, sid: int) -> int:
+    """How many elements the test had taken when split ``sid``'s first request was sent."""
+    return next(n for name, args, n in actor.log if pickle.loads(args[0])[0][-2] == sid)
+
+
 def test_a_feed_asks_for_its_next_split_before_the_current_one_ends():
     make, disp, _, taken = served()
     got = taken.take(iter(make()))
@@ -84,29 +100,38 @@ def test_a_feed_asks_for_its_next_split_before_the_current_one_ends():
     stats = disp.table.stats
     assert (stats["splits_assigned"], stats["splits_done"], stats["splits_released"]) == (4, 4, 0)
     assert disp.table.jobs == {}
+    # The worker's requests, in the order they were sent: a feed keeps 2 in flight; once
+    # those cover the rest of its split (8 received: 1 reply of up to 4 in flight for
+    # the 2 left), its next request opens the prefetched split (2 after 0, 3 after 1):
+    # the worker has the next split's first request queued before the feed took the
+    # current one's last reply (split 2's was sent with 8 elements taken; split 0's last
+    # element is the 18th), so it is not left waiting a round trip at the boundary.
+    # Exactly 3 requests per split (4 + 4 + 2 elements: the reply that holds a split's
+    # last element says it ended), none after an end.
+    worker = disp.workers[0]
+    assert reads(worker) == [0, 0, 0, 1, 1, 1, 2, 3, 2, 3, 2, 3]
+    assert (taken_at_open(worker, 2), got.index(9)) == (8, 17)
+    assert (taken_at_open(worker, 3), got.index(19)) == (12, 19)
 
 
 @pytest.mark.parametrize("deterministic", [True, False])
 def test_a_lost_workers_prefetched_splits_are_read_once_on_its_replacement(deterministic):
     make, disp, fake, taken = served(deterministic=deterministic)
     it = iter(make())
-    taken.take(it, 6)  # inside splits 0 and 1, each feed holding the next one
-    ahead = [f.next for f in feeds(it)]
-    assert all(ref is not None and ref.done for ref in ahead)
-    prefetched = sorted(ref.value.spec.sid for ref in ahead)
-    assert prefetched == [2, 3]
-    dead = disp.servers[0]
-    opened = {key[-2] for key in (*dead.core.streams, *dead.core.ended)}
-    assert opened and opened <= {0, 1}  # the prefetched splits were never opened there
-    reading = {f.run.sid for f in feeds(it) if f.run is not None}  # requests in flight
-    assert reading and reading <= {0, 1}
+    while not any(f.ahead for f in feeds(it)):  # until a feed opened its next split ahead
+        assert taken.take(it, 1)
+    assert sorted(sid_of(f.next) for f in feeds(it) if f.next is not None) == [2, 3]
+    reading = {f.run.sid for f in feeds(it) if f.run is not None}
+    ahead = {f.ahead.sid for f in feeds(it) if f.ahead is not None}
+    assert reading <= {0, 1} and ahead and ahead <= {2, 3}
+    assert ahead <= set(reads(disp.workers[0]))  # sent to the worker that dies
     fake.kill(disp.workers[0])
     taken.take(it)
     assert collections.Counter(taken.items) == {i: 1 for i in range(N)}
     replacement = disp.servers[1]
     assert disp.table.stats["workers_replaced"] == 1
-    # the splits being read resumed there from their last replies taken, 2 and 3 were
-    # read there from their start
+    # the splits being read resumed there from their last replies taken; the prefetched
+    # ones (opened ahead on the dead worker or not) were read there from their start
     assert {key[-2] for key in replacement.core.ended} == reading | {2, 3}
     assert it.root.counts["resumed"] == len(reading)
     assert disp.table.stats["splits_done"] == 4 and disp.table.jobs == {}
@@ -133,7 +158,7 @@ def test_a_consumer_that_stops_gives_its_prefetched_splits_back_unread():
     make, disp, _, taken = served(job_name="shared")
     a = iter(make())
     a_got = taken.take(a, 5)
-    assert sorted(f.next.value.spec.sid for f in feeds(a)) == [2, 3]
+    assert sorted(sid_of(f.next) for f in feeds(a)) == [2, 3]
     a.close()  # splits 0 and 1 go back with what it received; 2 and 3 from their start
     job = next(iter(disp.table.jobs.values()))
     assert sorted(job.requeued) == [0, 1, 2, 3] and job.assigned == {}
