@@ -6,9 +6,10 @@ The model is the implementation's protocol, not a guess at it:
 * every consumer runs 2 lanes per worker; a lane asks the dispatcher for a split
   (first come, first served), then keeps ``max_outstanding_requests / 2`` = 2 read requests
   in flight to its worker, one more each time it takes a reply, and asks for its next
-  split as soon as it starts one (the split prefetch: at the split's end the next one is
-  usually there already; ``--no-prefetch``: it asks when a reply says the split ended, as
-  before issue 25's last step);
+  split as soon as it starts one (the split prefetch); once the current split's requests
+  are all out, its next request is the next split's first (opened ahead), so the worker
+  goes from one split to the next without waiting (``--no-prefetch``: a lane asks for
+  its next split when its split ended, as before);
 * a worker serves its queue of requests one at a time (one Ray actor, FIFO): a reply costs
   ``worker_reply`` + its elements x (``element`` + ``worker_element``), holds as many
   elements as fit in 20 ms (the service's ``REPLY_SECONDS``) but at least 512
@@ -103,6 +104,32 @@ def costs_from_bench(path: str | None, element: float, latency: float) -> Costs:
 
 
 @dataclass
+class Split:
+    """A split a lane reads: elements left to request and to receive."""
+
+    to_request: int
+    to_receive: int = -1
+    first: bool = True  # the next request is its first (the worker opens its chain)
+
+    def __post_init__(self) -> None:
+        if self.to_receive < 0:
+            self.to_receive = self.to_request
+
+
+@dataclass
+class Lane:
+    """A consumer's feed on one worker: the split it reads, the next split's size once
+    assigned (prefetched), that split once its first request is out (``ahead``)."""
+
+    consumer: int
+    worker: int
+    cur: Split | None = None
+    next: int | None = None
+    ahead: Split | None = None
+    in_flight: int = 0
+
+
+@dataclass
 class Server:
     """One-at-a-time FIFO server (a worker actor, the dispatcher, a consumer)."""
 
@@ -165,14 +192,14 @@ class Sim:
             self.start(server, t)
 
     # ---- the protocol ---------------------------------------------------------------------
-    def ask(self, t: float, lane: list) -> None:
+    def ask(self, t: float, lane: Lane) -> None:
         self.at(t + self.c.latency, "to_dispatcher", lane)
 
-    def to_dispatcher(self, t: float, lane: list) -> None:
+    def to_dispatcher(self, t: float, lane: Lane) -> None:
         self.dispatcher_calls += 1
         self.offer(self.dispatcher, t, (lane,), self.c.dispatcher_call, "assigned")
 
-    def assigned(self, t: float, lane: list) -> None:
+    def assigned(self, t: float, lane: Lane) -> None:
         if self.next_split >= self.splits:
             return  # the lane ends
         sid = self.next_split
@@ -180,60 +207,77 @@ class Sim:
         size = min(self.split, self.total - sid * self.split)
         self.at(t + self.c.latency, "to_consumer_assignment", lane, size)
 
-    def to_consumer_assignment(self, t: float, lane: list, size: int) -> None:
+    def to_consumer_assignment(self, t: float, lane: Lane, size: int) -> None:
         cost = OUTSTANDING_PER_LANE * self.c.consumer_reply / 2
-        self.offer(self.consumers[lane[0]], t, (lane, size), cost, "got_assignment")
+        self.offer(self.consumers[lane.consumer], t, (lane, size), cost, "got_assignment")
 
-    def got_assignment(self, t: float, lane: list, size: int) -> None:
-        if lane[3] > 0:  # prefetched: the lane still reads its current split
-            lane[5] = size
+    def got_assignment(self, t: float, lane: Lane, size: int) -> None:
+        if lane.cur is not None:  # prefetched: the lane still reads its current split
+            lane.next = size
+            self.request(t, lane)  # its first request, if the current one's are all out
         else:
             self.open_lane(t, lane, size)
 
-    def open_lane(self, t: float, lane: list, size: int) -> None:
-        # left to request, left to receive, next request is the split's first
-        lane[2:5] = [size, size, True]
-        for _ in range(OUTSTANDING_PER_LANE):
+    def open_lane(self, t: float, lane: Lane, size: int) -> None:
+        """Start reading a split: the one opened ahead (its first request already out),
+        else ``size`` elements from scratch; ask for the next one at once (prefetch)."""
+        if lane.ahead is not None:
+            lane.cur, lane.ahead = lane.ahead, None
+        else:
+            lane.cur = Split(size)
+        while lane.in_flight < OUTSTANDING_PER_LANE and lane.cur.to_request > 0:
             self.request(t, lane)
         if self.prefetch:
             self.ask(t, lane)
 
-    def request(self, t: float, lane: list) -> None:
-        if lane[2] <= 0:
+    def request(self, t: float, lane: Lane) -> None:
+        """One request for the current split; once all of its are out, one for the next
+        split (``datapipe.service.consumer``'s ``_open_ahead``)."""
+        split = lane.cur
+        if split is None or lane.in_flight >= OUTSTANDING_PER_LANE:
             return
-        k = min(self.c.reply_size(self.split), lane[2])
-        lane[2] -= k
-        first, lane[4] = lane[4], False
+        if split.to_request <= 0:
+            if not self.prefetch or lane.next is None or lane.ahead is not None:
+                return
+            split = lane.ahead = Split(lane.next)
+            lane.next = None
+        k = min(self.c.reply_size(self.split), split.to_request)
+        split.to_request -= k
+        first, split.first = split.first, False
         cost = self.c.worker_reply + k * (self.c.element + self.c.worker_element)
         cost += self.c.open_split if first else 0.0
-        self.at(t + self.c.latency, "to_worker", lane, k, cost)
+        lane.in_flight += 1
+        self.at(t + self.c.latency, "to_worker", lane, split, k, cost)
 
-    def to_worker(self, t: float, lane: list, k: int, cost: float) -> None:
-        self.offer(self.workers[lane[1]], t, (lane, k), cost, "replied")
+    def to_worker(self, t: float, lane: Lane, split: Split, k: int, cost: float) -> None:
+        self.offer(self.workers[lane.worker], t, (lane, split, k), cost, "replied")
 
-    def replied(self, t: float, lane: list, k: int) -> None:
-        self.at(t + self.c.latency, "to_consumer_reply", lane, k)
+    def replied(self, t: float, lane: Lane, split: Split, k: int) -> None:
+        self.at(t + self.c.latency, "to_consumer_reply", lane, split, k)
 
-    def to_consumer_reply(self, t: float, lane: list, k: int) -> None:
+    def to_consumer_reply(self, t: float, lane: Lane, split: Split, k: int) -> None:
         cost = self.c.consumer_reply + k * self.c.consumer_element
-        self.offer(self.consumers[lane[0]], t, (lane, k), cost, "took")
+        self.offer(self.consumers[lane.consumer], t, (lane, split, k), cost, "took")
 
-    def took(self, t: float, lane: list, k: int) -> None:
+    def took(self, t: float, lane: Lane, split: Split, k: int) -> None:
         if self.accelerator_rate:  # the trainer takes the elements at its own pace first:
             cost = k / self.accelerator_rate  # the lane waits (backpressure)
-            self.offer(self.accelerators[lane[0]], t, (lane, k), cost, "trained")
+            self.offer(self.accelerators[lane.consumer], t, (lane, split, k), cost, "trained")
             return
-        self.trained(t, lane, k)
+        self.trained(t, lane, split, k)
 
-    def trained(self, t: float, lane: list, k: int) -> None:
-        self.delivered[lane[0]] += k
-        lane[3] -= k
-        if lane[3] > 0:
+    def trained(self, t: float, lane: Lane, split: Split, k: int) -> None:
+        self.delivered[lane.consumer] += k
+        lane.in_flight -= 1
+        split.to_receive -= k
+        if split is not lane.cur or split.to_receive > 0:
             self.request(t, lane)
-        elif not self.prefetch:
+            return
+        lane.cur = None  # the split ended
+        if not self.prefetch:
             self.ask(t, lane)
-        elif lane[5] is not None:  # the prefetched split is here: open it at once
-            size, lane[5] = lane[5], None
+        elif lane.ahead is not None or lane.next is not None:  # the next one is here
+            size, lane.next = (lane.next or 0), None
             self.open_lane(t, lane, size)
         # (else its assignment is on its way: got_assignment opens it)
 
@@ -242,7 +286,7 @@ class Sim:
         for ci in range(self.C):
             for w in reading_workers(ci, self.C, self.W, self.partition):
                 for _ in range(self.lanes_per_worker):
-                    self.ask(0.0, [ci, w, 0, 0, True, None])
+                    self.ask(0.0, Lane(ci, w))
         busy0 = None
         t = 0.0
         while self.events:
