@@ -6,7 +6,9 @@ Workload (W6's function): ``range(N) -> map(f) -> batch(64)``, ``f`` = 2,000 ste
 
 * in-process ``map(f)`` (sequential) and ``map(f, num_parallel_calls=2, executor="process")``;
 * ``range(N) -> map(f) -> distribute("distributed_epoch", RayService(K)) -> batch(64)`` for
-  K = 1, 2 (the map on the workers, the batch here);
+  K = 1, 2 (the map on the workers, the batch here), four consumers alternating round by
+  round: the default one, the same with 20-ms replies (before batching), a
+  ``deterministic=False`` one, the default one without the split prefetch;
 * the same with ``f`` = identity (what the service path costs per element when the work
   is nothing), K = 1.
 
@@ -14,6 +16,11 @@ Then the parts of that cost, measured one by one: an actor call's round trip (se
 and pipelined), pickling a reply of 100 ints, a split chain's ``get_state`` per reply, a
 1 MiB array through the object store, the dispatcher's ``next_split`` (pipelined calls
 from one consumer, and the bookkeeping alone), a worker's chain build per split.
+
+Each consumer's CPU per element is measured twice: the whole process (``process_time``)
+and its consuming thread alone (``thread_time``: the rest is Ray's background threads),
+then, thread by thread by name (``/proc/self/task``), the CPU per second of the threads of
+a started service while idle and during a run.
 
 Ray: one local instance (``num_cpus=2``, no dashboard, servers on 127.0.0.1), started
 before the clock and warmed (worker actors started, the pipeline loaded) by a small job
