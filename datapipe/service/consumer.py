@@ -10,11 +10,10 @@ while a feed opens its next split; ``parallel_epochs`` one feed per slot.
 Nothing here starts a thread: requests are Ray ObjectRefs, and ``next_chunk`` waits on
 them.
 
-Split prefetch (tf.data service's workers keep their next split ready the same way): as
-soon as a feed starts reading a split it asks the dispatcher for the one after it
-(``_WorkerFeed.next``), so at the split's end the next assignment is already here instead
-of a dispatcher round trip away (and, in the fixed rotation, a turn away). When the
-split's size is known (an element-wise pipeline over one pool: ``spec.size`` elements),
+Split prefetch: as soon as a feed starts reading a split it asks the dispatcher for the
+one after it (``_WorkerFeed.next``), so at the split's end the next assignment is already
+here instead of a dispatcher round trip away (and, in the fixed rotation, a turn away).
+When the split's size is known (an element-wise pipeline over one pool: ``spec.size`` elements),
 the feed also opens the next split on its worker before the current one ends: once the
 requests in flight cover the current split's rest, its next request is the next split's
 first (``_WorkerFeed.ahead``), so the worker goes from one split to the next without
