@@ -367,6 +367,8 @@ class ServiceIterator(OpIterator):
         if ahead is not None and ahead.sid == sid:  # opened on its worker already
             feed.run = ahead
         else:
+            if ahead is not None and ahead.opened:  # (not expected: close it, not leak it)
+                self.workers[ahead.worker].close.remote([ahead.key])
             feed.run = _Run(a, self._stem(), self.sized)
         if feed.next is None and SPLIT_PREFETCH:
             feed.next = self._request(feed)  # the split prefetch (module docstring)
