@@ -27,7 +27,8 @@ before the clock and warmed (worker actors started, the pipeline loaded) by a sm
 per service. Every system's elements are checked (count and sum). ``--json`` writes the
 figures for ``sim_service_scale.py``.
 
-Usage: ``python benchmarks/bench_service.py [--n 20000] [--repeats 3] [--json out.json]``
+Usage: ``python benchmarks/bench_service.py [--n 20000] [--repeats 3] [--json out.json]
+[--split-size 512]``
 """
 
 from __future__ import annotations
@@ -120,8 +121,11 @@ def start_ray():
     return ray
 
 
+SPLIT_SIZE: int | None = None  # --split-size (None: the default)
+
+
 def served(n: int, k: int, fn) -> tuple[RayService, dp.Dataset]:
-    svc = RayService(num_workers=k, name=f"bench{k}")
+    svc = RayService(num_workers=k, name=f"bench{k}", split_size=SPLIT_SIZE)
     svc.start()
     warm = dp.range(4 * k).map(fn).apply(distribute("distributed_epoch", svc))
     assert sorted(int(x) for x in warm) == sorted(int(fn(x)) for x in range(4 * k))
@@ -368,7 +372,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--split-size", type=int, default=None,
+                        help="the services' split_size (default: RayService's)")  # fmt: skip
     args = parser.parse_args()
+    global SPLIT_SIZE
+    SPLIT_SIZE = args.split_size
     start = load()
     print(f"start: {start}", flush=True)
     ray = start_ray()
