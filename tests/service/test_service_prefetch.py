@@ -168,3 +168,18 @@ def test_a_consumer_that_stops_gives_its_prefetched_splits_back_unread():
     assert collections.Counter(a_got + b_got) == {i: 1 for i in range(N)}
     # all four given back: 0 and 1 with what it had received, 2 and 3 as handed out
     assert disp.table.stats["splits_released"] == 4
+
+
+def test_parallel_epochs_prefetch_finds_the_end_and_asks_once_more():
+    # one feed per slot: each feed's prefetch finds no split left (None), reads its copy
+    # to the end, asks once more (a consumer may have given splits back), then ends
+    taken = Taken()
+    svc = RayService(num_workers=2)
+    disp = FakeDispatcher(2, lambda: len(taken))
+    fake_service(svc, disp)
+    it = iter(dp.range(12).apply(distribute("parallel_epochs", svc)))
+    got = taken.take(it)
+    assert collections.Counter(got) == {i: 2 for i in range(12)}
+    assert len(disp.calls) == 2 + 2 + 2  # first splits, prefetches (None), asks at the ends
+    assert disp.table.stats["splits_done"] == 2 and disp.table.jobs == {}
+    assert all(f.ended and f.next is None and f.ahead is None for f in feeds(it))
