@@ -90,6 +90,11 @@ _L = TypeVar("_L", bound="Layer")
 _BATCHED_HOOKS = ("get_random_transformation", "transform_images")
 
 
+def _hook_training(layer: Layer, training: Any) -> bool:
+    """A hook's ``training=``: a bool, or None, which Keras's hooks read as False."""
+    return False if training is None else check_bool(layer, "training", training)
+
+
 def _takes_any_batch(fn: Any, unbatch: bool) -> Any:
     """``fn`` (a hook) for a direct call: the input goes through ``_as_batch`` (a tensor,
     rank 4, the layout checked) and, with ``unbatch``, a single image comes back as one.
@@ -103,6 +108,8 @@ def _takes_any_batch(fn: Any, unbatch: bool) -> Any:
       ``forward`` uses in ``eval()``) and ``transform_images`` returns the images
       unchanged, as Keras's random layers (and ``Equalization``) do; a deterministic
       layer ignores it (Keras's ``AutoContrast``, ``CLAHE``, ``Resizing`` do).
+      ``training=None`` is False, as in Keras's hooks (``if training:``); anything else
+      but a bool is refused.
     - ``seed=``: an int draws from a generator seeded with it (the same draw for the same
       seed, as Keras's ``keras.random`` ops with an int seed; the values are this
       package's stream, D-K-5); a ``torch.Generator`` or ``numpy.random.Generator`` is the
@@ -115,7 +122,7 @@ def _takes_any_batch(fn: Any, unbatch: bool) -> Any:
         def apply(self: Layer, images: Any, *args: Any, training: bool = True, **kwargs: Any):
             if "transformation" in kwargs and not args:
                 args = (kwargs.pop("transformation"),)
-            training = check_bool(self, "training", training)
+            training = _hook_training(self, training)
             batch, single = self._as_batch(images)
             if not training and self._random:  # Keras: ``return images``
                 return self._unbatch(batch, single)
@@ -127,7 +134,7 @@ def _takes_any_batch(fn: Any, unbatch: bool) -> Any:
     def draw(
         self: Layer, images: Any, *args: Any, training: bool = True, seed: Any = None, **kwargs: Any
     ) -> Any:
-        training = check_bool(self, "training", training)
+        training = _hook_training(self, training)
         batch, _ = self._as_batch(images)
         if not training and self._random:
             return self._eval_params(batch)

@@ -1623,8 +1623,11 @@ def test_hooks_take_keras_training_and_seed():
         layer.get_random_transformation(x, torch.Generator(), seed=3)
     with pytest.raises(ValueError, match=r"^RandomBrightness: seed must be an int"):
         layer.get_random_transformation(x, seed="3")
+    # training=None: False, as Keras's hooks read it (`if training:`); other values refused.
+    assert layer.transform_images(x, a, training=None) is x
+    assert layer.get_random_transformation(x, training=None) is None
     with pytest.raises(ValueError, match=r"^RandomBrightness: training must be True or False"):
-        layer.transform_images(x, a, training=None)
+        layer.transform_images(x, a, training="yes")
 
 
 # ------------------------------------------------------------------ (e) value_range
