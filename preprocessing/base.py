@@ -655,7 +655,9 @@ class RandomLayer(Layer):
     by counter: a counter shared by a stage's threads hands draws out in thread order, and
     each worker process has its own copy of the layer; the element's position is the one
     number every executor, run and restored iterator agrees on (``random_map``'s
-    generators are keyed by it too).
+    generators are keyed by it too). The draw scope is the stage thread's: a layer the
+    stage's function runs on a thread of its own (a ``ThreadPoolExecutor`` inside the
+    function) draws from its counter, in that thread's order.
 
     Subclasses draw with ``_uniform(n, low, high, device, generator)`` (shape ``(n,)``),
     ``_rand(shape, device, generator)`` (U[0, 1)) and ``_randn(shape, device, generator)``
