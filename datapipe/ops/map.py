@@ -206,7 +206,8 @@ class MapIterator(ElementwiseIterator):
         chunk = self._take(n)
         try:
             out, err = apply_chunk(self.func, chunk, self.op_name, self.count, self.unpack)
-        except KeyboardInterrupt:  # Ctrl-C in the function: a state taken now has the chunk
+        except BaseException:  # Ctrl-C, SystemExit in the function (apply_chunk handled
+            # every Exception): a state taken now, or a later next(), has the chunk
             self.leftover = chunk + self.leftover
             raise
         if err is None:
