@@ -81,7 +81,9 @@ class MapDataset(RandomAccessUnaryDataset):
             ``AUTOTUNE`` the tuner measures and picks inline, threads or processes; it
             may move the function to processes mid-iteration, so a function that changes
             the parent's state (a global counter, a list it appends to) or uses an open
-            file, socket or database handle should name ``executor="thread"``).
+            file, socket or database handle should name ``executor="thread"``; an
+            element whose input or result cannot be pickled after that move is computed
+            again in the parent, so its side effects happen twice).
             ``executor="process"`` with ``num_parallel_calls=None`` runs one worker process.
 
     Raises (at iteration):
