@@ -6,7 +6,9 @@ Workload (W6's function): ``range(N) -> map(f) -> batch(64)``, ``f`` = 2,000 ste
 
 * in-process ``map(f)`` (sequential) and ``map(f, num_parallel_calls=2, executor="process")``;
 * ``range(N) -> map(f) -> distribute("distributed_epoch", RayService(K)) -> batch(64)`` for
-  K = 1, 2 (the map on the workers, the batch here);
+  K = 1, 2 (the map on the workers, the batch here), four consumers alternating round by
+  round: the default one, the same with 20-ms replies (before batching), a
+  ``deterministic=False`` one, the default one without the split prefetch;
 * the same with ``f`` = identity (what the service path costs per element when the work
   is nothing), K = 1.
 
@@ -15,12 +17,18 @@ and pipelined), pickling a reply of 100 ints, a split chain's ``get_state`` per 
 1 MiB array through the object store, the dispatcher's ``next_split`` (pipelined calls
 from one consumer, and the bookkeeping alone), a worker's chain build per split.
 
+Each consumer's CPU per element is measured twice: the whole process (``process_time``)
+and its consuming thread alone (``thread_time``: the rest is Ray's background threads),
+then, thread by thread by name (``/proc/self/task``), the CPU per second of the threads of
+a started service while idle and during a run.
+
 Ray: one local instance (``num_cpus=2``, no dashboard, servers on 127.0.0.1), started
 before the clock and warmed (worker actors started, the pipeline loaded) by a small job
 per service. Every system's elements are checked (count and sum). ``--json`` writes the
 figures for ``sim_service_scale.py``.
 
-Usage: ``python benchmarks/bench_service.py [--n 20000] [--repeats 3] [--json out.json]``
+Usage: ``python benchmarks/bench_service.py [--n 20000] [--repeats 3] [--json out.json]
+[--split-size 512]``
 """
 
 from __future__ import annotations
@@ -67,11 +75,31 @@ def checksum(batches) -> tuple[int, int]:
     return count, total
 
 
-def timed(run, repeats: int) -> tuple[float, tuple, float]:
-    """Median wall seconds, the result, and this process's CPU seconds per run (all its
-    threads: Ray's receiving threads in a consumer count)."""
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds (user + system) of each live thread of this process, summed by thread
+    name (``/proc/self/task/*/stat`` and ``comm``; Linux): Ray's own threads by name."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip()
+        except OSError:  # the thread ended meanwhile
+            continue
+        name = "main" if int(tid) == os.getpid() else name
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def timed(run, repeats: int) -> tuple[float, tuple, float, float]:
+    """Median wall seconds, the result, this process's CPU seconds per run (all its
+    threads: Ray's receiving threads in a consumer count), and the consuming thread's own
+    CPU seconds per run (``time.thread_time``: the iterator, unbatching, ``batch(64)``,
+    the checksum, Ray's client calls made on it)."""
     times, out = [], None
-    cpu0 = time.process_time()
+    cpu0, own0 = time.process_time(), time.thread_time()
     for _ in range(repeats):
         t0 = time.perf_counter()
         got = run()
@@ -79,7 +107,9 @@ def timed(run, repeats: int) -> tuple[float, tuple, float]:
         if out is not None and got != out:
             raise RuntimeError(f"runs disagree: {got} vs {out}")
         out = got
-    return statistics.median(times), out, (time.process_time() - cpu0) / repeats
+    cpu = (time.process_time() - cpu0) / repeats
+    own = (time.thread_time() - own0) / repeats
+    return statistics.median(times), out, cpu, own
 
 
 def start_ray():
@@ -91,8 +121,11 @@ def start_ray():
     return ray
 
 
+SPLIT_SIZE: int | None = None  # --split-size (None: the default)
+
+
 def served(n: int, k: int, fn) -> tuple[RayService, dp.Dataset]:
-    svc = RayService(num_workers=k, name=f"bench{k}")
+    svc = RayService(num_workers=k, name=f"bench{k}", split_size=SPLIT_SIZE)
     svc.start()
     warm = dp.range(4 * k).map(fn).apply(distribute("distributed_epoch", svc))
     assert sorted(int(x) for x in warm) == sorted(int(fn(x)) for x in range(4 * k))
@@ -110,9 +143,10 @@ def pipeline_rows(n: int, repeats: int) -> list[dict]:
     rows = []
 
     def add(system, run, note="", repeats=repeats):
-        secs, (count, total), cpu = timed(run, repeats)
+        secs, (count, total), cpu, own = timed(run, repeats)
         rows.append({"system": system, "seconds": secs, "count": count, "sum": total,
-                     "rate": count / secs, "cpu_s": cpu, "note": note})  # fmt: skip
+                     "rate": count / secs, "cpu_s": cpu, "thread_cpu_s": own,
+                     "note": note})  # fmt: skip
         print(f"  {system:55s} {count / secs:10,.0f} el/s  ({secs:.2f} s)", flush=True)
 
     add("in-process map (sequential)", lambda: checksum(dp.range(n).map(w6.f).batch(BATCH)))
@@ -126,21 +160,27 @@ def pipeline_rows(n: int, repeats: int) -> list[dict]:
         # rotation over its lanes) and a deterministic=False one, and, alternating in the
         # same run, the default consumer with 20-ms replies (REPLY_MIN_ELEMENTS patched to
         # 1: as before)
+        # And the default consumer without the split prefetch (SPLIT_PREFETCH patched:
+        # a feed asks for its next split when its split ended, as before).
         free = ds.with_options(dp.Options(deterministic=False))
         batched = consumer.REPLY_MIN_ELEMENTS
         variants = [
-            (f"Ray service distributed_epoch, K={k}", ds, batched),
-            (f"Ray service distributed_epoch, K={k}, 20-ms replies (before)", ds, 1),
-            (f"Ray service distributed_epoch, K={k}, deterministic=False", free, batched),
+            (f"Ray service distributed_epoch, K={k}", ds, batched, True),
+            (f"Ray service distributed_epoch, K={k}, 20-ms replies (before)", ds, 1, True),
+            (f"Ray service distributed_epoch, K={k}, deterministic=False", free, batched, True),
+            (f"Ray service distributed_epoch, K={k}, no split prefetch", ds, batched, False),
         ]  # fmt: skip
         for rnd in range(repeats):
-            for name, pipeline, min_reply in variants[rnd % 3 :] + variants[: rnd % 3]:
+            turn = rnd % len(variants)
+            for name, pipeline, min_reply, prefetch in variants[turn:] + variants[:turn]:
                 consumer.REPLY_MIN_ELEMENTS = min_reply
+                consumer.SPLIT_PREFETCH = prefetch
                 before = worker_totals(svc)
                 add(name, lambda p=pipeline: checksum(p), repeats=1)
                 after = worker_totals(svc)
                 rows[-1]["workers"] = {key: after[key] - before[key] for key in after}
         consumer.REPLY_MIN_ELEMENTS = batched
+        consumer.SPLIT_PREFETCH = True
         svc.shutdown()
     return merge_rounds(rows)
 
@@ -155,26 +195,65 @@ def merge_rounds(rows: list[dict]) -> list[dict]:
         runs = m.pop("runs")
         m["seconds"] = statistics.median(r["seconds"] for r in runs)
         m["cpu_s"] = statistics.median(r["cpu_s"] for r in runs)
+        m["thread_cpu_s"] = statistics.median(r["thread_cpu_s"] for r in runs)
+        per_el = [r["cpu_s"] / r["count"] * 1e6 for r in runs]
+        own_el = [r["thread_cpu_s"] / r["count"] * 1e6 for r in runs]
+        m["cpu_per_element_us_range"] = [min(per_el), max(per_el)]
+        m["thread_cpu_per_element_us_range"] = [min(own_el), max(own_el)]
+        # the other threads' CPU per second of the run (Ray's background threads)
+        m["other_threads_cpu_per_s"] = statistics.median(
+            (r["cpu_s"] - r["thread_cpu_s"]) / r["seconds"] for r in runs
+        )
         m["rate"] = m["count"] / m["seconds"]
         if "workers" in runs[0]:
             m["workers"] = {
                 k: sum(r["workers"][k] for r in runs) / len(runs) for k in runs[0]["workers"]
             }
         m["consumer_cpu_per_element_us"] = m["cpu_s"] / m["count"] * 1e6
+        m["consumer_thread_cpu_per_element_us"] = m["thread_cpu_s"] / m["count"] * 1e6
     return list(out.values())
 
 
 def overhead_rows(n: int, repeats: int) -> list[dict]:
     svc, ds = served(n, 1, identity)
     before = worker_totals(svc)
-    secs, (count, total), cpu = timed(lambda: checksum(ds), repeats)
+    secs, (count, total), cpu, own = timed(lambda: checksum(ds), repeats)
     after = worker_totals(svc)
     svc.shutdown()
     row = {"system": "Ray service, K=1, identity map", "seconds": secs, "count": count,
-           "sum": total, "rate": count / secs, "cpu_s": cpu,
+           "sum": total, "rate": count / secs, "cpu_s": cpu, "thread_cpu_s": own,
            "workers": {key: after[key] - before[key] for key in after}}  # fmt: skip
     print(f"  {row['system']:55s} {count / secs:10,.0f} el/s  ({secs:.2f} s)", flush=True)
     return [row]
+
+
+def thread_profile(n: int, idle_s: float = 3.0) -> dict:
+    """Where this process's CPU goes, thread by thread (``thread_cpu``), with a K=1 service
+    started: idle for ``idle_s`` seconds (Ray's background threads alone), then during
+    one run of W6's pipeline through it. CPU seconds per second of wall time, by thread
+    name, and the consuming (main) thread's CPU per element."""
+    svc, ds = served(n, 1, w6.f)
+    a = thread_cpu()
+    t0 = time.perf_counter()
+    time.sleep(idle_s)
+    idle_wall = time.perf_counter() - t0
+    b = thread_cpu()
+    t0 = time.perf_counter()
+    count, _ = checksum(ds)
+    busy_wall = time.perf_counter() - t0
+    c = thread_cpu()
+    svc.shutdown()
+
+    def rates(x: dict, y: dict, wall: float) -> dict:
+        return {k: (y[k] - x.get(k, 0.0)) / wall for k in y if y[k] - x.get(k, 0.0) > 0}
+
+    idle, busy = rates(a, b, idle_wall), rates(b, c, busy_wall)
+    main_busy = busy.get("main", 0.0) * busy_wall
+    return {"idle_cpu_per_s": idle, "busy_cpu_per_s": busy, "busy_seconds": busy_wall,
+            "elements": count, "rate": count / busy_wall,
+            "others_idle_cpu_per_s": sum(v for k, v in idle.items() if k != "main"),
+            "others_busy_cpu_per_s": sum(v for k, v in busy.items() if k != "main"),
+            "main_cpu_per_element_us": main_busy / count * 1e6}  # fmt: skip
 
 
 class Echo:
@@ -293,7 +372,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--split-size", type=int, default=None,
+                        help="the services' split_size (default: RayService's)")  # fmt: skip
     args = parser.parse_args()
+    global SPLIT_SIZE
+    SPLIT_SIZE = args.split_size
     start = load()
     print(f"start: {start}", flush=True)
     ray = start_ray()
@@ -309,6 +392,23 @@ def main() -> None:
             per_reply = r["count"] / max(1, r["workers"]["replies"]) if "workers" in r else 0
             print(f"  {r['system']:55s} {r['cpu_s'] / r['count'] * 1e6:6.2f} us "
                   f"({per_reply:,.0f} elements per reply)", flush=True)  # fmt: skip
+    for r in rows:
+        if "K=" in r["system"] and "thread_cpu_s" in r:
+            lo, hi = r.get("thread_cpu_per_element_us_range", [None, None])
+            span = f" [{lo:.2f}-{hi:.2f} over runs]" if lo is not None else ""
+            print(f"  {r['system']:55s} consuming thread "
+                  f"{r['thread_cpu_s'] / r['count'] * 1e6:6.2f} us/el{span}, other threads "
+                  f"{(r['cpu_s'] - r['thread_cpu_s']) / r['seconds']:.3f} CPU-s/s",
+                  flush=True)  # fmt: skip
+    print("threads (CPU-s per s; idle service, then one K=1 run):", flush=True)
+    threads = thread_profile(args.n)
+    for phase in ("idle_cpu_per_s", "busy_cpu_per_s"):
+        top = sorted(threads[phase].items(), key=lambda kv: -kv[1])[:8]
+        print(f"  {phase:16s} " + ", ".join(f"{k} {v:.3f}" for k, v in top), flush=True)
+    print(f"  others idle {threads['others_idle_cpu_per_s']:.3f}, busy "
+          f"{threads['others_busy_cpu_per_s']:.3f} CPU-s/s; main "
+          f"{threads['main_cpu_per_element_us']:.2f} us/el at {threads['rate']:,.0f} el/s",
+          flush=True)  # fmt: skip
     print("components:", flush=True)
     parts = component_costs(ray)
     parts.update(consumer_costs(rows, args.repeats))
@@ -320,7 +420,7 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"load_start": start, "load_end": end, "n": args.n, "rows": rows,
-                       "components": parts}, f, indent=1)  # fmt: skip
+                       "threads": threads, "components": parts}, f, indent=1)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -5,8 +5,11 @@ The model is the implementation's protocol, not a guess at it:
 
 * every consumer runs 2 lanes per worker; a lane asks the dispatcher for a split
   (first come, first served), then keeps ``max_outstanding_requests / 2`` = 2 read requests
-  in flight to its worker, one more each time it takes a reply, and asks for the next split
-  when a reply says the split ended;
+  in flight to its worker, one more each time it takes a reply, and asks for its next
+  split as soon as it starts one (the split prefetch); once the current split's requests
+  are all out, its next request is the next split's first (opened ahead), so the worker
+  goes from one split to the next without waiting (``--no-prefetch``: a lane asks for
+  its next split when its split ended, as before);
 * a worker serves its queue of requests one at a time (one Ray actor, FIFO): a reply costs
   ``worker_reply`` + its elements x (``element`` + ``worker_element``), holds as many
   elements as fit in 20 ms (the service's ``REPLY_SECONDS``) but at least 512
@@ -31,7 +34,7 @@ rate, for a few split sizes.
 
 Usage: ``python benchmarks/sim_service_scale.py [--costs bench.json] [--workers 100]
 [--consumers 8] [--element-us 200] [--seconds 30] [--splits auto,1600,400]
-[--accelerator-rate 2500] [--min-reply 1] [--no-partition]``
+[--accelerator-rate 2500] [--min-reply 1] [--no-partition] [--no-prefetch]``
 """
 
 from __future__ import annotations
@@ -101,6 +104,32 @@ def costs_from_bench(path: str | None, element: float, latency: float) -> Costs:
 
 
 @dataclass
+class Split:
+    """A split a lane reads: elements left to request and to receive."""
+
+    to_request: int
+    to_receive: int = -1
+    first: bool = True  # the next request is its first (the worker opens its chain)
+
+    def __post_init__(self) -> None:
+        if self.to_receive < 0:
+            self.to_receive = self.to_request
+
+
+@dataclass
+class Lane:
+    """A consumer's feed on one worker: the split it reads, the next split's size once
+    assigned (prefetched), that split once its first request is out (``ahead``)."""
+
+    consumer: int
+    worker: int
+    cur: Split | None = None
+    next: int | None = None
+    ahead: Split | None = None
+    in_flight: int = 0
+
+
+@dataclass
 class Server:
     """One-at-a-time FIFO server (a worker actor, the dispatcher, a consumer)."""
 
@@ -124,6 +153,8 @@ class Sim:
     ):
         self.c, self.W, self.C, self.split, self.total = c, workers, consumers, split, total
         self.partition = partition
+        self.prefetch = True  # a lane asks for its next split as it starts one
+        self.lanes_per_worker = LANES_PER_WORKER
         self.accelerator_rate: float | None = None  # elements/s a consumer's trainer takes
         self.accelerators = [Server() for _ in range(consumers)]
         self.events: list = []
@@ -161,14 +192,14 @@ class Sim:
             self.start(server, t)
 
     # ---- the protocol ---------------------------------------------------------------------
-    def ask(self, t: float, lane: list) -> None:
+    def ask(self, t: float, lane: Lane) -> None:
         self.at(t + self.c.latency, "to_dispatcher", lane)
 
-    def to_dispatcher(self, t: float, lane: list) -> None:
+    def to_dispatcher(self, t: float, lane: Lane) -> None:
         self.dispatcher_calls += 1
         self.offer(self.dispatcher, t, (lane,), self.c.dispatcher_call, "assigned")
 
-    def assigned(self, t: float, lane: list) -> None:
+    def assigned(self, t: float, lane: Lane) -> None:
         if self.next_split >= self.splits:
             return  # the lane ends
         sid = self.next_split
@@ -176,56 +207,86 @@ class Sim:
         size = min(self.split, self.total - sid * self.split)
         self.at(t + self.c.latency, "to_consumer_assignment", lane, size)
 
-    def to_consumer_assignment(self, t: float, lane: list, size: int) -> None:
+    def to_consumer_assignment(self, t: float, lane: Lane, size: int) -> None:
         cost = OUTSTANDING_PER_LANE * self.c.consumer_reply / 2
-        self.offer(self.consumers[lane[0]], t, (lane, size), cost, "open_lane")
+        self.offer(self.consumers[lane.consumer], t, (lane, size), cost, "got_assignment")
 
-    def open_lane(self, t: float, lane: list, size: int) -> None:
-        lane[2:] = [size, size, True]  # left to request, left to receive, next is first
-        for _ in range(OUTSTANDING_PER_LANE):
+    def got_assignment(self, t: float, lane: Lane, size: int) -> None:
+        if lane.cur is not None:  # prefetched: the lane still reads its current split
+            lane.next = size
+            self.request(t, lane)  # its first request, if the current one's are all out
+        else:
+            self.open_lane(t, lane, size)
+
+    def open_lane(self, t: float, lane: Lane, size: int) -> None:
+        """Start reading a split: the one opened ahead (its first request already out),
+        else ``size`` elements from scratch; ask for the next one at once (prefetch)."""
+        if lane.ahead is not None:
+            lane.cur, lane.ahead = lane.ahead, None
+        else:
+            lane.cur = Split(size)
+        while lane.in_flight < OUTSTANDING_PER_LANE and lane.cur.to_request > 0:
             self.request(t, lane)
+        if self.prefetch:
+            self.ask(t, lane)
 
-    def request(self, t: float, lane: list) -> None:
-        if lane[2] <= 0:
+    def request(self, t: float, lane: Lane) -> None:
+        """One request for the current split; once all of its are out, one for the next
+        split (``datapipe.service.consumer``'s ``_open_ahead``)."""
+        split = lane.cur
+        if split is None or lane.in_flight >= OUTSTANDING_PER_LANE:
             return
-        k = min(self.c.reply_size(self.split), lane[2])
-        lane[2] -= k
-        first, lane[4] = lane[4], False
+        if split.to_request <= 0:
+            if not self.prefetch or lane.next is None or lane.ahead is not None:
+                return
+            split = lane.ahead = Split(lane.next)
+            lane.next = None
+        k = min(self.c.reply_size(self.split), split.to_request)
+        split.to_request -= k
+        first, split.first = split.first, False
         cost = self.c.worker_reply + k * (self.c.element + self.c.worker_element)
         cost += self.c.open_split if first else 0.0
-        self.at(t + self.c.latency, "to_worker", lane, k, cost)
+        lane.in_flight += 1
+        self.at(t + self.c.latency, "to_worker", lane, split, k, cost)
 
-    def to_worker(self, t: float, lane: list, k: int, cost: float) -> None:
-        self.offer(self.workers[lane[1]], t, (lane, k), cost, "replied")
+    def to_worker(self, t: float, lane: Lane, split: Split, k: int, cost: float) -> None:
+        self.offer(self.workers[lane.worker], t, (lane, split, k), cost, "replied")
 
-    def replied(self, t: float, lane: list, k: int) -> None:
-        self.at(t + self.c.latency, "to_consumer_reply", lane, k)
+    def replied(self, t: float, lane: Lane, split: Split, k: int) -> None:
+        self.at(t + self.c.latency, "to_consumer_reply", lane, split, k)
 
-    def to_consumer_reply(self, t: float, lane: list, k: int) -> None:
+    def to_consumer_reply(self, t: float, lane: Lane, split: Split, k: int) -> None:
         cost = self.c.consumer_reply + k * self.c.consumer_element
-        self.offer(self.consumers[lane[0]], t, (lane, k), cost, "took")
+        self.offer(self.consumers[lane.consumer], t, (lane, split, k), cost, "took")
 
-    def took(self, t: float, lane: list, k: int) -> None:
+    def took(self, t: float, lane: Lane, split: Split, k: int) -> None:
         if self.accelerator_rate:  # the trainer takes the elements at its own pace first:
             cost = k / self.accelerator_rate  # the lane waits (backpressure)
-            self.offer(self.accelerators[lane[0]], t, (lane, k), cost, "trained")
+            self.offer(self.accelerators[lane.consumer], t, (lane, split, k), cost, "trained")
             return
-        self.trained(t, lane, k)
+        self.trained(t, lane, split, k)
 
-    def trained(self, t: float, lane: list, k: int) -> None:
-        self.delivered[lane[0]] += k
-        lane[3] -= k
-        if lane[3] <= 0:
-            self.ask(t, lane)
-        else:
+    def trained(self, t: float, lane: Lane, split: Split, k: int) -> None:
+        self.delivered[lane.consumer] += k
+        lane.in_flight -= 1
+        split.to_receive -= k
+        if split is not lane.cur or split.to_receive > 0:
             self.request(t, lane)
+            return
+        lane.cur = None  # the split ended
+        if not self.prefetch:
+            self.ask(t, lane)
+        elif lane.ahead is not None or lane.next is not None:  # the next one is here
+            size, lane.next = (lane.next or 0), None
+            self.open_lane(t, lane, size)
+        # (else its assignment is on its way: got_assignment opens it)
 
     # ---- running --------------------------------------------------------------------------
     def run(self, seconds: float, warmup: float) -> dict:
         for ci in range(self.C):
             for w in reading_workers(ci, self.C, self.W, self.partition):
-                for _ in range(LANES_PER_WORKER):
-                    self.ask(0.0, [ci, w, 0, 0, True])
+                for _ in range(self.lanes_per_worker):
+                    self.ask(0.0, Lane(ci, w))
         busy0 = None
         t = 0.0
         while self.events:
@@ -309,6 +370,17 @@ def main() -> None:
         help="every consumer reads from every worker (before issue 25)",
     )
     parser.add_argument(
+        "--lanes-per-worker",
+        type=int,
+        default=LANES_PER_WORKER,
+        help="1: parallel_epochs' one feed per slot (no second lane hides a split boundary)",
+    )
+    parser.add_argument(
+        "--no-prefetch",
+        action="store_true",
+        help="a lane asks for its next split only when its split ended (before)",
+    )
+    parser.add_argument(
         "--accelerator-rate",
         type=float,
         default=None,
@@ -321,7 +393,7 @@ def main() -> None:
         c.consumer_reply = args.consumer_reply_us * 1e-6
     partition = not args.no_partition
     lanes = sum(len(reading_workers(ci, args.consumers, args.workers, partition))
-                for ci in range(args.consumers)) * LANES_PER_WORKER  # fmt: skip
+                for ci in range(args.consumers)) * args.lanes_per_worker  # fmt: skip
     print(f"costs (µs): { {k: round(v * 1e6, 1) for k, v in vars(c).items()} }")
     print(
         f"elements per reply: {c.per_reply}; "
@@ -338,6 +410,8 @@ def main() -> None:
         total = 10**9  # never ends within the simulated time
         sim = Sim(c, args.workers, args.consumers, split, total, partition)
         sim.accelerator_rate = args.accelerator_rate
+        sim.prefetch = not args.no_prefetch
+        sim.lanes_per_worker = args.lanes_per_worker
         r = sim.run(args.seconds, warmup=args.seconds / 3)
         p = on_paper(c, args.workers, args.consumers, split)
         split_ms = split * (c.element + c.worker_element) * 1e3

@@ -220,10 +220,10 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")  # binds it on the package too
-    if name == "dataset":  # the renamed module (see above)
-        import sys
+    if name == "dataset":  # the renamed module (see above): importing it warns
+        import importlib
 
-        return sys.modules[f"{__name__}.dataset"]
+        return importlib.import_module(f"{__name__}.dataset")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

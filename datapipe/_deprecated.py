@@ -2,14 +2,20 @@
 
 A module that was renamed stays importable under its old dotted path without a file of
 that name (the point of the rename was that the old name no longer sits beside the new
-one's neighbour): ``alias_module`` puts a stand-in into ``sys.modules`` whose attributes
-are the new module's, each read emitting a ``DeprecationWarning`` that names the new path.
-A renamed class keeps its old name through the package's ``__getattr__`` (``moved``).
+one's neighbour): a stand-in module whose attributes are the new module's, each read
+emitting a ``DeprecationWarning`` that names the new path. ``alias_module`` makes the
+stand-in on import through a finder, so ``import old`` itself warns; where the parent
+package's attribute of that name is something else (``datapipe.service.distribute``, the
+op), the import system would overwrite it, and the stand-in goes into ``sys.modules`` up
+front instead (``keep_attribute=True``: only attribute reads warn). A renamed class keeps
+its old name through the package's ``__getattr__`` (``moved``).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
 import sys
 import types
 import warnings
@@ -24,6 +30,8 @@ class _MovedModule(types.ModuleType):
         self._new, self._renamed = new, renamed
 
     def __getattr__(self, name: str) -> Any:
+        if name == "__all__":  # `from old import *`: the new module's names (each warns)
+            return _public_names(importlib.import_module(self._new))
         if name.startswith("__"):
             raise AttributeError(name)
         now = self._renamed.get(name, name)
@@ -38,13 +46,64 @@ class _MovedModule(types.ModuleType):
         return dir(importlib.import_module(self._new))
 
 
-def alias_module(old: str, new: str, renamed: dict[str, str] | None = None) -> types.ModuleType:
-    """Make ``import old`` / ``from old import x`` work (with a ``DeprecationWarning``
-    naming ``new`` on each attribute read); ``renamed`` maps the old module's names that
-    changed too to their new names. Returns the stand-in."""
-    if old not in sys.modules:
-        sys.modules[old] = _MovedModule(old, new, renamed or {})
-    return sys.modules[old]
+class _MovedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds the old paths ``alias_module`` registered; loading one warns at the import."""
+
+    def __init__(self) -> None:
+        self.moved: dict[str, tuple[str, dict[str, str]]] = {}
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname not in self.moved:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        new, renamed = self.moved[spec.name]
+        return _MovedModule(spec.name, new, renamed)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        assert isinstance(module, _MovedModule)
+        warnings.warn(
+            f"{module.__name__} was renamed to {module._new}: import from {module._new}",
+            DeprecationWarning,
+            # warn() skips the import machinery's frames: 2 is the import statement, so
+            # the warning names the user's line and the default filter (shown when the
+            # import is in __main__) applies.
+            stacklevel=2,
+        )
+
+
+_FINDER = _MovedFinder()
+
+
+def _public_names(module: types.ModuleType) -> list[str]:
+    """``module.__all__``, or else its public names defined there (not what it imports)."""
+    if hasattr(module, "__all__"):
+        return list(module.__all__)
+    return [
+        n
+        for n, v in vars(module).items()
+        if n[0] != "_"
+        and n != "TYPE_CHECKING"
+        and not isinstance(v, types.ModuleType)
+        and getattr(v, "__module__", module.__name__) == module.__name__
+    ]
+
+
+def alias_module(
+    old: str, new: str, renamed: dict[str, str] | None = None, keep_attribute: bool = False
+) -> None:
+    """Make ``import old`` / ``from old import x`` work, with a ``DeprecationWarning``
+    naming ``new`` at the import and on each attribute read; ``renamed`` maps the old
+    module's names that changed too to their new names. ``keep_attribute``: the parent
+    package's attribute named like the old module is something else and must stay (the
+    stand-in is made now, and the import itself does not warn)."""
+    if keep_attribute:
+        sys.modules.setdefault(old, _MovedModule(old, new, renamed or {}))
+        return
+    _FINDER.moved[old] = (new, renamed or {})
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
 
 
 def moved(old: str, new: str, value: Any) -> Any:

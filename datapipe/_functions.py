@@ -145,12 +145,12 @@ class ElementwiseIterator(OpIterator):
             for j, x in enumerate(chunk):
                 try:
                     kept = keep(x)
-                except KeyboardInterrupt:  # Ctrl-C in the predicate: a state now has the chunk
-                    self.leftover = chunk + self.leftover
-                    raise
                 except Exception as e:  # noqa: BLE001 - located and handed to the consumer
                     # No local for the error: e's traceback keeps this frame (a cycle).
                     return self._fail(chunk, j, out, annotate(self.op_name, self.count + j, e), e)
+                except BaseException:  # Ctrl-C, SystemExit: a state now has the chunk
+                    self.leftover = chunk + self.leftover
+                    raise
                 if kept:
                     out.append(x)
             self.count += len(chunk)

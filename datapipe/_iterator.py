@@ -313,8 +313,8 @@ class Iterator:
             self._buf, self._pos = [], 0
             if isinstance(e, WorkerDiedError):
                 self._broken = (type(e), e.args, e.__cause__)
-            if isinstance(e, (KeyboardInterrupt, WorkerDiedError)):
-                self.close()
+            if isinstance(e, WorkerDiedError) or not isinstance(e, Exception):
+                self.close()  # KeyboardInterrupt, SystemExit, a dead worker
             raise
         if not self._buf:
             self._pos = 0

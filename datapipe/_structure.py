@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 
 def is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
@@ -172,3 +174,36 @@ def _items_nbytes(items: Any, n: int) -> int:
         return sum(element_nbytes(v) for v in items)
     seen = sum(element_nbytes(v) for v in items[:NBYTES_SAMPLE])
     return seen * n // NBYTES_SAMPLE
+
+
+_IMMUTABLE = (np.generic, int, float, complex, str, bytes, type(None))
+
+
+def fresh_copy(x: Any) -> Any:
+    """``x`` with each numpy array and torch tensor leaf copied: what an op that hands out
+    the same stored element more than once (``cache``, ``from_tensors``) returns, so that
+    an in-place op downstream (``x /= 255`` in ``map``) changes neither the store nor a
+    later epoch, whichever executor runs it (a process executor always worked on a copy).
+    Immutable leaves (numpy scalars, numbers, str, bytes) and lists are returned as they
+    are. Written out rather than through ``map_structure``: it runs once per element."""
+    t = type(x)
+    if t is np.ndarray:
+        return x.copy()
+    if isinstance(x, _IMMUTABLE):
+        return x
+    if t is tuple:
+        return tuple([fresh_copy(v) for v in x])
+    if t is dict:
+        return {k: fresh_copy(v) for k, v in x.items()}
+    if is_namedtuple(x):
+        return t(*[fresh_copy(v) for v in x])
+    if isinstance(x, dict):  # as _pack rebuilds a dict subclass
+        return t((k, fresh_copy(v)) for k, v in x.items())
+    if isinstance(x, tuple):
+        return tuple([fresh_copy(v) for v in x])
+    if isinstance(x, np.ndarray):  # a subclass
+        return x.copy()
+    clone = getattr(x, "clone", None)  # a torch tensor (torch need not be imported)
+    if clone is not None and t.__module__.startswith("torch"):
+        return clone()
+    return x

@@ -152,13 +152,14 @@ def scale_saturation(x: torch.Tensor, dim: int, factor: torch.Tensor) -> torch.T
     clipped to [0, 1], hue and value kept.
 
     With ``s = range / v`` each channel is ``c = v - range * (1 - d)``; the new saturation
-    ``min(s * f, 1)`` gives ``v - min(f, v / range) * (v - c)``: no HSV round trip.
+    ``clip(s * f, 0, 1)`` gives ``v - clip(f, 0, v / range) * (v - c)``: no HSV round
+    trip. A negative ``f`` (RandomSaturation's Keras-written ``(-a, a)`` pairs) is gray.
     """
     value = x.amax(dim=dim, keepdim=True)
     rng = value - x.amin(dim=dim, keepdim=True)
     f = per_image(factor, x)
     k = torch.minimum(f, value / torch.where(rng > 0, rng, torch.full_like(rng, math.inf)))
-    return value - k * (value - x)
+    return value - k.clamp_(min=0.0) * (value - x)
 
 
 def _eager_cpu(x: torch.Tensor) -> bool:

@@ -90,6 +90,11 @@ _L = TypeVar("_L", bound="Layer")
 _BATCHED_HOOKS = ("get_random_transformation", "transform_images")
 
 
+def _hook_training(layer: Layer, training: Any) -> bool:
+    """A hook's ``training=``: a bool, or None, which Keras's hooks read as False."""
+    return False if training is None else check_bool(layer, "training", training)
+
+
 def _takes_any_batch(fn: Any, unbatch: bool) -> Any:
     """``fn`` (a hook) for a direct call: the input goes through ``_as_batch`` (a tensor,
     rank 4, the layout checked) and, with ``unbatch``, a single image comes back as one.
@@ -103,6 +108,8 @@ def _takes_any_batch(fn: Any, unbatch: bool) -> Any:
       ``forward`` uses in ``eval()``) and ``transform_images`` returns the images
       unchanged, as Keras's random layers (and ``Equalization``) do; a deterministic
       layer ignores it (Keras's ``AutoContrast``, ``CLAHE``, ``Resizing`` do).
+      ``training=None`` is False, as in Keras's hooks (``if training:``); anything else
+      but a bool is refused.
     - ``seed=``: an int draws from a generator seeded with it (the same draw for the same
       seed, as Keras's ``keras.random`` ops with an int seed; the values are this
       package's stream, D-K-5); a ``torch.Generator`` or ``numpy.random.Generator`` is the
@@ -115,7 +122,7 @@ def _takes_any_batch(fn: Any, unbatch: bool) -> Any:
         def apply(self: Layer, images: Any, *args: Any, training: bool = True, **kwargs: Any):
             if "transformation" in kwargs and not args:
                 args = (kwargs.pop("transformation"),)
-            training = check_bool(self, "training", training)
+            training = _hook_training(self, training)
             batch, single = self._as_batch(images)
             if not training and self._random:  # Keras: ``return images``
                 return self._unbatch(batch, single)
@@ -127,7 +134,7 @@ def _takes_any_batch(fn: Any, unbatch: bool) -> Any:
     def draw(
         self: Layer, images: Any, *args: Any, training: bool = True, seed: Any = None, **kwargs: Any
     ) -> Any:
-        training = check_bool(self, "training", training)
+        training = _hook_training(self, training)
         batch, _ = self._as_batch(images)
         if not training and self._random:
             return self._eval_params(batch)
@@ -648,7 +655,9 @@ class RandomLayer(Layer):
     by counter: a counter shared by a stage's threads hands draws out in thread order, and
     each worker process has its own copy of the layer; the element's position is the one
     number every executor, run and restored iterator agrees on (``random_map``'s
-    generators are keyed by it too).
+    generators are keyed by it too). The draw scope is the stage thread's: a layer the
+    stage's function runs on a thread of its own (a ``ThreadPoolExecutor`` inside the
+    function) draws from its counter, in that thread's order.
 
     Subclasses draw with ``_uniform(n, low, high, device, generator)`` (shape ``(n,)``),
     ``_rand(shape, device, generator)`` (U[0, 1)) and ``_randn(shape, device, generator)``
@@ -804,7 +813,7 @@ def ordered_pair(
 
 
 #: How ``factor_pair`` reads a single number ``f`` (a pair is always taken as it is).
-FACTOR_NUMBER_RULES = ("symmetric", "from_low", "both")
+FACTOR_NUMBER_RULES = ("symmetric", "from_low", "both", "from_zero")
 
 
 def factor_pair(
@@ -826,7 +835,11 @@ def factor_pair(
     - ``"from_low"``: ``(low, f)``, Keras's reading with bounds (0, high): a probability
       or a magnitude (``f`` itself within the bounds);
     - ``"both"``: ``(f, f)``, two magnitudes at once (``RandomContrast``'s ``1 - lower``
-      and ``1 + upper``).
+      and ``1 + upper``);
+    - ``"from_zero"``: ``(0, f)`` with ``f`` in ``[0, high]``, while a pair may reach down
+      to ``low``: what Keras's docstrings say a number means where its code reads
+      ``(-f, f)`` and writes that pair into the config (``RandomSaturation``,
+      ``RandomColorDegeneration``: D-K-40), so such a config loads as Keras draws it.
 
     Raises:
         ValueError: not a number or a pair of numbers, a reversed pair, or a value outside
@@ -837,6 +850,8 @@ def factor_pair(
         return ordered_pair(layer, name, factor, low, high, symmetric=True)
     if _as_pair_items(factor) is not None:
         return ordered_pair(layer, name, factor, low, high, symmetric=False)
+    if number == "from_zero":
+        low = 0.0
     if number == "both":
         if not (_is_number(factor) and low <= factor <= high):
             layer._fail(
@@ -1042,4 +1057,33 @@ def layer_from_config(config: dict[str, Any]) -> Layer:
             f"layer_from_config: 'config' must be a dict of {name}'s arguments; got "
             f"{type(inner).__name__}"
         )
-    return cls.from_config(inner)
+    return cls.from_config({k: _keras_numpy(name, k, v) for k, v in inner.items()})
+
+
+def _keras_numpy(layer_name: str, key: str, value: Any) -> Any:
+    """A numpy argument in ``serialize_keras_object``'s form, ``{"class_name":
+    "__numpy__", "config": {"value": [...], "dtype": "float64"}}`` (Keras's
+    ``value_range=np.array([0, 1.0])``), as the array it stands for; other values as
+    they are. Only bool, int and float dtypes: nothing else is built from a config.
+
+    Raises:
+        ValueError: a ``__numpy__`` entry with other keys, a non-numeric dtype, or a value
+            numpy cannot read as that dtype (naming the layer and the argument).
+    """
+    if not (isinstance(value, dict) and value.get("class_name") == "__numpy__"):
+        return value
+    inner: Any = value.get("config")
+    try:
+        if set(value) != {"class_name", "config"} or not (
+            isinstance(inner, dict) and set(inner) == {"value", "dtype"}
+        ):
+            raise ValueError("expected {'class_name', 'config': {'value', 'dtype'}}")
+        dtype = np.dtype(inner["dtype"])
+        if dtype.kind not in "biuf":
+            raise ValueError(f"dtype {inner['dtype']!r} is not bool, int or float")
+        return np.asarray(inner["value"], dtype=dtype)
+    except (TypeError, ValueError) as e:
+        raise ValueError(
+            f"layer_from_config: {layer_name}'s {key!r} is a Keras '__numpy__' entry "
+            f"that does not load ({e}); got {value!r}"
+        ) from None

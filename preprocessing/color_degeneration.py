@@ -16,8 +16,11 @@ class RandomColorDegeneration(FactorLayer):
     ``ImageEnhance.Color`` with factor ``1 - f``).
 
     Args:
-        factor: a number ``a`` in [0, 1] draws ``f`` from ``[0, a]``; a pair ``(lo, hi)``
-            (``0 <= lo <= hi <= 1``) from ``[lo, hi]``. ``f = 1``: grayscale.
+        factor: a number ``a`` in [0, 1] draws ``f`` from ``[0, a]`` (Keras's docstring;
+            its code draws from ``(-a, a)``, D-K-40); a pair ``(lo, hi)``
+            (``-1 <= lo <= hi <= 1``) from ``[lo, hi]``, so the ``(-a, a)`` that Keras
+            writes into its config loads as Keras draws it. ``f = 1``: grayscale;
+            ``f < 0`` moves away from gray (more colour), clipped to ``value_range``.
         value_range: ``(low, high)`` of the input values (low < high), default (0, 255).
         {common}
 
@@ -35,6 +38,9 @@ class RandomColorDegeneration(FactorLayer):
         >>> layer(torch.tensor([[[1.0]], [[0.0]], [[0.0]]])).flatten()  # red -> its luma
         tensor([0.2989, 0.2989, 0.2989])
     """
+
+    _factor_bounds = (-1.0, 1.0)
+    _factor_number = "from_zero"  # a number a reads (0, a); a pair may go down to -1
 
     def transform_images(self, images: torch.Tensor, params: dict[str, torch.Tensor]):
         check_channels(self, images, (1, 3))

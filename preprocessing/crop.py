@@ -126,8 +126,7 @@ class RandomCrop(GeometricLayer, RandomLayer):
             dtype=dtype,
             **kwargs,
         )
-        _check_size(self, height, width)
-        self.height, self.width = height, width
+        self.height, self.width = _check_size(self, height, width)
 
     def _eval_params(self, images: torch.Tensor):
         n, dev = images.shape[0], images.device

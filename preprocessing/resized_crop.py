@@ -228,8 +228,7 @@ class RandomResizedCrop(GeometricLayer, RandomLayer):
             dtype=dtype,
             **kwargs,
         )
-        _check_size(self, height, width)
-        self.height, self.width = height, width
+        self.height, self.width = _check_size(self, height, width)
         self.scale = _positive_pair(self, "scale", scale, upper=1.0)
         self.ratio = _positive_pair(self, "ratio", ratio, upper=math.inf)
         if interpolation not in INTERPOLATIONS:

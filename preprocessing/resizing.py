@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -14,11 +15,16 @@ from .geometric import GeometricLayer, window_matrix
 _MODES = {"bilinear": "bilinear", "nearest": "nearest-exact", "bicubic": "bicubic"}
 
 
-def _check_size(layer: Layer, height: Any, width: Any) -> None:
+def _check_size(layer: Layer, height: Any, width: Any) -> tuple[int, int]:
+    """``(height, width)`` as Python ints in [1, MAX_SIDE] (numpy integers too, as Keras
+    takes them: the layer and its config hold plain ints). Keras checks nothing; an absurd
+    size would fail later, deep in torch. Raises ``ValueError`` naming the argument."""
+    sides = []
     for name, v in (("height", height), ("width", width)):
-        # Keras checks nothing; an absurd size would fail later, deep in torch.
-        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_SIDE:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= MAX_SIDE:
             layer._fail(name, f"must be an int in [1, {MAX_SIDE}]", v)
+        sides.append(int(v))
+    return sides[0], sides[1]
 
 
 def resize_nchw(
@@ -144,7 +150,7 @@ class Resizing(GeometricLayer):
         super().__init__(
             bounding_box_format=bounding_box_format, data_format=data_format, dtype=dtype, **kwargs
         )
-        _check_size(self, height, width)
+        height, width = _check_size(self, height, width)
         if interpolation not in _MODES:
             self._fail("interpolation", f"must be one of {tuple(_MODES)}", interpolation)
         if crop_to_aspect_ratio and pad_to_aspect_ratio:
@@ -222,8 +228,7 @@ class CenterCrop(GeometricLayer):
         super().__init__(
             bounding_box_format=bounding_box_format, data_format=data_format, dtype=dtype, **kwargs
         )
-        _check_size(self, height, width)
-        self.height, self.width = height, width
+        self.height, self.width = _check_size(self, height, width)
 
     def output_size(self, params: Any, height: int, width: int) -> tuple[int, int]:
         return self.height, self.width

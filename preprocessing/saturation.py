@@ -15,14 +15,16 @@ class RandomSaturation(FactorLayer):
     ``RandomSaturation``).
 
     Per image ``f`` is drawn from ``factor``'s range and the saturation is multiplied by
-    ``f / (1 - f + 1e-7)`` and clipped to [0, 1]: ``f = 0.5`` changes nothing, 0 gives
-    grayscale (the HSV value: the largest channel), 1 full saturation. Hue and value are
-    kept. (Keras clips the saturation to ``value_range`` instead of [0, 1], which with
+    ``f / (1 - f + 1e-7)`` and clipped to [0, 1]: ``f = 0.5`` changes nothing, 0 (or
+    less) gives grayscale (the HSV value: the largest channel), 1 full saturation. Hue
+    and value are kept. (Keras clips the saturation to ``value_range`` instead of [0, 1], which with
     its default (0, 255) lets channels go negative; the two agree for ``(0, 1)``.)
 
     Args:
-        factor: a number ``a`` in [0, 1] draws ``f`` from ``[0, a]``; a pair ``(lo, hi)``
-            (``0 <= lo <= hi <= 1``) from ``[lo, hi]``.
+        factor: a number ``a`` in [0, 1] draws ``f`` from ``[0, a]`` (Keras's docstring;
+            its code draws from ``(-a, a)``, D-K-40); a pair ``(lo, hi)``
+            (``-1 <= lo <= hi <= 1``) from ``[lo, hi]``, so the ``(-a, a)`` that Keras
+            writes into its config loads as Keras draws it.
         value_range: ``(low, high)`` of the input values (low < high), default (0, 255).
         {common}
 
@@ -40,6 +42,9 @@ class RandomSaturation(FactorLayer):
         >>> layer(torch.tensor([[[0.8]], [[0.4]], [[0.2]]])).flatten()
         tensor([0.8000, 0.8000, 0.8000])
     """
+
+    _factor_bounds = (-1.0, 1.0)
+    _factor_number = "from_zero"  # a number a reads (0, a); a pair may go down to -1
 
     def get_random_transformation(self, images: torch.Tensor, generator: Any = None):
         f = self._draw_factor(images, generator)

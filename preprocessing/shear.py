@@ -12,12 +12,14 @@ from .base import _is_number, ordered_pair
 
 def _shear_pair(layer: AffineLayer, name: str, value: Any) -> tuple[float, float]:
     """Keras's rule: a number f in [0, 1] means (-f, f); a pair (lower <= upper) of values
-    in [0, 1] is taken as is (the sign is drawn separately)."""
+    in [-1, 1] is taken as is (the sign is drawn separately). Keras's own pair check
+    wants [0, 1], so the ``(-f, f)`` its ``get_config`` writes does not load in Keras;
+    here it loads and draws what ``f`` drew."""
     if _is_number(value):
         if not 0.0 <= value <= 1.0:
             layer._fail(name, "must lie in [0, 1]", value)
         return -float(value), float(value)
-    return ordered_pair(layer, name, value, 0.0, 1.0, symmetric=False)
+    return ordered_pair(layer, name, value, -1.0, 1.0, symmetric=False)
 
 
 class RandomShear(AffineLayer):
@@ -30,7 +32,8 @@ class RandomShear(AffineLayer):
 
     Args:
         x_factor: a number ``f`` in [0, 1] draws ``s_x`` from ``[-f, f]``; a pair ``(lo, hi)``
-            (``0 <= lo <= hi <= 1``) from ``[lo, hi]``. Values are fractions of the image
+            (``-1 <= lo <= hi <= 1``) from ``[lo, hi]`` (the ``(-f, f)`` in Keras's config
+            loads). Values are fractions of the image
             (0.3 shears pixels up to 30% of the way across). Default 0: no x shear.
         y_factor: the same for ``s_y``.
         interpolation: ``"bilinear"`` (default) or ``"nearest"``.

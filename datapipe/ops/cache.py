@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from datapipe._iterator import OpIterator, pull_exactly
+from datapipe._structure import fresh_copy
 from datapipe.dataset_ops import Dataset, RandomAccessUnaryDataset
 from datapipe.errors import PipelineBrokenError
 
@@ -54,6 +55,11 @@ class CacheDataset(RandomAccessUnaryDataset):
 
     Keeps random access; random access reads fill the cache element by element.
 
+    Every element handed out is a copy of the recorded one (its numpy arrays and torch
+    tensors: ``_structure.fresh_copy``), in the recording pass too: an in-place op after
+    the cache (``x /= 255`` in ``map``) changes neither the cache nor a later pass, on any
+    executor (tf.data's cached tensors are immutable). One copy per element per pass.
+
     Example:
         >>> import datapipe as dp
         >>> calls = []
@@ -99,7 +105,7 @@ class _CacheAccess:
         with store.lock:
             elements, memo = store.elements, store.memo
             if elements is not None:
-                return [elements[int(i)] for i in indices]
+                return [fresh_copy(elements[int(i)]) for i in indices]
             missing = sorted({int(i) for i in indices if int(i) not in memo})
         if missing:
             fetched = self.inner.get_many(missing, epoch)
@@ -113,7 +119,7 @@ class _CacheAccess:
             complete = False
         if complete:
             store.publish([memo[i] for i in range(self.n)], epoch)
-        return found
+        return [fresh_copy(x) for x in found]
 
 
 class CacheIterator(OpIterator):
@@ -151,7 +157,7 @@ class CacheIterator(OpIterator):
 
     def next_chunk(self, n: int) -> list:
         if self.elements is not None:
-            out = self.elements[self.pos : self.pos + n]
+            out = [fresh_copy(x) for x in self.elements[self.pos : self.pos + n]]
             self.pos += len(out)
             return out
         try:
@@ -174,6 +180,7 @@ class CacheIterator(OpIterator):
             if not got or len(self.recorded) == self.expected:
                 self.node._store.publish(self.recorded, self.fill_epoch)
                 self.recorded = None
+            return [fresh_copy(x) for x in got]  # the recorded ones stay as they were read
         return got
 
     def get_state(self) -> dict:

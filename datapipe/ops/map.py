@@ -81,7 +81,9 @@ class MapDataset(RandomAccessUnaryDataset):
             ``AUTOTUNE`` the tuner measures and picks inline, threads or processes; it
             may move the function to processes mid-iteration, so a function that changes
             the parent's state (a global counter, a list it appends to) or uses an open
-            file, socket or database handle should name ``executor="thread"``).
+            file, socket or database handle should name ``executor="thread"``; an
+            element whose input or result cannot be pickled after that move is computed
+            again in the parent, so its side effects happen twice).
             ``executor="process"`` with ``num_parallel_calls=None`` runs one worker process.
 
     Raises (at iteration):
@@ -206,7 +208,8 @@ class MapIterator(ElementwiseIterator):
         chunk = self._take(n)
         try:
             out, err = apply_chunk(self.func, chunk, self.op_name, self.count, self.unpack)
-        except KeyboardInterrupt:  # Ctrl-C in the function: a state taken now has the chunk
+        except BaseException:  # Ctrl-C, SystemExit in the function (apply_chunk handled
+            # every Exception): a state taken now, or a later next(), has the chunk
             self.leftover = chunk + self.leftover
             raise
         if err is None:

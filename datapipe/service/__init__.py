@@ -27,7 +27,10 @@ __all__ = ["RayService", "ServiceDataset", "distribute"]
 # with a DeprecationWarning: the module ``datapipe.service.distribute`` (the attribute of
 # that name is the op, as before) and the class ``DistributeDataset``.
 _deprecated.alias_module(
-    f"{__name__}.distribute", f"{__name__}.op", {"DistributeDataset": "ServiceDataset"}
+    f"{__name__}.distribute",
+    f"{__name__}.op",
+    {"DistributeDataset": "ServiceDataset"},
+    keep_attribute=True,
 )
 
 

@@ -18,13 +18,12 @@ A service lives as long as the process that created its dispatcher (the first co
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import ray
 
 from datapipe.service.jobs import JobTable, Record
-from datapipe.service.worker import Reply, WorkerCore
+from datapipe.service.worker import WorkerServer
 
 NAMESPACE = "datapipe"
 # Pipelines kept in the dispatcher's store beyond those of live jobs.
@@ -32,38 +31,8 @@ MAX_IDLE_PIPELINES = 8
 
 
 @ray.remote(max_restarts=0)
-class Worker:
-    """One service worker (see the module docstring)."""
-
-    def __init__(self, slot: int, cpus: int):
-        self.slot = slot
-        self.core = WorkerCore(cpus)
-        self.seq: dict[tuple, int] = {}
-
-    def read(self, key, seq, blob_key, blob, open_args, limit, seconds, max_bytes, min_elements):
-        if key in self.core.ended:  # requests queued before the consumer saw the end
-            return Reply([], None, True)
-        expected = self.seq.get(key, 0)
-        if seq != expected:
-            raise RuntimeError(f"distribute: request {seq} of stream {key} came as {expected}")
-        self.seq[key] = seq + 1
-        reply = self.core.read(
-            key, blob_key, blob, open_args, limit, seconds, max_bytes, min_elements
-        )
-        if reply.done:
-            self.seq.pop(key, None)
-        return reply
-
-    def close(self, keys: list) -> None:
-        self.core.close(keys)
-        for key in keys:
-            self.seq.pop(tuple(key), None)
-
-    def stats(self) -> dict:
-        return dict(self.core.stats, slot=self.slot, pid=os.getpid())
-
-    def pid(self) -> int:
-        return os.getpid()
+class Worker(WorkerServer):
+    """One service worker: ``datapipe.service.worker.WorkerServer`` as a Ray actor."""
 
 
 @ray.remote(num_cpus=0, max_restarts=0)

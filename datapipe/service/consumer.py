@@ -4,11 +4,24 @@
 runs *feeds* (a feed: one stream of a worker's replies to this consumer): a feed asks the
 dispatcher for a split, reads it from a worker in replies (at most
 ``max_outstanding_requests / feeds per worker`` requests in flight: the prefetch and the
-backpressure), and asks for the next split when the last reply says the split ended.
+backpressure), and moves on to its next split when the last reply says the split ended.
 ``distributed_epoch`` runs two feeds per worker, so a worker always has a queued request
-while a feed waits for its next split; ``parallel_epochs`` one feed per slot.
+while a feed opens its next split; ``parallel_epochs`` one feed per slot.
 Nothing here starts a thread: requests are Ray ObjectRefs, and ``next_chunk`` waits on
 them.
+
+Split prefetch: as soon as a feed starts reading a split it asks the dispatcher for the
+one after it (``_WorkerFeed.next``), so at the split's end the next assignment is already
+here instead of a dispatcher round trip away (and, in the fixed rotation, a turn away).
+When the split's size is known (an element-wise pipeline over one pool: ``spec.size`` elements),
+the feed also opens the next split on its worker before the current one ends: once the
+requests in flight cover the current split's rest, its next request is the next split's
+first (``_WorkerFeed.ahead``), so the worker goes from one split to the next without
+waiting for a request, and the reply that holds a split's last element says it ended
+(the worker is told how many it has left), so no request is spent finding the end. A feed
+thus holds at most two splits, and at most ``per_feed`` requests in flight in all. The
+prefetched split becomes the feed's current one where the current one ends, so the
+delivery order is the same as without the prefetch.
 
 Exactly once (see also ``datapipe.service.jobs``):
 
@@ -21,7 +34,12 @@ Exactly once (see also ``datapipe.service.jobs``):
   is exact: ``get_state``/``set_state`` of every op);
 - a split is reported done only once all its elements were delivered to this consumer's
   caller, and a consumer's checkpoint records, for each split in progress, the elements
-  received but not delivered and the state after them.
+  received but not delivered and the state after them;
+- none of a prefetched split's elements is taken before its feed starts it: when its
+  worker dies (opened ahead there or not) it is read on the replacement from where it was
+  handed out; a checkpoint lists it as a split to read from there, and a consumer that
+  stops gives it back so (the dispatcher requeues it as it handed it out:
+  ``jobs.Job.handed``).
 """
 
 from __future__ import annotations
@@ -46,6 +64,7 @@ from datapipe.service.worker import (
     REPLY_MIN_ELEMENTS,
     REPLY_SECONDS,
     elements_of,
+    encode_request,
     writable,
 )
 
@@ -53,6 +72,9 @@ from datapipe.service.worker import (
 MAX_ATTEMPTS = 3
 # How long a dead worker's replacement may take to start (Ray places it where a CPU is free).
 REPLACE_TIMEOUT_S = 120.0
+# The split prefetch (module docstring), read at call time; False: a feed asks for its next
+# split when its split ended, as before issue 25 (benchmarks/bench_service.py compares).
+SPLIT_PREFETCH = True
 
 
 def reading_workers(node: Any, k: int) -> list[int]:
@@ -85,15 +107,23 @@ class _SplitProgress:
 
 
 class _Run:
-    """A split being read on one worker: the stream key, the requests in flight."""
+    """A split being read on one worker: the stream key, the requests in flight, and how
+    many elements are left to receive when the split's size says so (None: unknown)."""
 
-    __slots__ = ("sid", "worker", "key", "seq", "opened", "refs", "attempt")
+    __slots__ = ("sid", "worker", "key", "seq", "opened", "refs", "attempt", "left", "spec",
+                 "start", "per_reply")  # fmt: skip
 
-    def __init__(self, sid: int, worker: int, stem: tuple):
-        self.sid, self.worker, self.attempt = sid, worker, 0
-        self.key = (*stem, sid, 0)
+    def __init__(self, a: Assignment, stem: tuple, sized: bool):
+        self.sid, self.worker, self.attempt = a.spec.sid, a.worker, 0
+        self.spec = a.spec
+        self.start = None if a.record is None else a.record.state  # where it was handed out
+        self.key = (*stem, self.sid, 0)
         self.seq, self.opened = 0, False
         self.refs: deque = deque()  # Ray object refs of the requests in flight
+        # Elements left: known for a fresh split of an element-wise pipeline over one pool
+        # (``spec.size`` elements); a split handed out mid-way does not say how far it is.
+        self.left = a.spec.size if sized and a.record is None else None
+        self.per_reply = min(REPLY_ELEMENTS, REPLY_MIN_ELEMENTS)  # the last reply's size
 
     def reopen(self, worker: int) -> None:
         self.attempt += 1
@@ -105,14 +135,16 @@ class _Run:
 
 class _WorkerFeed:
     """A feed (module docstring): the worker it reads from, the dispatcher's assignment it
-    waits for, and the split it reads once assigned."""
+    waits for, the split it reads once assigned, and the assignment asked for ahead."""
 
-    __slots__ = ("worker", "assign", "run", "ended")
+    __slots__ = ("worker", "assign", "run", "next", "ahead", "ended")
 
     def __init__(self, worker: int):
         self.worker, self.ended = worker, False
         self.assign: Any = None  # the dispatcher's reply (ref) for the split asked for
         self.run: _Run | None = None  # the split being read, once assigned
+        self.next: Any = None  # the assignment (ref) of the split after ``run`` (prefetch)
+        self.ahead: _Run | None = None  # ``next``'s split, opened on its worker already
 
     def running(self) -> _Run:
         assert self.run is not None, "distribute: a feed without an assignment has a split"
@@ -137,6 +169,14 @@ class ServiceIterator(OpIterator):
         self.job_epoch = [int(e) for e in epoch]
         self.seed = int(ctx.seed)
         self.layout = node.layout()
+        # a split's elements are its pool positions (``spec.size``): the consumer knows
+        # when the requests in flight cover the rest of a split (``_submit``)
+        splitting = node.splitting
+        self.sized = bool(
+            node.processing_mode == "distributed_epoch"
+            and splitting.elementwise
+            and len(splitting.pools) == 1
+        )
         self.uid = "" if node.job_name is not None else uuid.uuid4().hex
         self.restore: tuple[list, str] | None = None
         # A parallel stage or prefetch after distribute may pull on its thread while the
@@ -205,16 +245,37 @@ class ServiceIterator(OpIterator):
             ) from None
 
     def _ask(self, feed: _WorkerFeed) -> None:
-        """The feed's next split: an adopted one (no call), else the dispatcher's."""
+        """Ask for the feed's next split now (it waits for it in ``feed.assign``)."""
+        feed.assign = self._request(feed)
+
+    def _request(self, feed: _WorkerFeed) -> Any:
+        """A split for ``feed``: an adopted one (no call, ``_Ready``), else the ref of the
+        dispatcher's answer."""
         if self.adopted:
             record = self.adopted.popleft()
             spec = self.layout.spec(record.sid)
             slot = spec.epoch_extra[0] if spec.epoch_extra else feed.worker
-            feed.assign = _Adopted(Assignment(spec, slot % len(self.workers), record))
-            return
+            return _Ready(Assignment(spec, slot % len(self.workers), record))
         report, self.report = self.report, []
         info = self.info
-        feed.assign = self.dispatcher.next_split.remote(info.key, info.token, feed.worker, report)
+        return self.dispatcher.next_split.remote(info.key, info.token, feed.worker, report)
+
+    def _next_split(self, feed: _WorkerFeed) -> None:
+        """``feed``'s split ended: start the prefetched one at once -- in the fixed rotation
+        always (waiting for it if it is not here yet, so the order does not depend on
+        timing), else when it is here (else ``_pick`` waits for it with the rest). A
+        prefetch that found nothing left asks once more: a consumer that stopped may have
+        given splits back since."""
+        ahead, feed.next = feed.next, None
+        if ahead is not None and not isinstance(ahead, _Ready):
+            if self.deterministic or self.ray.wait([ahead], timeout=0)[0]:
+                ahead = _Ready(self._wait(ahead, None))
+        if isinstance(ahead, _Ready) and ahead.assignment is None:
+            ahead = None
+        if isinstance(ahead, _Ready):
+            self._assigned(feed, ahead.assignment)
+        else:
+            feed.assign = ahead if ahead is not None else self._request(feed)
 
     # ---- reading -------------------------------------------------------------------------
     def next_chunk(self, n: int) -> list:
@@ -237,7 +298,7 @@ class ServiceIterator(OpIterator):
             return False
         if feed.assign is not None:
             ref, feed.assign = feed.assign, None
-            a = ref.assignment if isinstance(ref, _Adopted) else self._wait(ref, None)
+            a = ref.assignment if isinstance(ref, _Ready) else self._wait(ref, None)
             self._assigned(feed, a)
             return True
         run = feed.running()
@@ -264,7 +325,7 @@ class ServiceIterator(OpIterator):
                     self.turn = (self.turn + step) % k
                     return feed
         for feed in live:
-            if isinstance(feed.assign, _Adopted):
+            if isinstance(feed.assign, _Ready):
                 return feed
         heads = {feed.head(): feed for feed in live}
         ready, _ = self.ray.wait(list(heads), num_returns=1)
@@ -297,12 +358,20 @@ class ServiceIterator(OpIterator):
             self.counts["resumed"] += 1
             carry = buffer_from_state(a.record.carry, "distribute") if a.record.carry else []
             self._push(sid, carry, last_only=False)
-        if split.finished:
+        if split.finished:  # every element came with the record: nothing to read
             self._maybe_done(sid)
-            self._ask(feed)
+            ahead, feed.next = feed.next, None  # (taken at the feed's next turn)
+            feed.assign = ahead if ahead is not None else self._request(feed)
             return
-        stem = (self.info.key[2] or self.info.key[0], self.info.token)
-        feed.run = _Run(sid, a.worker, stem)
+        ahead, feed.ahead = feed.ahead, None
+        if ahead is not None and ahead.sid == sid:  # opened on its worker already
+            feed.run = ahead
+        else:
+            if ahead is not None and ahead.opened:  # (not expected: close it, not leak it)
+                self.workers[ahead.worker].close.remote([ahead.key])
+            feed.run = _Run(a, self._stem(), self.sized)
+        if feed.next is None and SPLIT_PREFETCH:
+            feed.next = self._request(feed)  # the split prefetch (module docstring)
         self._submit(feed)
 
     def _received(self, feed: _WorkerFeed, run: _Run, reply: Any) -> None:
@@ -312,45 +381,95 @@ class ServiceIterator(OpIterator):
         if elements:
             self.counts["elements"] += len(elements)
             self._push(run.sid, elements)
+            run.per_reply = len(elements)
+        if run.left is not None:
+            run.left -= len(elements)
         if reply.done:
             split.finished, split.state = True, None
             run.refs.clear()  # their replies are empty: the stream ended
             feed.run = None
             self._maybe_done(run.sid)
-            self._ask(feed)
+            self._next_split(feed)
         else:
             split.state = reply.state
             self._submit(feed)
 
     def _submit(self, feed: _WorkerFeed) -> None:
+        """Keep ``per_feed`` requests in flight for the feed: for its split, and once those
+        in flight cover the rest of it (its size known), one for the prefetched split
+        (``_open_ahead``) -- so the next split's first reply is computed before the feed
+        reaches it, and the worker is not left without a request at the boundary."""
         run = feed.running()
+        while True:
+            room = self.per_feed - len(run.refs) - (feed.ahead is not None)
+            if run.refs and room <= 0:
+                return
+            if run.refs and run.left is not None and run.left <= len(run.refs) * run.per_reply:
+                if feed.ahead is None:
+                    self._open_ahead(feed)
+                return  # (a reply that falls short: the next _submit asks again)
+            self._send(run)
+
+    def _open_ahead(self, feed: _WorkerFeed) -> None:
+        """Send the first request of ``feed.next``'s split, if its assignment is here."""
+        ahead = feed.next
+        if ahead is None:
+            return
+        if not isinstance(ahead, _Ready):
+            # asked as the current split started, so almost always here; if not, the
+            # next reply's _submit looks again (a ray.wait that does not wait: ~3 us)
+            if not self.ray.wait([ahead], timeout=0)[0]:
+                return
+            ahead = feed.next = _Ready(self._wait(ahead, None))
+        a = ahead.assignment
+        if a is None or (a.record is not None and a.record.finished):
+            return
+        feed.ahead = _Run(a, self._stem(), self.sized)
+        self._send(feed.ahead)
+
+    def _stem(self) -> tuple:
+        """The first part of this consumer's stream keys (its job and its token)."""
+        return (self.info.key[2] or self.info.key[0], self.info.token)
+
+    def _send(self, run: _Run) -> None:
+        """One read request of ``run`` to its worker (the first one opens the split)."""
         worker = self.workers[run.worker]
         min_elements = REPLY_MIN_ELEMENTS  # batched replies: worker.py (read at call time)
-        while len(run.refs) < self.per_feed:
-            first = not run.opened
-            open_args = self._open_args(run.sid) if first else None
-            blob = self.blob_ref if first else None
-            ref = worker.read.remote(run.key, run.seq, self.node.blob_key, blob, open_args,
-                                     REPLY_ELEMENTS, REPLY_SECONDS, REPLY_BYTES,
-                                     min_elements)  # fmt: skip
-            run.seq += 1
-            run.opened = True
-            run.refs.append(ref)
+        request = encode_request(run.key, run.seq, self.node.blob_key,
+                                 None if run.opened else self._open_args(run),
+                                 REPLY_ELEMENTS, REPLY_SECONDS, REPLY_BYTES,
+                                 min_elements)  # fmt: skip
+        if run.opened:
+            ref = worker.read.remote(request)
+        else:  # the pipeline's ref travels as its own argument: Ray resolves it there
+            ref = worker.read.remote(request, self.blob_ref)
+        run.seq += 1
+        run.opened = True
+        run.refs.append(ref)
 
-    def _open_args(self, sid: int) -> dict:
-        split = self.splits[sid]
+    def _open_args(self, run: _Run) -> dict:
+        """How a worker opens ``run``'s split: from the state after the last reply taken
+        (or where it was handed out, before any); ``elements``: how many it has left,
+        when known (the worker then ends the reply that holds the last one)."""
+        split = self.splits.get(run.sid)
         return {
             "policy": self.node.splitting.policy,
-            "spec": split.spec.to_state(),
+            "spec": run.spec.to_state(),
             "epoch": self.job_epoch,
             "seed": self.seed,
-            "state": split.state,
+            "state": split.state if split is not None else run.start,
+            "elements": run.left,
         }
 
     def _worker_failed(self, slot: int) -> None:
         """Worker ``slot`` died: the dispatcher replaces it, and every split this consumer
         read on it continues on the new one from the state after its last reply taken."""
-        affected = [feed for feed in self.feeds if feed.run is not None and feed.run.worker == slot]
+        affected = [
+            (feed, run)
+            for feed in self.feeds
+            for run in (feed.run, feed.ahead)  # a split opened ahead too (from its start)
+            if run is not None and run.worker == slot
+        ]
         seen = [self.workers[slot]]
         self.workers = self._call(self.dispatcher.report_dead, slot, seen)
         try:  # a replacement the cluster cannot place would leave us waiting for ever
@@ -361,8 +480,7 @@ class ServiceIterator(OpIterator):
                 f"replacement did not start within {REPLACE_TIMEOUT_S:g} s ({type(e).__name__}); "
                 "the cluster may lack a free CPU for it"
             ) from None
-        for feed in affected:
-            run = feed.running()
+        for feed, run in affected:
             if run.attempt + 1 >= MAX_ATTEMPTS:
                 raise WorkerDiedError(
                     f"distribute: split {run.sid} of job {self.node.job_name!r} lost its worker "
@@ -370,8 +488,11 @@ class ServiceIterator(OpIterator):
                     "distribute may crash its worker process (out of memory, a signal)"
                 )
             run.reopen(slot)
-            self.counts["resumed"] += 1
-            self._submit(feed)
+            if run is feed.ahead:
+                self._send(run)
+            else:
+                self.counts["resumed"] += 1
+                self._submit(feed)
 
     # ---- delivering ----------------------------------------------------------------------
     def _push(self, sid: int, entries: list, last_only: bool = True) -> None:
@@ -431,14 +552,27 @@ class ServiceIterator(OpIterator):
                 out.extend(entries[pos:])
         return out
 
-    def _records(self) -> list[Record]:
-        """The splits in progress (with what was received and not delivered), then the
-        adopted ones not started yet."""
+    def _records(self, resolve: bool = True) -> list[Record]:
+        """The splits in progress (with what was received and not delivered), the ones
+        assigned to a feed and not started (prefetched: from where they were handed out),
+        then the adopted ones not given to a feed yet. ``resolve``: wait for assignments
+        still on their way (a checkpoint must name them; a consumer that stops need not:
+        the dispatcher requeues what it handed out and was not given back)."""
         reading = [
             Record(sid, buffer_to_state(self._carry(sid)), s.state, s.finished)
             for sid, s in self.splits.items()
         ]
-        return reading + list(self.adopted)
+        waiting = []
+        for feed in self.feeds:
+            for name in ("assign", "next"):
+                ahead = getattr(feed, name)
+                if ahead is not None and resolve and not isinstance(ahead, _Ready):
+                    ahead = _Ready(self._wait(ahead, None))
+                    setattr(feed, name, ahead)
+                if isinstance(ahead, _Ready) and ahead.assignment is not None:
+                    a = ahead.assignment
+                    waiting.append(a.record if a.record is not None else Record(a.spec.sid))
+        return reading + waiting + list(self.adopted)
 
     def get_state(self) -> dict:
         with self.lock:
@@ -510,10 +644,11 @@ class ServiceIterator(OpIterator):
         if self.info is None or self.exhausted:
             return
         try:
-            self._release(self._records())
+            self._release(self._records(resolve=False))
             for feed in self.feeds:
-                if feed.run is not None and feed.run.opened:
-                    self.workers[feed.run.worker].close.remote([feed.run.key])
+                for run in (feed.run, feed.ahead):
+                    if run is not None and run.opened:
+                        self.workers[run.worker].close.remote([run.key])
         except Exception:  # noqa: BLE001 - Ray already shut down (interpreter exit)
             pass
         self.exhausted = True
@@ -526,12 +661,13 @@ class ServiceIterator(OpIterator):
         super().close()
 
 
-class _Adopted:
-    """A feed's next split taken from the adopted ones (no dispatcher call to wait for)."""
+class _Ready:
+    """A feed's next split that is here: taken from the adopted ones (no dispatcher call
+    to wait for), or the dispatcher's answer already received (None: nothing left)."""
 
     __slots__ = ("assignment",)
 
-    def __init__(self, assignment: Assignment):
+    def __init__(self, assignment: Assignment | None):
         self.assignment = assignment
 
 

@@ -13,6 +13,10 @@ Exactly once, by construction:
   (``next_split(finished=...)``); a worker that dies before that does not make it done:
   the consumer resumes the split on another worker from the chain state after the last
   element it received (``datapipe.service.consumer``).
+- A consumer asks for each feed's next split while the feed still reads its current one
+  (the split prefetch); a split it gives back unstarted, or whose assignment it never
+  saw, is requeued as it was handed out (``handed``: from its start, or with the record
+  it came with), so a prefetched split is neither lost nor read twice.
 - A checkpoint (each consumer's ``get_state``) names the splits whose elements were all
   *delivered* and, for the others, the elements received but not delivered plus the chain
   state after them; resuming registers them here (``_restore``) before any split is handed
@@ -88,6 +92,9 @@ class Job:
     blob: Any
     done: set = field(default_factory=set)
     assigned: dict = field(default_factory=dict)  # sid -> consumer token
+    # sid -> the Record an assigned split was handed out (or restored) with: what a
+    # consumer that gives it back unread (a prefetched split) gives back
+    handed: dict = field(default_factory=dict)
     requeued: OrderedDict = field(default_factory=OrderedDict)  # sid -> Record
     cursors: dict = field(default_factory=dict)  # owner (None: any) -> place in its order
     consumers: dict = field(default_factory=dict)  # token -> consumer index (None: any)
@@ -187,8 +194,9 @@ class JobTable:
             done.update(int(sid) for sid in s["done"])
             records.update((int(rec["sid"]), rec) for rec in s["records"])
         job.done |= done
-        for sid in records:
+        for sid, rec in records.items():
             job.assigned[sid] = token
+            job.handed[sid] = Record(sid, rec["carry"], rec["state"], bool(rec["finished"]))
         self.stats["splits_resumed"] += len(records)
         return {"done": sorted(done), "records": list(records.values())}
 
@@ -196,7 +204,7 @@ class JobTable:
         """Drop what the job knows of consumer ``owner``'s splits (it restores them)."""
         layout = job.layout
         job.done = {sid for sid in job.done if layout.owner(sid) != owner}
-        for table in (job.assigned, job.requeued):
+        for table in (job.assigned, job.requeued, job.handed):
             for sid in [sid for sid in table if layout.owner(sid) == owner]:
                 del table[sid]
         job.cursors.pop(owner, None)
@@ -223,6 +231,7 @@ class JobTable:
         job.assigned[spec.sid] = token
         self.stats["splits_assigned"] += 1
         if record is not None:
+            job.handed[spec.sid] = record
             self.stats["splits_resumed"] += 1
         return Assignment(spec, self._slot(job, spec, worker), record)
 
@@ -230,6 +239,7 @@ class JobTable:
         for sid in sids:
             if job.assigned.get(sid) == token:
                 del job.assigned[sid]
+                job.handed.pop(sid, None)
                 job.done.add(sid)
                 self.stats["splits_done"] += 1
 
@@ -279,11 +289,15 @@ class JobTable:
         for rec in records:
             if job.assigned.get(rec.sid) == token:
                 del job.assigned[rec.sid]
+                job.handed.pop(rec.sid, None)
                 job.requeued[rec.sid] = rec
                 self.stats["splits_released"] += 1
         for sid in [sid for sid, t in job.assigned.items() if t == token]:
-            del job.assigned[sid]  # assigned but never read: from its start
-            job.requeued[sid] = Record(sid)
+            # assigned but never started (a prefetched split, or one whose assignment was
+            # still on its way): from where it was handed out -- its start, or the record
+            # it came with (elements another consumer received, and the state after them)
+            del job.assigned[sid]
+            job.requeued[sid] = job.handed.pop(sid, None) or Record(sid)
         job.consumers.pop(token, None)
         self._maybe_finish(job)
 

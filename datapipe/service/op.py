@@ -88,7 +88,11 @@ def distribute(
       empty iteration (tf.data's rule).
     - Backpressure: each consumer keeps at most ``max_outstanding_requests`` requests per
       worker in flight (each reply at most 4,096 elements, ~1 MiB of arrays or 20 ms of
-      work), which is also its prefetch; workers compute only what was requested.
+      work), which is also its prefetch; workers compute only what was requested. Each of
+      a consumer's feeds (two per worker in ``distributed_epoch``) asks for its next
+      split as it starts one and, for an element-wise pipeline over one pool, opens it on
+      the worker with one of those requests once the current split's rest is requested,
+      so no feed waits a round trip at a split boundary.
     - Order: with ``Options.deterministic`` (default True) a single consumer takes the
       replies of its splits in a fixed rotation, so a run without worker failures is
       reproducible; with ``deterministic=False``, whichever reply is ready first (faster

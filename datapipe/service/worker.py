@@ -19,6 +19,7 @@ Ray handed out read-only from its object store are copied (``writable``).
 
 from __future__ import annotations
 
+import os
 import pickle
 import time
 from collections import OrderedDict
@@ -160,11 +161,14 @@ def transportable(error: BaseException) -> BaseException:
 
 
 class Stream:
-    """One split's chain on a worker, read in replies."""
+    """One split's chain on a worker, read in replies. ``elements``: how many it has left
+    when the consumer knows (a split's size): the reply that holds the last one then
+    checks for the end and says ``done``, instead of a further request finding it."""
 
-    def __init__(self, ctx: Any, root: Any):
+    def __init__(self, ctx: Any, root: Any, elements: int | None = None):
         self.ctx, self.root = ctx, root
         self.per_element: float | None = None  # seconds, measured (moving average)
+        self.left = elements
 
     def _next_size(self, left: int, seconds_left: float, short: int) -> int:
         """The next inner chunk: 1 at first (a first element comes back fast), then as
@@ -204,9 +208,26 @@ class Stream:
             spent = time.perf_counter() - t0
             if spent >= REPLY_MAX_SECONDS or (spent >= seconds and len(out) >= min_elements):
                 break
+        if not done and self.left is not None and len(out) >= self.left:
+            done = self._ends(out)
+        if self.left is not None:
+            self.left -= len(out)
         compute = time.perf_counter() - t0
         state = None if done else self.root.get_state()
         return Reply(pack(out), state, done, compute)
+
+    def _ends(self, out: list) -> bool:
+        """Past its known size: whether the chain has ended (a next element, which the
+        size did not count, joins the reply: nothing is lost if the size was wrong)."""
+        if out and type(out[-1]) is Failed:
+            return False
+        try:
+            got = self.root.next_chunk(1)
+        except Exception as e:  # noqa: BLE001 - delivered at its position
+            out.append(Failed(transportable(e)))
+            return False
+        out.extend(got)
+        return not got
 
     def close(self) -> None:
         self.root.close()
@@ -303,7 +324,7 @@ class WorkerCore:
                 raise RuntimeError(f"distribute: stream {key} was never opened on this worker")
             t0 = time.perf_counter()
             ctx, root = build_split_chain(self.pipeline(blob_key, blob), open_args, self.cpu_budget)
-            stream = self.streams[key] = Stream(ctx, root)
+            stream = self.streams[key] = Stream(ctx, root, open_args.get("elements"))
             self.stats["open_s"] += time.perf_counter() - t0
             self.stats["opens"] += 1
             while len(self.streams) > MAX_STREAMS:
@@ -329,3 +350,67 @@ class WorkerCore:
 
     def shutdown(self) -> None:
         self.close(list(self.streams))
+
+
+def encode_request(
+    key: tuple,
+    seq: int,
+    blob_key: str,
+    open_args: dict | None,
+    limit: int = REPLY_ELEMENTS,
+    seconds: float = REPLY_SECONDS,
+    max_bytes: int = REPLY_BYTES,
+    min_elements: int = REPLY_MIN_ELEMENTS,
+) -> bytes:
+    """A read request as the one argument ``WorkerServer.read`` takes: request ``seq`` of
+    stream ``key``, opening it from ``open_args`` (``build_split_chain``'s) when given,
+    and the reply's bounds (``Stream.read``). A first request goes through cloudpickle (a
+    split chain's state is whatever the pipeline's ops keep), the others through pickle."""
+    msg = (key, seq, blob_key, open_args, limit, seconds, max_bytes, min_elements)
+    if open_args is None:
+        return pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+    return cloudpickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+class WorkerServer:
+    """What a worker actor serves (``actors.Worker`` is this class as a Ray actor): the
+    replies of its streams, each stream's requests checked to come in order (``seq``: a
+    synchronous actor runs one call at a time, in the order each caller submitted them).
+    ``slot``: its place in the service; ``cpus``: the cores it declared."""
+
+    def __init__(self, slot: int, cpus: int):
+        self.slot = slot
+        self.core = WorkerCore(cpus)
+        self.seq: dict[tuple, int] = {}
+
+    def read(self, request: bytes, blob: bytes | None = None) -> Reply:
+        """The next reply of a stream. ``request``: ``encode_request``'s bytes (one
+        argument: Ray's client side serializes each argument of a call on its own, and
+        the consumer pays for each, ~20 us per argument here); ``blob``: the pickled
+        pipeline, with a stream's first request (an ObjectRef that Ray resolves here)."""
+        key, seq, blob_key, open_args, limit, seconds, max_bytes, min_elements = pickle.loads(
+            request
+        )
+        if key in self.core.ended:  # requests queued before the consumer saw the end
+            return Reply([], None, True)
+        expected = self.seq.get(key, 0)
+        if seq != expected:
+            raise RuntimeError(f"distribute: request {seq} of stream {key} came as {expected}")
+        self.seq[key] = seq + 1
+        reply = self.core.read(
+            key, blob_key, blob, open_args, limit, seconds, max_bytes, min_elements
+        )
+        if reply.done:
+            self.seq.pop(key, None)
+        return reply
+
+    def close(self, keys: list) -> None:
+        self.core.close(keys)
+        for key in keys:
+            self.seq.pop(tuple(key), None)
+
+    def stats(self) -> dict:
+        return dict(self.core.stats, slot=self.slot, pid=os.getpid())
+
+    def pid(self) -> int:
+        return os.getpid()

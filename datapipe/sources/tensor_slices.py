@@ -45,7 +45,10 @@ class TensorSlicesDataset(Dataset):
 
     Args:
         tensors: an array, tensor or list, or a nested tuple/namedtuple/dict of them. numpy
-            arrays and torch tensors are used without copying; lists become numpy arrays
+            arrays and torch tensors are kept without copying (a later change to them shows
+            in the elements), and each chunk of elements is read into arrays of its own:
+            an element is never a view of them, so writing into one in ``map`` changes
+            neither them nor another epoch, on any executor; lists become numpy arrays
             (lists of strings: ``object`` arrays of ``str``/``bytes``, as NULs must survive;
             a list of Datasets: an ``object`` array of them, sliced into the datasets).
 
@@ -97,8 +100,16 @@ class TensorSlicesDataset(Dataset):
 
 
 def _gather(leaf: Any, indices: Sequence[int]) -> Any:
+    """The rows ``indices`` of ``leaf`` in arrays of their own (never views of it).
+
+    An element is a view of this copy, not of the user's array: an in-place op in a
+    ``map`` (``x /= 255``) then changes neither the source nor the next epoch, whichever
+    executor runs it (processes always worked on copies; tf.data's elements are
+    immutable). A contiguous range costs one copy per chunk; an index list copies anyway.
+    """
     if isinstance(indices, range) and indices.step == 1:
-        return leaf[indices.start : indices.stop]
+        rows = leaf[indices.start : indices.stop]
+        return rows.clone() if is_torch(rows) else rows.copy()
     idx = np.asarray(indices, dtype=np.int64)
     if is_torch(leaf):
         import torch

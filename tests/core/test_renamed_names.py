@@ -4,6 +4,7 @@ work for now, each read warning with the new name; the new names are the objects
 from __future__ import annotations
 
 import importlib
+import json
 import subprocess
 import sys
 
@@ -28,6 +29,39 @@ def test_the_dataset_module_old_path_warns_and_gives_the_same_objects():
         assert dp.dataset.REWRITES is datapipe.dataset_ops.REWRITES
     with pytest.raises(AttributeError), pytest.warns(DeprecationWarning):
         old.no_such_name  # noqa: B018
+
+
+def test_importing_the_old_module_warns_at_the_import_and_star_import_gives_its_names(
+    tmp_path,
+):
+    # breaker2: `import datapipe.dataset` on its own did not warn, and `from
+    # datapipe.dataset import *` imported nothing (the stand-in had no __all__).
+    script = tmp_path / "old_user.py"
+    script.write_text(
+        "import json, warnings\n"
+        "import datapipe as dp\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    import datapipe.dataset\n"
+        "at_import = [(x.category.__name__, x.filename, x.lineno, str(x.message)) for x in w]\n"
+        "ns = {}\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    exec('from datapipe.dataset import *', ns)\n"
+        "print(json.dumps({'at_import': at_import, 'star_warnings': len(w),\n"
+        "    'Dataset': ns['Dataset'] is dp.Dataset, 'AUTOTUNE': ns['AUTOTUNE'] == dp.AUTOTUNE,\n"
+        "    'imported_modules': [k for k in ('os', 'threading', 'annotations') if k in ns],\n"
+        "    'module': dp.dataset is datapipe.dataset}))\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    message = (
+        "datapipe.dataset was renamed to datapipe.dataset_ops: import from datapipe.dataset_ops"
+    )
+    assert got["at_import"] == [["DeprecationWarning", str(script), 5, message]]
+    assert got["Dataset"] and got["AUTOTUNE"] and got["module"]
+    assert got["imported_modules"] == [] and got["star_warnings"] >= 2
 
 
 def test_the_service_op_old_module_and_class_warn():

@@ -168,3 +168,30 @@ def test_cache_under_choose_from_datasets_completes(known_size):
     assert [int(x) for x in ds] == [100, 0, 101, 1, 2, 102]
     assert [int(x) for x in ds] == [100, 0, 101, 1, 2, 102]
     assert calls == [0, 1, 2]
+
+
+def _add_one_in_place(x):
+    x += 1  # what `x /= 255` on a float image does
+    return x
+
+
+@pytest.mark.parametrize(
+    "map_kwargs",
+    [
+        {},
+        {"num_parallel_calls": 2, "executor": "thread"},
+        {"num_parallel_calls": 2, "executor": "process"},
+    ],
+    ids=["sequential", "thread", "process"],
+)
+def test_an_in_place_map_after_cache_changes_neither_the_cache_nor_a_later_pass(map_kwargs):
+    # The cache handed out its recorded arrays: a sequential or thread map that wrote into
+    # them changed every later pass (1, then 2, 3, ...), a process map did not.
+    cached = dp.range(6).map(lambda i: {"image": np.zeros(3, np.float32), "id": i}).cache()
+    ds = cached.map(lambda d: (_add_one_in_place(d["image"]), d["id"]), **map_kwargs)
+    for _ in range(3):  # the recording pass, then two from the cache
+        got = [(x.tolist(), int(i)) for x, i in ds]
+        assert got == [([1.0, 1.0, 1.0], i) for i in range(6)]
+    assert cached[2]["image"].tolist() == [0.0, 0.0, 0.0]  # random access: a copy too
+    _add_one_in_place(cached[2]["image"])
+    assert cached[2]["image"].tolist() == [0.0, 0.0, 0.0]

@@ -1514,6 +1514,56 @@ def test_numpy_value_ranges_are_numbers():
         assert all(type(v) in (int, float) for v in layer.value_range)
 
 
+@pytest.mark.parametrize("name", ["Resizing", "CenterCrop", "RandomCrop", "RandomResizedCrop"])
+def test_numpy_integer_sizes_are_ints(name):
+    # Keras 3.15 takes np.int64 sizes; the layer and its config hold plain ints.
+    layer = getattr(pp, name)(np.int64(6), np.int32(5))
+    assert (layer.height, layer.width) == (6, 5)
+    assert type(layer.height) is int and type(layer.width) is int
+    config = layer.get_config()
+    assert json.loads(json.dumps(config))["height"] == 6
+    rebuilt = pp.layer_from_config({"class_name": name, "config": config})
+    assert rebuilt.get_config() == config
+    assert tuple(rebuilt(torch.zeros(2, 3, 8, 8)).shape) == (2, 3, 6, 5)
+    with pytest.raises(ValueError, match=rf"^{name}: height must be an int in \[1, "):
+        getattr(pp, name)(np.float64(6), 5)
+    with pytest.raises(ValueError, match=rf"^{name}: width must be an int in \[1, "):
+        getattr(pp, name)(6, np.bool_(True))
+
+
+def test_keras_numpy_entry_loads_as_the_array():
+    # keras.saving.serialize_keras_object(keras.layers.RandomContrast(0.3,
+    # value_range=np.array([0, 1.0]))) (Keras 3.15.1) writes value_range as a __numpy__
+    # entry.
+    numpy_entry = {"class_name": "__numpy__", "config": {"value": [0.0, 1.0], "dtype": "float64"}}
+    config = {
+        "module": "keras.layers",
+        "class_name": "RandomContrast",
+        "config": {
+            "name": "random_contrast",
+            "trainable": True,
+            "dtype": _policy("float32"),
+            "data_format": "channels_last",
+            "factor": (0, 0.3),
+            "value_range": numpy_entry,
+            "seed": None,
+        },
+        "registered_name": None,
+    }
+    layer = pp.layer_from_config(config)
+    assert layer._range == (0.0, 1.0) and layer.get_config()["value_range"] == [0.0, 1.0]
+    for bad, why in [
+        ({"class_name": "__numpy__", "config": {"value": ["a"], "dtype": "object"}}, "dtype"),
+        ({"class_name": "__numpy__", "config": {"value": [0, 1]}}, "expected"),
+        ({"class_name": "__numpy__", "config": {"value": [[0], 1], "dtype": "float32"}}, ""),
+    ]:
+        config["config"]["value_range"] = bad
+        message = r"^layer_from_config: RandomContrast's 'value_range' is a Keras '__numpy__'"
+        with pytest.raises(ValueError, match=message) as info:
+            pp.layer_from_config(config)
+        assert why in str(info.value)
+
+
 @pytest.mark.parametrize("bad", [np.bool_(True), True, "0.5", np.float32("nan")])
 def test_a_number_argument_says_a_number_is_allowed(bad):
     expected = (
@@ -1573,8 +1623,11 @@ def test_hooks_take_keras_training_and_seed():
         layer.get_random_transformation(x, torch.Generator(), seed=3)
     with pytest.raises(ValueError, match=r"^RandomBrightness: seed must be an int"):
         layer.get_random_transformation(x, seed="3")
+    # training=None: False, as Keras's hooks read it (`if training:`); other values refused.
+    assert layer.transform_images(x, a, training=None) is x
+    assert layer.get_random_transformation(x, training=None) is None
     with pytest.raises(ValueError, match=r"^RandomBrightness: training must be True or False"):
-        layer.transform_images(x, a, training=None)
+        layer.transform_images(x, a, training="yes")
 
 
 # ------------------------------------------------------------------ (e) value_range

@@ -40,3 +40,37 @@ def test_color_degeneration_exact_draw_matches_keras(ref, fmt):
         pp.RandomColorDegeneration((0.3, 0.3), **kw)(torch.from_numpy(x)),
         ref(keras_call, "RandomColorDegeneration", ((0.3, 0.3),), kw, x),
     )
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_color_degeneration_negative_factor_matches_keras(ref, fmt):
+    # RandomColorDegeneration(a)'s Keras config holds (-a, a): f < 0 moves away from the
+    # luma (more colour), clipped to value_range.
+    x = photometric_batch(fmt)
+    kw = dict(value_range=(0, 255), data_format=fmt)
+    close(
+        pp.RandomColorDegeneration((-0.3, -0.3), **kw)(torch.from_numpy(x)),
+        ref(keras_call, "RandomColorDegeneration", ((-0.3, -0.3),), kw, x),
+    )
+
+
+def test_color_degeneration_keras_config_of_a_number_loads():
+    # keras.layers.RandomColorDegeneration(0.3, value_range=(0, 1), seed=3).get_config()
+    # (Keras 3.15.1): the number 0.3 is written as (-0.3, 0.3).
+    config = {
+        "name": "random_color_degeneration",
+        "trainable": True,
+        "dtype": "float32",
+        "data_format": "channels_last",
+        "factor": (-0.3, 0.3),
+        "value_range": [0, 1],
+        "seed": 3,
+    }
+    layer = pp.layer_from_config({"class_name": "RandomColorDegeneration", "config": config})
+    assert layer._factor == (-0.3, 0.3) and layer._range == (0.0, 1.0)
+    # red (0.8, 0.4, 0.2), luma 0.49672, at f = -0.3 (Keras 3.15.1: 0.890984, 0.370984,
+    # 0.110984)
+    red = torch.tensor([[[[0.8, 0.4, 0.2]]]])
+    out = layer.transform_images(red, {"factor": torch.tensor([-0.3])})
+    torch.testing.assert_close(out.flatten(), torch.tensor([0.890984, 0.370984, 0.110984]))
+    assert pp.RandomColorDegeneration(0.3)._factor == (0.0, 0.3)

@@ -300,6 +300,43 @@ def test_job_table_hands_every_split_once_and_requeues_released_ones():
     assert table.stats["splits_done"] == 4 and table.stats["splits_released"] == 1
 
 
+def test_job_table_requeues_a_split_given_back_unstarted_as_it_was_handed_out():
+    # A consumer that stops while a split given back by another consumer (with what that
+    # one had received) waits in its prefetch, or whose assignment is still on its way,
+    # names it in no record: the split goes back with the record it was handed out with,
+    # not from its start (which would read the elements the first consumer delivered
+    # again). The same for a split a resumed consumer adopted and had not started.
+    layout = PoolSplits((10,), 5)
+    table, key = _table(layout)
+    a = table.join(key, "fp", layout, 7, "blob", None)
+    assert table.next_split(key, a.token, 0).spec.sid == 0
+    carry = {"items": [3, 4], "failed": []}
+    table.release(key, a.token, [Record(0, carry, {"pos": 5})], [])
+    b = table.join(key, "fp", layout, 7, "blob", None)
+    handed = table.next_split(key, b.token, 0)
+    assert handed.spec.sid == 0 and handed.record.carry == carry
+    table.release(key, b.token, [], [])  # b never started it
+    c = table.join(key, "fp", layout, 7, "blob", None)
+    again = table.next_split(key, c.token, 0)
+    assert again.spec.sid == 0
+    assert (again.record.carry, again.record.state) == (carry, {"pos": 5})
+    assert table.next_split(key, c.token, 0).record is None  # split 1: from its start
+    table.release(key, c.token, [], [])
+    assert {sid: rec.state for sid, rec in table.jobs[key].requeued.items()} == {
+        0: {"pos": 5},
+        1: None,
+    }
+    # adopted from a checkpoint, then given back unstarted: with the checkpoint's record
+    saved = {"consumer": None, "done": [], "records": [
+        {"sid": 1, "carry": carry, "state": {"pos": 8}, "finished": False}]}  # fmt: skip
+    other, key2 = _table(layout)
+    d = other.join(key2, "fp", layout, 7, "blob", None, [saved], "ckpt")
+    assert d.adopted["records"][0]["sid"] == 1
+    other.release(key2, d.token, [], [])
+    rec = other.jobs[key2].requeued[1]
+    assert (rec.carry, rec.state, rec.finished) == (carry, {"pos": 8}, False)
+
+
 def test_job_table_round_robin_consumers_and_their_restores():
     layout = PoolSplits((12,), 2, 2, "drop")
     table, key = _table(layout)
@@ -362,6 +399,34 @@ def test_a_reply_ends_for_time_only_once_it_holds_min_elements(min_elements, wan
     reply = core.read(key, "b", cloudpickle.dumps(ds), _open(ds, spec), seconds=0.0005,
                       min_elements=min_elements)  # fmt: skip
     assert elements_of(reply) == list(range(want)) and not reply.done
+    core.shutdown()
+
+
+def test_a_reply_that_holds_a_splits_known_last_element_says_it_ended():
+    # A 512-element split (the default floor) read in replies of at least 512: the first
+    # reply stops as it reaches 512, before it sees the end. Told how many elements the
+    # split has left, the worker checks for the end there and says done -- one request
+    # per split instead of a second one that only finds the end.
+    ds = dp.range(1000)
+    blob = cloudpickle.dumps(ds)
+    spec = PoolSplits((1000,), 512).spec(0)
+    core = WorkerCore()
+    first = core.read(("k", 0, 0), "b", blob, _open(ds, spec), seconds=0.0)
+    assert elements_of(first) == list(range(512)) and not first.done  # not told
+    end = core.read(("k", 0, 0), "b", None, None, seconds=0.0)
+    assert elements_of(end) == [] and end.done  # ... a second request finds the end
+    told = {**_open(ds, spec), "elements": 512}
+    reply = core.read(("k", 0, 1), "b", blob, told, seconds=0.0)
+    assert elements_of(reply) == list(range(512)) and reply.done and reply.state is None
+    # resumed mid-split with the count left: the same
+    mid = core.read(("k", 0, 2), "b", blob, told, limit=100)
+    assert elements_of(mid) == list(range(100)) and not mid.done
+    again = {**_open(ds, spec, mid.state), "elements": 412}
+    rest = core.read(("k", 0, 3), "b", blob, again, seconds=0.0)
+    assert elements_of(rest) == list(range(100, 512)) and rest.done
+    # a size that undercounts loses nothing: the element past it joins the reply
+    short = core.read(("k", 0, 4), "b", blob, {**_open(ds, spec), "elements": 50}, limit=100)
+    assert elements_of(short) == list(range(101)) and not short.done
     core.shutdown()
 
 

@@ -95,6 +95,8 @@ def test_worker_killed_mid_epoch_loses_and_repeats_nothing(ray_local, mode, dete
     ds = dp.range(n).map(slow_double).apply(distribute(mode, svc)).with_options(opts)
     it = iter(ds)
     got = [int(next(it)) for _ in range(100)]
+    if mode == "distributed_epoch":  # each feed holds its next split (the prefetch)
+        assert all(f.next is not None for f in it.root.feeds if f.run is not None)
     ray_local.kill(svc.workers()[0])
     got += [int(x) for x in it]
     copies = 1 if mode == "distributed_epoch" else 2

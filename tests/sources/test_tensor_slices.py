@@ -24,7 +24,9 @@ def test_from_tensor_slices_numpy_keeps_type_and_spec() -> None:
     assert out[0].dtype == np.float32
     assert ds.element_spec == TensorSpec((3,), np.float32)
     assert ds.cardinality() == 4
-    assert np.shares_memory(out[1], arr)  # slices are views: no copy of the source
+    # An element is a view of its chunk's own copy, never of the source (an in-place map
+    # must not write into the user's array: test_an_in_place_map_... below).
+    assert not np.shares_memory(out[1], arr)
 
 
 def test_from_tensor_slices_torch_in_torch_out() -> None:
@@ -64,3 +66,40 @@ def test_lists_of_strings_keep_trailing_nul_bytes():
     grid = next(iter(dp.from_tensor_slices([[b"p\x00", b"q"], [b"r", b"s"]])))
     assert grid.dtype == object and grid.tolist() == [b"p\x00", b"q"]
     assert dp.from_tensor_slices(raw).element_spec == dp.TensorSpec((), object)
+
+
+def _add_one_in_place(x):
+    x += 1  # what `x /= 255` on a float image does
+    return x
+
+
+@pytest.mark.parametrize(
+    "map_kwargs",
+    [
+        {},
+        {"num_parallel_calls": 2, "executor": "thread"},
+        {"num_parallel_calls": 2, "executor": "process"},
+    ],
+    ids=["sequential", "thread", "process"],
+)
+@pytest.mark.parametrize("library", ["numpy", "torch"])
+def test_an_in_place_map_changes_neither_the_source_nor_the_next_epoch(map_kwargs, library):
+    # breaker: sequential and thread maps wrote into the user's array through the slices
+    # (epoch 2 gave 2 where epoch 1 gave 1), processes did not: AUTOTUNE's choice changed
+    # the results.
+    source = np.zeros((40, 3), np.float32) if library == "numpy" else torch.zeros(40, 3)
+    ds = dp.from_tensor_slices(source).map(_add_one_in_place, **map_kwargs)
+    for _ in range(2):
+        epoch = [np.asarray(x) for x in ds]
+        assert len(epoch) == 40 and all(e.tolist() == [1.0, 1.0, 1.0] for e in epoch)
+    assert float(source.sum()) == 0.0
+    element = ds[3]  # random access reads its own copy too
+    assert np.asarray(element).tolist() == [1.0, 1.0, 1.0] and float(source.sum()) == 0.0
+
+
+def test_a_batch_of_slices_is_not_a_view_of_the_source():
+    source = np.arange(12, dtype=np.int64)
+    batch = next(iter(dp.from_tensor_slices(source).batch(4)))
+    batch[:] = -1
+    assert source.tolist() == list(range(12))
+    assert [b.tolist() for b in dp.from_tensor_slices(source).batch(4)][0] == [0, 1, 2, 3]

@@ -24,7 +24,10 @@ def test_from_tensors_keeps_arrays_tensors_and_nesting():
     t = torch.ones(3, dtype=torch.int32)
     ds = dp.from_tensors({"a": arr, "b": (t, "text")})
     (x,) = list(ds)
-    assert x["a"] is arr and x["b"][0] is t and x["b"][1] == "text"
+    # the arrays' values and types, in copies (test_from_tensors_hands_out_a_copy_each_pass)
+    assert type(x["a"]) is np.ndarray and x["a"].tolist() == arr.tolist() and x["a"] is not arr
+    assert isinstance(x["b"][0], torch.Tensor) and x["b"][0].dtype == torch.int32
+    assert x["b"][0].tolist() == [1, 1, 1] and x["b"][0] is not t and x["b"][1] == "text"
     spec = ds.element_spec
     assert spec["a"] == TensorSpec((2, 3), "float32")
     assert spec["b"][0] == TensorSpec((3,), torch.int32)
@@ -37,3 +40,15 @@ def test_from_tensors_repeat_and_random_access():
     assert ds._random_access_breaker() is None
     assert values(ds.global_shuffle(seed=0)) == [[5, 6]] * 3
     assert_resumes(ds)
+
+
+def _add_one_in_place(x):
+    x += 1
+    return x
+
+
+def test_from_tensors_hands_out_a_copy_each_pass():
+    source = torch.zeros(2)
+    ds = dp.from_tensors({"x": source, "name": "a"}).map(lambda d: _add_one_in_place(d["x"]))
+    assert [x.tolist() for x in ds] == [[1.0, 1.0]] == [x.tolist() for x in ds]
+    assert source.tolist() == [0.0, 0.0]
