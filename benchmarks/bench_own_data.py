@@ -18,23 +18,33 @@ and ``RandomContrast`` -- then batches of 32.
   start per epoch, as by default).
 
 All run in this one process, in turn within each round (the order rotates every round),
-each round ``--epochs`` epochs (default 1) of every image through each, every epoch a
-fresh ``iter()``; the figure is the median over rounds of the per-round ratio of each rate
-to DataLoader's, with the load average printed at the start and the end and the executor
-the defaults' map ended on in each round. Every pass's outputs are checked against
-DataLoader's: the same number of images and batches and the same label checksum (the
-augmentation's draws differ between the two, so before the rounds one pass of each with
-the layers in ``eval()``, which draws nothing, must give the same pixel sum)::
+each round ``--epochs`` epochs (default 1) of every image through each: one pipeline per
+round, every epoch a fresh ``iter()`` of it, as a training loop's epochs are (so from the
+second epoch on the map starts on what AUTOTUNE settled on in the first:
+``datapipe/parallel/remembered.py``). The figure is the median over rounds of the
+per-round ratio of each rate to DataLoader's (with ``--epochs`` over 1 also of the first
+epoch alone and of the later ones), with the load average printed at the start and the
+end, the executor the defaults' map ended on in each round, each contender's CPU time in
+this process per image (its workers' not counted), and the machine's ceiling: ``fn`` in a
+plain loop in one forked process per core (300 images each, nothing sent back, each
+round), over DataLoader's rate: no pipeline of this function can beat DataLoader by more
+on this machine. Every pass's outputs are checked
+against DataLoader's: the same number of images and batches and the same label checksum
+(the augmentation's draws differ between the two, so before the rounds one pass of each
+with the layers in ``eval()``, which draws nothing, must give the same pixel sum)::
 
     .venv/bin/python benchmarks/bench_own_data.py                    # --rounds 7
-    .venv/bin/python benchmarks/bench_own_data.py --before --alternatives
+    .venv/bin/python benchmarks/bench_own_data.py --before --alternatives --epochs 3
     .venv/bin/python benchmarks/bench_own_data.py --workload load --epochs 5
 
 ``--before`` adds the defaults without the two rules of issue 27's item 7 (the tuner's
 process trial for threads short of cores, and a process trial that lasts while its rate
-still rises), in the same run; ``--alternatives`` adds the mechanisms measured before
-choosing them: two threads with torch and OpenCV at their default intra-op threads, the
-same with both set to 1 for the epoch (and restored), two processes.
+still rises) and each ``iter()`` searching anew, and the defaults with each ``iter()``
+searching anew (no remembered choice), in the same run. ``--alternatives`` adds the
+mechanisms measured before choosing them: two threads with torch and OpenCV at their
+default intra-op threads, the same with both set to 1 for the epoch (and restored), two
+processes; and ``DataLoader(num_workers=2, persistent_workers=True)``, whose workers
+outlive an epoch (what a pipeline that kept its processes across ``iter()`` could gain).
 ``--workload load`` compares the walkthrough's own pipeline instead
 (``image_dataset_from_directory(image_size=(32, 32), batch_size=32).to_torch()``, the
 augmentation in the model) with a DataLoader over the same decode + resize function.
@@ -146,9 +156,35 @@ class OneIntraOpThread:
             cv2.setNumThreads(old[1])
 
 
+def forget_tuning(ds) -> None:
+    """Forget what AUTOTUNE settled on in ``ds``'s stages (``parallel/remembered.py``): its
+    next ``iter()`` searches from inline again, as every ``iter()`` did before."""
+    stack = [ds]
+    while stack:
+        node = stack.pop()
+        req = node.stage_request
+        if req is not None:
+            req.tuned.put(None)
+        stack.extend(node._inputs)
+
+
+class Retuned:
+    """The defaults with every epoch's ``iter()`` searching anew (for ``--before``)."""
+
+    def __init__(self, batches):
+        self.batches = batches
+
+    def __iter__(self):
+        forget_tuning(self.batches)
+        it = iter(self.batches)
+        self.root = it.root
+        yield from it
+
+
 class TunerBefore:
     """The defaults as they were before issue 27's item 7 (for ``--before``): no process
-    trial for threads short of cores, process trials judged on their first three windows."""
+    trial for threads short of cores, process trials judged on their first three windows,
+    every ``iter()`` searching anew."""
 
     def __init__(self, batches):
         self.batches = batches
@@ -159,6 +195,7 @@ class TunerBefore:
         saved = autotune._short_of_cores, autotune._still_rising
         autotune._short_of_cores = lambda t, s: False
         autotune._still_rising = lambda rates: False
+        forget_tuning(self.batches)
         try:
             it = iter(self.batches)
             self.root = it.root
@@ -182,11 +219,43 @@ def run_epoch(batches) -> tuple[float, int, int, int, str]:
     return time.perf_counter() - t0, n, count, check, map_executor(root)
 
 
-def run_epochs(make, epochs: int) -> tuple[float, int, int, int, str]:
-    """``run_epoch`` over ``epochs`` fresh passes (each a new ``iter()``, as a training
-    loop's epochs are), summed; the executor of the last."""
-    runs = [run_epoch(make()) for _ in range(epochs)]
-    return (sum(r[0] for r in runs), *(sum(r[k] for r in runs) for k in (1, 2, 3)), runs[-1][4])
+def run_epochs(make, epochs: int) -> tuple:
+    """``run_epoch`` over ``epochs`` passes of one pipeline (each a new ``iter()`` of the
+    same Dataset, as a training loop's epochs are), summed; the executor of the last, each
+    epoch's seconds, and this process's CPU seconds per image (all its threads; not the
+    worker processes')."""
+    c0 = time.process_time()
+    batches = make()
+    runs = [run_epoch(batches) for _ in range(epochs)]
+    seconds = [r[0] for r in runs]
+    images = sum(r[1] for r in runs)
+    cpu = (time.process_time() - c0) / max(1, images)
+    return (sum(seconds), images, *(sum(r[k] for r in runs) for k in (2, 3)), runs[-1][4],
+            seconds, cpu)  # fmt: skip
+
+
+def _bare_worker(fn, paths, labels) -> None:
+    torch.set_num_threads(1)  # as DataLoader's and datapipe's workers run torch
+    for path, label in zip(paths, labels):
+        fn(path, label)
+
+
+def bare_processes_rate(fn, paths, labels, n: int = 300) -> float:
+    """Images per second of ``fn`` in a plain loop in each of as many forked processes as
+    there are cores, ``n`` images each, nothing sent back: what any pipeline of ``fn``
+    can reach at most on this machine."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    cores = os.cpu_count() or 1
+    shares = [(paths[i * n : (i + 1) * n], labels[i * n : (i + 1) * n]) for i in range(cores)]
+    t0 = time.perf_counter()
+    procs = [ctx.Process(target=_bare_worker, args=(fn, *share)) for share in shares]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    return sum(len(share[0]) for share in shares) / (time.perf_counter() - t0)
 
 
 def map_executor(root) -> str:
@@ -221,7 +290,7 @@ def check_same_images(paths, labels, loader, fn) -> None:
 
 def candidates(paths, labels, fn, loader, alternatives: bool, before: bool,
                folder: str | None = None) -> dict:  # fmt: skip
-    """name -> a fresh pass over one epoch (batches of (images, labels))."""
+    """name -> a fresh pipeline (batches of (images, labels)), iterated once per epoch."""
     if folder is not None:  # --workload load: the walkthrough's call itself
         return {
             "datapipe defaults": lambda: walkthrough_pipeline(folder),
@@ -233,8 +302,12 @@ def candidates(paths, labels, fn, loader, alternatives: bool, before: bool,
     }
     if before:
         out["defaults before item 7"] = lambda: TunerBefore(datapipe_pipeline(paths, labels, fn))
+        out["defaults, re-tuned per iter()"] = lambda: Retuned(datapipe_pipeline(paths, labels, fn))
     if alternatives:  # the mechanisms measured before choosing (docs/architecture.md)
         two = {"num_parallel_calls": 2}
+        persistent = torch.utils.data.DataLoader(
+            loader.dataset, batch_size=BATCH, num_workers=2, persistent_workers=True
+        )
         out["threads(2), torch/cv2 defaults"] = lambda: datapipe_pipeline(
             paths, labels, fn, executor="thread", **two
         )
@@ -244,6 +317,7 @@ def candidates(paths, labels, fn, loader, alternatives: bool, before: bool,
         out["processes(2)"] = lambda: datapipe_pipeline(
             paths, labels, fn, executor="process", **two
         )
+        out["DataLoader(2, persistent_workers)"] = lambda: persistent
     return out
 
 
@@ -292,6 +366,10 @@ def main(argv=None) -> int:
         runs = candidates(paths, labels, fn, loader, False, False, folder)
     base = "DataLoader(num_workers=2)"
     ratios: dict[str, list[float]] = {name: [] for name in runs if name != base}
+    firsts: dict[str, list[float]] = {name: [] for name in ratios}  # epoch 1's ratios
+    cpus: dict[str, list[float]] = {name: [] for name in runs}  # parent CPU s per image
+    ceilings: list[float] = []  # fn in a bare process per core, over DataLoader's
+    laters: dict[str, list[float]] = {name: [] for name in ratios}  # epochs 2+
     names = list(runs)
     for r in range(args.rounds + 1):
         order = names[r % len(names) :] + names[: r % len(names)]  # rotated every round
@@ -299,18 +377,39 @@ def main(argv=None) -> int:
         for name, out in res.items():  # the same images, batches and labels
             assert out[1:4] == res[base][1:4], (name, out[1:4], res[base][1:4])
         rate = {name: v[1] / v[0] for name, v in res.items()}
+        ceiling = bare_processes_rate(fn, paths, labels)
         chosen = res["datapipe defaults"][4]
         line = " ".join(f"{name} {rate[name]:.0f}/s" for name in names)
         line += f" (defaults ended on {chosen})"
         if r == 0:
             print(f"warm-up round (not counted): {line}")
             continue
+        for name in runs:
+            cpus[name].append(res[name][6])
+        ceilings.append(ceiling / rate[base])
         for name in ratios:
             ratios[name].append(rate[name] / rate[base])
-        print(f"round {r}: {line}; load {os.getloadavg()[0]:.2f}", flush=True)
+            ours, theirs = res[name][5], res[base][5]
+            firsts[name].append(theirs[0] / ours[0])
+            if args.epochs > 1:
+                laters[name].append(sum(theirs[1:]) / sum(ours[1:]))
+        print(f"round {r}: {line}; ceiling {ceiling:.0f}/s; load {os.getloadavg()[0]:.2f}",
+              flush=True)  # fmt: skip
     print(f"\nmedian of per-round ratios over {base} ({args.rounds} rounds):")
     for name, rs in ratios.items():
         print(f"  {name:32s} {statistics.median(rs):.2f}x  (min {min(rs):.2f}, max {max(rs):.2f})")
+    label = "ceiling: fn in bare processes"
+    print(f"  {label:32s} {statistics.median(ceilings):.2f}x  (min {min(ceilings):.2f}, "
+          f"max {max(ceilings):.2f})")  # fmt: skip
+    print("CPU time in this process per image (median over rounds; workers not counted):")
+    for name, cs in cpus.items():
+        print(f"  {name:32s} {statistics.median(cs) * 1e6:.0f} us")
+    if args.epochs > 1:
+        for label, table in (("epoch 1", firsts), (f"epochs 2-{args.epochs}", laters)):
+            print(f"{label} alone:")
+            for name, rs in table.items():
+                print(f"  {name:32s} {statistics.median(rs):.2f}x  (min {min(rs):.2f}, "
+                      f"max {max(rs):.2f})")  # fmt: skip
     print(f"load average at end: {os.getloadavg()}")
     return 0
 

@@ -156,6 +156,58 @@ class FakeClock:
 
 
 # ---- scripts (examples/, benchmarks/) -------------------------------------------------------
+class FakeExecutors:
+    """A stage under AUTOTUNE's executor search whose output rate under each executor is
+    ``rates[executor](p)`` and whose elements each cost ``cost`` seconds of work, its
+    workers using ``cpu_fraction`` of a core while busy, on a fake clock
+    (``tests/parallel/test_autotune.py``, ``test_remembered.py``). It starts on ``start``
+    (a process stage with one worker per core of the budget, as ``Stage`` starts one),
+    verifying ``resumed`` (a ``remembered.TunedChoice``) if given."""
+
+    def __init__(self, monkeypatch: Any, cost: float, rates: dict, kind: str = "parallelism",
+                 cpu_budget: int = 2, value: int = 2, cpu_fraction: float = 1.0,
+                 start: str = "inline", resumed: Any = None):  # fmt: skip
+        from datapipe.parallel import autotune
+        from datapipe.parallel.stage import Knob, Meter
+
+        self.window_s = autotune.WINDOW_S
+        self.clock = FakeClock(monkeypatch, (autotune.time, "monotonic"))
+        self.cpu_fraction = cpu_fraction
+        self.tuner = autotune.Autotuner(True, cpu_budget, 1 << 40)
+        cap = 1024 if kind == "buffer" else 64
+        self.knob, self.meter = Knob("map", kind, value, True, cap), Meter()
+        self.knob.executor = start
+        if start == "process":
+            self.knob.max_value = cpu_budget
+        self.knob.on_executor = lambda executor, v: True
+        self.tuner.add(self.knob, self.meter, ["inline", "thread", "process"], resumed=resumed)
+        self.cost, self.rates = cost, rates
+
+    def run(self, windows: int) -> None:
+        k, m = self.knob, self.meter
+        for _ in range(windows):
+            dt = self.window_s
+            self.clock.sleep(dt)
+            n = int(self.rates[k.executor](k.value) * dt)
+            m.produced += n
+            if k.executor == "inline":
+                busy = n * self.cost
+            else:  # workers busy all the time (the stage is the bottleneck)
+                busy = (1 if k.kind == "buffer" else k.value) * dt
+            m.busy_s += busy
+            m.cpu_s += busy * self.cpu_fraction
+            self.tuner.maybe_step()
+
+    def path(self) -> list:
+        """The executor moves so far: [(old, new), ...]."""
+        return [(old, new) for _, knob, old, new in self.knob.events if knob == "executor"]
+
+    def phase(self) -> str:
+        """The executor search's phase ("done" once it settled)."""
+        (search,) = self.tuner._searches.values()
+        return search.phase
+
+
 def load_script(path: Path, name: str) -> ModuleType:
     """Import the script at ``path`` as module ``name``, as ``python path`` would see it: its
     folder first on ``sys.path`` (examples import their siblings, e.g. ``_digits_model``)

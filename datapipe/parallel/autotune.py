@@ -95,11 +95,26 @@ measures each candidate in turn, on the live pipeline, and keeps the fastest:
    (``PROCESS_SMALL_OUTPUT_BYTES``, 64 KiB; kept at a 5% gain): a process sends such a
    result back for nothing and pays none of the GIL hand-offs around each C call.
 
+   A function that inline showed CPU-bound (its thread's CPU time at least half its wall
+   time), costing at least ``PROCESS_MIN_COST_S``, with results of at most
+   ``PROCESS_SMALL_OUTPUT_BYTES`` tries processes *before* threads (``_processes_first``):
+   threads would only be their reference, and threads of such a function that holds the
+   GIL ran at half inline's rate (the walkthrough's augmentation: ~300 el/s on two threads,
+   600 inline, 1,200 on two processes). They are kept at ``PROCESS_FIRST_KEEP`` (80%) of
+   linear scaling over inline; short of it threads are tried next, and the best stays.
+4. **A remembered choice** (``remembered.py``): a stage of an op whose previous stage
+   settled on threads or processes starts there (the ``"resumed"`` phase) and is kept if
+   its best window of at least ``RESUME_WINDOWS`` reaches ``RESUME_MIN_SHARE`` of the rate
+   remembered (``outcome``: the median of the last ``REMEMBER_WINDOWS``), else the search
+   starts again from inline; remembered threads short of their cores give processes a
+   trial again.
+
 ``prefetch(AUTOTUNE)`` measures the same way, inline first: a thread can only hide the
 smaller of its input's cost and the consumer's own work per element, so below
 ``PREFETCH_INLINE_MAX_COST_S`` (200 µs, about two hand-offs) for either it stays inline —
 W1's batches (~70-100 µs each) feeding a loop that sums them. The choice is made once per
-stage; a stage that fell back does not try again during the iteration.
+stage (per ``iter()``: a later one starts on the choice remembered); a stage that fell
+back does not try again during the iteration.
 
 The ramp (a latency-bound stage: a remote read of tens of milliseconds)
 ------------------------------------------------------------------------
@@ -144,6 +159,7 @@ import os
 import statistics
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -207,8 +223,20 @@ PROCESS_MAX_WINDOWS = 8
 # processes 0.89x). They are kept if they beat threads by PROCESS_MIN_GAIN_SMALL.
 PROCESS_SMALL_OUTPUT_BYTES = 64 << 10
 PROCESS_MIN_GAIN_SMALL = 1.05
+# Such a function's processes, tried before threads (``_processes_first``), are kept without
+# a thread trial at this share of linear scaling over inline: threads could beat them by at
+# most 1/0.8 = 1.25x there, and such functions ran faster on processes (W4: 1.07x).
+PROCESS_FIRST_KEEP = THREADS_SCALE_OK
 # RAM set aside per worker process in the budget (its private pages: interpreter, imports).
 PROCESS_RAM_BYTES = 256 << 20
+# A stage started on its op's remembered choice (``remembered.py``) verifies it on its best
+# window of at least RESUME_WINDOWS (more while a process stage's rate still rises): kept at
+# RESUME_MIN_SHARE of the remembered rate, else the search starts again from inline. Loose,
+# as this machine's load halves a rate for seconds at a time, and a search costs ~0.5 s.
+RESUME_WINDOWS = 3
+RESUME_MIN_SHARE = 0.5
+# The windows whose median rate a stage's choice is remembered with.
+REMEMBER_WINDOWS = 8
 
 
 def cpu_count() -> int:
@@ -279,7 +307,8 @@ class _Search:
     """The tuner's private state for one stage: what it measured last, the trial under way,
     and where its executor search stands. Nothing outside this module reads it."""
 
-    def __init__(self, knob: Any, meter: Any, executors: list[str] | None):
+    def __init__(self, knob: Any, meter: Any, executors: list[str] | None,
+                 resumed: Any = None):  # fmt: skip
         self.knob, self.meter = knob, meter
         self.mark: tuple | None = None
         self.trial: tuple | None = None  # (old value, base rate, direction)
@@ -300,6 +329,11 @@ class _Search:
         # under measurement, or "done"); its measured rates and costs
         self.executors = list(executors or ())
         self.phase = self.executors[0] if self.executors else "done"
+        # started on the op's remembered choice (``remembered.TunedChoice``): verified first
+        self.resumed = resumed
+        if resumed is not None and self.executors:
+            self.phase = "resumed"
+        self.window_rates: deque[float] = deque(maxlen=REMEMBER_WINDOWS)  # at this executor
         self.phase_rates: list[float] = []
         self.executor_rates: dict[str, float] = {}
         self.cost_s = 0.0  # busy seconds per element in the last window
@@ -328,6 +362,7 @@ class _Search:
         """After an executor change: the window until the next step is not measured (the
         mark is taken then: workers start, buffers refill), the ones after it are."""
         self.phase_rates = []
+        self.window_rates.clear()
         self.settle, self.trial, self.mark = False, None, None
 
 
@@ -354,13 +389,15 @@ class Autotuner:
         """The knobs of the stages running now."""
         return [s.knob for s in list(self._searches.values())]
 
-    def add(self, knob: Any, meter: Any, executors: list[str] | None = None) -> None:
+    def add(self, knob: Any, meter: Any, executors: list[str] | None = None,
+            resumed: Any = None) -> None:  # fmt: skip
         """Tune ``knob`` from ``meter``; with ``executors`` (in the order to try: inline,
         threads, processes) the search also chooses the executor (``knob.executor`` is the
-        first)."""
+        first). ``resumed``: the op's remembered choice (``remembered.TunedChoice``) that
+        ``knob`` already runs on; the search verifies it instead of starting inline."""
         with self._lock:
             if id(knob) not in self._searches:
-                self._searches[id(knob)] = _Search(knob, meter, executors)
+                self._searches[id(knob)] = _Search(knob, meter, executors, resumed)
 
     def begin(self, knob: Any) -> None:
         """The stage's consumer asked for its first element: its first window starts now
@@ -379,6 +416,20 @@ class Autotuner:
         s = self._searches.get(id(knob))
         if s is not None:
             s.phase, s.executors = "done", []
+
+    def outcome(self, knob: Any) -> tuple[str, int, float] | None:
+        """(executor, value, rate) that the search of ``knob`` settled on: the value
+        measured last (a trial's starting value while one runs) and the median rate of its
+        last windows there; None while the executor search has not finished."""
+        s = self._searches.get(id(knob))
+        if s is None or s.phase != "done":
+            return None
+        rates = list(s.window_rates)
+        rate = statistics.median(rates) if rates else s.executor_rates.get(knob.executor, 0.0)
+        if rate <= 0:
+            return None
+        value = s.trial[0] if s.trial is not None else knob.value
+        return knob.executor, int(value), float(rate)
 
     def trials(self, knob: Any) -> list[tuple]:
         """The judged trials of ``knob`` (direction, from, to, rate before, rate during,
@@ -428,6 +479,7 @@ class Autotuner:
             s.settle = False
             return
         s.rate = rate
+        s.window_rates.append(rate)
         if dbusy > 0:
             s.cpu_fraction = min(1.0, dcpu / dbusy)
         m = s.meter
@@ -540,13 +592,19 @@ class Autotuner:
         executor whose entry says it is worth a trial; else the best measured), ``"back"``
         (done: the best of the others measured)."""
         phase = PHASES[s.phase]
-        if s.phase == "process" and rate == 0.0:
+        if s.knob.executor == "process" and rate == 0.0:
             return True  # the worker processes are still starting (spawn takes seconds)
         s.phase_rates.append(rate)
         verdict = phase.judge(self, s)
         if verdict == "wait":
             return True
-        current, s.phase = s.phase, "done"
+        if verdict == "search":  # the remembered choice fell short: search from inline
+            s.resumed, s.phase = None, s.executors[0]
+            if not s.switch(s.phase, s.knob.value):
+                s.phase = "done"
+            return True
+        current = s.knob.executor if s.phase == "resumed" else s.phase
+        s.phase = "done"
         if verdict == "keep" or (verdict == "next" and self._try_next(s, current)):
             return True
         others = {k: r for k, r in s.executor_rates.items() if verdict != "back" or k != current}
@@ -608,7 +666,25 @@ def _judge_inline(t: Autotuner, s: _Search) -> str:
     clear = cost >= CLEAR_COST_FACTOR * limit
     if not clear and (len(s.phase_rates) < 2 or s.over < 2):
         return "wait"  # cheap: stays inline (re-measured every window)
+    if _processes_first(s):
+        s.executors = [x for x in s.executors if x != "thread"] + ["thread"]
     return "next"
+
+
+def _processes_first(s: _Search) -> bool:
+    """A CPU-bound function with small results costing at least ``PROCESS_MIN_COST_S``:
+    processes are tried before threads. They would be compared with threads anyway
+    (``_small_cpu_bound``), and threads of a function that holds the GIL run at a fraction
+    of inline: the walkthrough's augmentation ran ~300 el/s on two threads (each thread's
+    CPU time twice inline's per element, in GIL hand-offs), 600 inline and 1,200 on two
+    processes; its first epoch spent 0.15-0.25 s of ~1.5 s on that trial."""
+    order = s.executors
+    return (
+        "process" in order
+        and "thread" in order
+        and s.cost_s >= PROCESS_MIN_COST_S
+        and _small_cpu_bound(s)
+    )
 
 
 def _enter_thread(t: Autotuner, s: _Search) -> tuple[int, int | None] | None:
@@ -677,6 +753,9 @@ def _judge_process(t: Autotuner, s: _Search) -> str:
     if len(s.phase_rates) < 3 or _still_rising(s.phase_rates):
         return "wait"
     rate = s.executor_rates["process"] = max(s.phase_rates)
+    if "thread" not in s.executor_rates and "thread" in s.executors:  # tried before threads
+        linear = s.process_max * s.executor_rates.get("inline", 0.0)
+        return "keep" if rate >= PROCESS_FIRST_KEEP * linear else "next"
     others = [v for kind, v in s.executor_rates.items() if kind != "process"]
     gain = PROCESS_MIN_GAIN_SMALL if _small_cpu_bound(s) else PROCESS_MIN_GAIN
     return "keep" if rate >= gain * max(others, default=0.0) else "back"
@@ -693,6 +772,34 @@ def _still_rising(rates: list[float]) -> bool:
     return rates[-1] >= PROCESS_WARM_GAIN * max(rates[:-1])
 
 
+def _enter_resumed(t: Autotuner, s: _Search) -> tuple[int, int | None] | None:
+    return None  # the phase a stage starts in; never entered from another
+
+
+def _judge_resumed(t: Autotuner, s: _Search) -> str:
+    """The executor and value the op's previous stage settled on (``remembered.py``), on
+    its best of ``RESUME_WINDOWS`` windows (more while processes still warm up): kept at
+    ``RESUME_MIN_SHARE`` of the rate remembered, else ``"search"``: from inline again."""
+    k, choice = s.knob, s.resumed
+    if len(s.phase_rates) < RESUME_WINDOWS:
+        return "wait"
+    if k.executor == "process" and _still_rising(s.phase_rates):
+        return "wait"
+    best = max(s.phase_rates)
+    if choice is None or best < RESUME_MIN_SHARE * choice.rate:
+        return "search"
+    s.executor_rates[k.executor] = best
+    s.recent[k.value] = [statistics.median(s.phase_rates)] * BASE_WINDOWS  # hill climbing
+    if k.executor == "thread" and (_short_of_cores(t, s) or _small_cpu_bound(s)):
+        # Threads that the thread phase would not keep (a process trial lost to them by a
+        # noisy margin, on a loaded machine): processes get their trial again, not the
+        # whole search. Their cost per element stands in for inline's (it includes the
+        # GIL's waits: at least the function's own).
+        s.inline_cost_s = s.cost_s
+        return "next"
+    return "keep"
+
+
 class _Phase(NamedTuple):
     enter: Callable[[Autotuner, _Search], tuple[int, int | None] | None]
     judge: Callable[[Autotuner, _Search], str]
@@ -702,6 +809,7 @@ PHASES: dict[str, _Phase] = {
     "inline": _Phase(_enter_inline, _judge_inline),
     "thread": _Phase(_enter_thread, _judge_thread),
     "process": _Phase(_enter_process, _judge_process),
+    "resumed": _Phase(_enter_resumed, _judge_resumed),  # not an executor: a stage's start
 }
 
 
@@ -719,7 +827,8 @@ def _warming_up(s: _Search, dn: int, dt: float) -> bool:
     remote reads (s3fs on moto) delivered nothing for 0.4 s of their first windows at load 9,
     were judged not to scale, and the stage went to 2 processes (29 obj/s, threads ~90)."""
     k = s.knob
-    return s.phase == "thread" and k.kind == "parallelism" and dn < k.value and dt < THREAD_WARMUP_S
+    on_trial = s.phase == "thread" or (s.phase == "resumed" and k.executor == "thread")
+    return on_trial and k.kind == "parallelism" and dn < k.value and dt < THREAD_WARMUP_S
 
 
 def _clear_gain(s: _Search, rate: float, dcpu: float, dbusy: float) -> bool:

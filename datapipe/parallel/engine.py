@@ -421,7 +421,12 @@ class Engine:
                 raise
             if self.sampling:
                 self.sample(elems, items)
-        self.meter.record(len(items), time.perf_counter() - t0, time.thread_time() - c0)
+        dt, dcpu = time.perf_counter() - t0, time.thread_time() - c0
+        if self.meter.out_bytes is None and lane.transform is not None:
+            # the result size, once: the tuner's first executor move reads it
+            good = [x for x in items[:1] if type(x) is not Failed]
+            self.meter.out_bytes = float(autotune.chunk_nbytes(good)) if good else None
+        self.meter.record(len(items), dt, dcpu)
         if not failed:
             return items
         chunk = Chunk(start, None)  # no input state: a snapshot stores its elements

@@ -58,6 +58,8 @@ class Plan:
         replayable: the input's order is reproducible (see ``replay.replayable``).
         allow_process: the stage's function may run in worker processes.
         policy: the engine policy the op asked for (``policies.py``).
+        remembered: where the stage finds and leaves its tuned choice (the request's
+            ``tuned``; ``remembered.py``), for ``executor="auto"``; else None.
     """
 
     value: int
@@ -68,6 +70,7 @@ class Plan:
     replayable: bool = True
     allow_process: bool = False
     policy: Any = None
+    remembered: Any = None
 
 
 def validate_executor(op: str, executor: str | None) -> str | None:
@@ -111,7 +114,8 @@ def plan_stage(req: StageRequest, ctx: Any, input_ds: Any = None) -> Plan | None
         cap = most if size == AUTOTUNE else start
         free = ctx.options.threading.executor is None and req.policy.inline_ok
         kind = "auto" if auto and free else "thread"
-        return Plan(start, cap, auto, True, kind, ok, policy=req.policy)
+        remembered = req.tuned if kind == "auto" else None
+        return Plan(start, cap, auto, True, kind, ok, policy=req.policy, remembered=remembered)
     calls = req.parallelism
     executor = req.executor or ctx.options.threading.executor
     if calls is None and req.executor == "process":
@@ -126,6 +130,8 @@ def plan_stage(req: StageRequest, ctx: Any, input_ds: Any = None) -> Plan | None
     plan.allow_process = req.processes_allowed and executor != "thread" and not _in_daemon()
     if plan.executor == "auto" and not req.policy.inline_ok:
         plan.executor = "thread"  # e.g. interleave: its lanes are filled by threads only
+    if plan.executor == "auto":
+        plan.remembered = req.tuned
     return plan
 
 

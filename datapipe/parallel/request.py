@@ -13,8 +13,10 @@ request").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from datapipe.parallel.remembered import Remembered
 
 # The knob's start and most under AUTOTUNE, for a buffer (elements).
 PREFETCH_AUTOTUNE = (4, 1024)
@@ -36,6 +38,8 @@ class StageRequest:
         processes_allowed: the work is a function that may run in worker processes
             (``map``, ``random_map``); a buffer's or interleave's work is reading inputs.
         autotune_buffer: (start, most) of a buffer's knob under ``AUTOTUNE``.
+        tuned: what AUTOTUNE settled on in this op's last stage (``remembered.py``): the
+            next ``iter()`` starts there. Not part of the declaration's equality.
     """
 
     policy: Any
@@ -45,6 +49,7 @@ class StageRequest:
     executor: str | None = None
     processes_allowed: bool = False
     autotune_buffer: tuple[int, int] = PREFETCH_AUTOTUNE
+    tuned: Remembered = field(default_factory=Remembered, compare=False, repr=False)
 
     @property
     def is_buffer(self) -> bool:

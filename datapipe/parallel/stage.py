@@ -38,6 +38,7 @@ from datapipe.parallel import autotune, executors
 from datapipe.parallel.engine import Engine, Lane, inline_here
 from datapipe.parallel.plan import Plan
 from datapipe.parallel.pool import close_deadline
+from datapipe.parallel.remembered import TunedChoice
 
 
 class Knob:
@@ -152,15 +153,14 @@ class Stage:
         self.executors = self.engine.executors  # by kind, created on first use
         self.started = False
         self.asked = False  # the consumer asked for an element
-        first = "inline" if plan.executor == "auto" else plan.executor
-        # executor="process" with a function that cannot be pickled raises here, at iter()
-        if not self.use(first, plan.value):
-            raise RuntimeError(f"{op}: the planned executor {first!r} cannot run it")
-        self.knob.executor = first
-        if plan.executor == "auto":  # the search tries, in order, what may run this stage
-            order = [k for k, cls in executors.EXECUTORS.items() if cls.possible(self)]
-            self.tuner.add(self.knob, self.meter, order)
+        self.remembered = plan.remembered  # the op's last tuned choice (remembered.py)
+        if plan.executor == "auto":
+            self._start_search()
         else:
+            # executor="process" with a function that cannot be pickled raises here
+            if not self.use(plan.executor, plan.value):
+                raise RuntimeError(f"{op}: the planned executor {plan.executor!r} cannot run it")
+            self.knob.executor = plan.executor
             self.tuner.add(self.knob, self.meter)
         ref = weakref.ref(self)  # the tuner must not keep a closed pipeline alive
 
@@ -174,6 +174,47 @@ class Stage:
             return stage is not None and stage.use(kind, n)
 
         self.knob.on_value, self.knob.on_executor = on_value, on_executor
+
+    # ---- AUTOTUNE's executor search, and what it remembers across iter() ---------------
+    def _start_search(self) -> None:
+        """Register with the tuner's executor search, on the executor this op's previous
+        stage settled on (``remembered.py``: the tuner verifies it) or else inline."""
+        choice = self.remembered.get() if self.remembered is not None else None
+        if choice is not None and choice.cpu_budget != self.tuner.cpu_budget:
+            choice = None  # measured on another budget: search anew
+        if choice is not None and choice.stepped_back:
+            self.processes_allowed = False  # an element could not cross last time
+        # the search tries, in order, what may run this stage
+        order = [k for k, cls in executors.EXECUTORS.items() if cls.possible(self)]
+        if choice is not None and choice.executor in order[1:]:
+            cap = autotune.max_processes(self.tuner) if choice.executor == "process" else None
+            value = max(1, min(choice.value, self.knob.limit, cap or self.knob.limit))
+            if self.use(choice.executor, value):
+                k = self.knob
+                k.executor, k.value, k.history = choice.executor, value, [value]
+                k.max_value = min(k.limit, cap or k.limit)
+                self.tuner.add(k, self.meter, order, resumed=choice)
+                return
+        if not self.use(order[0], self.knob.value):
+            raise RuntimeError(f"{self.op}: the planned executor {order[0]!r} cannot run it")
+        self.knob.executor = order[0]
+        self.tuner.add(self.knob, self.meter, order)
+
+    def _remember(self) -> None:
+        """At the input's end or at close: leave what the tuner settled on (threads or
+        processes, the value, the rate) for this op's next stage; an inline outcome
+        forgets the last choice, an unfinished search keeps it."""
+        if self.remembered is None or self.engine.fatal is not None:
+            return  # a broken stage (a worker died) measured nothing to keep
+        outcome = self.tuner.outcome(self.knob)
+        if outcome is None:
+            return  # the search had not finished (a short iteration): keep the last one
+        executor, value, rate = outcome
+        if executor == "inline":
+            self.remembered.put(None)
+            return
+        back = self.engine.stepped_back
+        self.remembered.put(TunedChoice(executor, value, rate, self.tuner.cpu_budget, back))
 
     # ---- executors --------------------------------------------------------------------
     def use(self, kind: str, n: int) -> bool:
@@ -250,7 +291,10 @@ class Stage:
             self.step_back()
         if eng.executor.threads and not inline_here():
             self.start()
-        return eng.next_from(lane, n)
+        out = eng.next_from(lane, n)
+        if not out and n > 0:  # the end (a training loop's epoch ends here, the iterator
+            self._remember()  # is dropped later: after the next epoch's iter(), perhaps)
+        return out
 
     def restore(self, lane: Lane, state: dict) -> None:
         """``set_state`` of a one-lane stage: stop the workers, rebuild the lane."""
@@ -260,7 +304,9 @@ class Stage:
 
     def close(self) -> None:
         """Stop every worker and process, give back the RAM the buffer holds, leave the
-        tuner. Idempotent."""
+        tuner, leaving it the tuned choice for this op's next stage. Idempotent."""
+        if not self.engine.closed:
+            self._remember()
         self.engine.close()
         self.tuner.remove(self.knob)
 

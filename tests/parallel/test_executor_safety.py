@@ -78,7 +78,7 @@ def test_autotune_keeps_elements_that_cannot_be_pickled_working(clean):
         warnings.simplefilter("error")  # the sampled inputs kept processes off: no warning
         got = [int(x) for x in it]
     assert got == [spin(i) for i in range(N)]
-    assert ("thread", "process") not in _executor_path(it)
+    assert "process" not in [new for _, new in _executor_path(it)]
     it.close()
 
 
@@ -144,7 +144,8 @@ def test_element_that_cannot_cross_later_is_computed_in_the_parent(clean):
         got = [int(x) for x in it]
     assert got == [spin(i) for i in range(N)]
     path = _executor_path(it)
-    if ("thread", "process") not in path:
+    if "process" not in [new for _, new in path]:  # after inline, or after threads
+        it.close()
         pytest.skip(f"AUTOTUNE did not choose processes on this machine (path {path})")
     assert holder["locked"] >= 1
     mine = [w for w in caught if "cannot be sent to a worker process" in str(w.message)]
