@@ -179,30 +179,42 @@ def _items_nbytes(items: Any, n: int) -> int:
 _IMMUTABLE = (np.generic, int, float, complex, str, bytes, type(None))
 
 
-def fresh_copy(x: Any) -> Any:
-    """``x`` with each numpy array and torch tensor leaf copied: what an op that hands out
-    the same stored element more than once (``cache``, ``from_tensors``) returns, so that
-    an in-place op downstream (``x /= 255`` in ``map``) changes neither the store nor a
-    later epoch, whichever executor runs it (a process executor always worked on a copy).
-    Immutable leaves (numpy scalars, numbers, str, bytes) and lists are returned as they
-    are. Written out rather than through ``map_structure``: it runs once per element."""
+def _read_only_array(x: np.ndarray) -> np.ndarray:
+    if not x.flags.writeable:
+        return x
+    view = x.view()
+    view.flags.writeable = False  # the view only: the array itself stays as it was
+    return view
+
+
+def read_only(x: Any) -> Any:
+    """``x`` as an element an op may hand out more than once (``from_tensor_slices``'s
+    source, ``from_tensors``'s element, ``cache``'s records): each writable numpy array
+    as a read-only view of it (no copy), each torch tensor as a clone (torch has no
+    read-only tensors); numbers, str, bytes and lists as they are.
+
+    tf.data's elements are immutable: an in-place op downstream (``x /= 255`` in ``map``)
+    then fails at once (numpy: "output array is read-only"; ``map`` names the element)
+    where it used to write into the source, so that the next epoch differed, and only on
+    some executors. Written out rather than through ``map_structure``: it runs per
+    element."""
     t = type(x)
     if t is np.ndarray:
-        return x.copy()
+        return _read_only_array(x)
     if isinstance(x, _IMMUTABLE):
         return x
     if t is tuple:
-        return tuple([fresh_copy(v) for v in x])
+        return tuple([read_only(v) for v in x])
     if t is dict:
-        return {k: fresh_copy(v) for k, v in x.items()}
+        return {k: read_only(v) for k, v in x.items()}
     if is_namedtuple(x):
-        return t(*[fresh_copy(v) for v in x])
+        return t(*[read_only(v) for v in x])
     if isinstance(x, dict):  # as _pack rebuilds a dict subclass
-        return t((k, fresh_copy(v)) for k, v in x.items())
+        return t((k, read_only(v)) for k, v in x.items())
     if isinstance(x, tuple):
-        return tuple([fresh_copy(v) for v in x])
+        return tuple([read_only(v) for v in x])
     if isinstance(x, np.ndarray):  # a subclass
-        return x.copy()
+        return _read_only_array(x)
     clone = getattr(x, "clone", None)  # a torch tensor (torch need not be imported)
     if clone is not None and t.__module__.startswith("torch"):
         return clone()

@@ -26,10 +26,22 @@ class PipelineError(DatapipeError):
         where = f"{op}" + (f" at element {index}" if index is not None else "")
         if path:
             where += f" (file {path!r})"
-        super().__init__(redact_url(f"{where}: {type(cause).__name__}: {cause}"))
+        super().__init__(redact_url(f"{where}: {type(cause).__name__}: {cause}{_hint(cause)}"))
 
     def __reduce__(self):
         return (PipelineError, (self.op, self.index, self.cause, self.path))
+
+
+def _hint(cause: BaseException) -> str:
+    """What to do about a known cause: numpy's error for an in-place op on an element
+    that ``from_tensor_slices``, ``from_tensors`` or ``cache`` handed out read-only."""
+    if isinstance(cause, ValueError) and "read-only" in str(cause):
+        return (
+            " (the elements of from_tensor_slices, from_tensors and cache are read-only, "
+            "as tf.data's are immutable: compute a new array, x = x / 255, instead of "
+            "writing into the element, x /= 255)"
+        )
+    return ""
 
 
 class PipelineBrokenError(DatapipeError, RuntimeError):

@@ -28,7 +28,14 @@ _ALIASES = {
 
 
 def as_tensor(value: Any) -> torch.Tensor:
-    return value if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
+    """``value`` as a tensor, sharing a numpy array's memory; a read-only array (the
+    elements of ``from_tensor_slices``, ``from_tensors`` and ``cache`` are) is copied
+    first: torch has no read-only tensors, warns on one, and a layer's in-place step would
+    write into the pipeline's source."""
+    if isinstance(value, torch.Tensor):
+        return value
+    arr = np.asarray(value)
+    return torch.as_tensor(arr if arr.flags.writeable else arr.copy())
 
 
 def check_keys(layer: Any, data: dict) -> None:

@@ -438,7 +438,7 @@ class Layer(torch.nn.Module):
     def _as_batch(self, images: Any) -> tuple[torch.Tensor, bool]:
         """Return (rank-4 tensor, was_single_image); numpy input becomes a tensor."""
         if not isinstance(images, torch.Tensor):
-            images = torch.as_tensor(np.asarray(images))
+            images = _targets.as_tensor(images)
         if images.ndim == 3:
             images, single = images.unsqueeze(0), True
         elif images.ndim == 4:

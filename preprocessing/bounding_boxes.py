@@ -21,6 +21,8 @@ from typing import Any
 
 import torch
 
+from ._targets import as_tensor
+
 FORMATS = (
     "xyxy",
     "yxyx",
@@ -165,6 +167,6 @@ def clip_to_image_size(
     boxes = torch.stack([x1, y1, x2, y2], dim=-1)
     out = dict(bounding_boxes)
     out["boxes"] = convert_format(boxes, "xyxy", bounding_box_format, height, width)
-    labels = torch.as_tensor(bounding_boxes["labels"])
+    labels = as_tensor(bounding_boxes["labels"])
     out["labels"] = torch.where(has_area, labels, torch.full_like(labels, -1))
     return out

@@ -9,6 +9,7 @@ import torch
 
 from . import _categorical as cat
 from . import _hash
+from ._targets import as_tensor
 from .base import MAX_ENCODING_DEPTH, MAX_INT64, Layer, check_bool
 
 
@@ -47,7 +48,7 @@ def _buckets(layer: Layer, x: Any, salt, bins: int) -> tuple[torch.Tensor, Any]:
                 layer._fail("input", "must hold only strings (or be numeric)", arr.dtype)
         out = _hash.string_buckets(flat, salt, bins, "utf-8")
         return torch.from_numpy(out.reshape(arr.shape)), arr
-    t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
+    t = as_tensor(x)
     if t.is_complex() or t.dtype == torch.bool:
         layer._fail("input", "must be strings or numbers", f"dtype {t.dtype}")
     if t.is_floating_point():
@@ -232,7 +233,7 @@ class HashedCrossing(Layer):
         if _is_strings(x):
             arr = np.asarray(x)
             return _hash.hash_strings(arr.reshape(-1), None).reshape(arr.shape)
-        t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
+        t = as_tensor(x)
         if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
             self._fail("inputs", "must be integers or strings", f"dtype {t.dtype}")
         return t.to(torch.int64)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
 from . import _categorical as cat
+from ._targets import as_tensor
 from .base import MAX_FFT_LENGTH, MAX_MEL_BINS, MAX_STFT_LENGTH, Layer, check_bool
 
 _MEL_BREAK_FREQUENCY_HERTZ = 700.0
@@ -186,7 +186,7 @@ class MelSpectrogram(Layer):
         self.register_buffer("_mel", mel, persistent=False)
 
     def forward(self, inputs: Any) -> torch.Tensor:  # type: ignore[override]  # no generator
-        x = inputs if isinstance(inputs, torch.Tensor) else torch.as_tensor(np.asarray(inputs))
+        x = as_tensor(inputs)
         if x.ndim not in (1, 2):
             self._fail("input", "must have shape (time,) or (batch, time)", tuple(x.shape))
         if self.compute_dtype is not None:  # a dtype policy: Keras computes in it
@@ -345,7 +345,7 @@ class STFTSpectrogram(Layer):
         return out.reshape(b, c * f, t)
 
     def forward(self, inputs: Any) -> torch.Tensor:  # type: ignore[override]  # no generator
-        x = inputs if isinstance(inputs, torch.Tensor) else torch.as_tensor(np.asarray(inputs))
+        x = as_tensor(inputs)
         if x.ndim != 3:
             self._fail(
                 "input",

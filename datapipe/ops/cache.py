@@ -7,8 +7,10 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from datapipe import _structure as nest
 from datapipe._iterator import OpIterator, pull_exactly
-from datapipe._structure import fresh_copy
+from datapipe._spec import is_torch
+from datapipe._structure import read_only
 from datapipe.dataset_ops import Dataset, RandomAccessUnaryDataset
 from datapipe.errors import PipelineBrokenError
 
@@ -22,6 +24,20 @@ class _CacheStore:
         self.elements: list | None = None
         self.fill_epoch: tuple | None = None
         self.memo: dict[int, Any] = {}  # random access: index -> element, until complete
+        self.torch = False  # a recorded element holds a torch tensor: clone per read
+
+    def record(self, elements: list) -> list:
+        """``elements`` as the cache keeps them: numpy arrays as read-only views, torch
+        tensors cloned (``read_only``); notes whether any holds a torch tensor."""
+        kept = [read_only(x) for x in elements]
+        if not self.torch and any(is_torch(v) for x in kept for v in nest.flatten(x)):
+            self.torch = True
+        return kept
+
+    def hand_out(self, elements: Any) -> list:
+        """Recorded ``elements`` as given to a consumer: each torch leaf a clone of its
+        own (torch has no read-only tensors), the read-only numpy views as they are."""
+        return [read_only(x) for x in elements] if self.torch else list(elements)
 
     def publish(self, elements: list, epoch: tuple) -> None:
         with self.lock:
@@ -55,10 +71,11 @@ class CacheDataset(RandomAccessUnaryDataset):
 
     Keeps random access; random access reads fill the cache element by element.
 
-    Every element handed out is a copy of the recorded one (its numpy arrays and torch
-    tensors: ``_structure.fresh_copy``), in the recording pass too: an in-place op after
-    the cache (``x /= 255`` in ``map``) changes neither the cache nor a later pass, on any
-    executor (tf.data's cached tensors are immutable). One copy per element per pass.
+    The cache records its elements' numpy arrays as read-only views (no copy) and hands
+    those out, in the recording pass too: tf.data's cached tensors are immutable, and an
+    in-place op after the cache (``x /= 255`` in ``map``) fails at once, naming the
+    element, where it used to change every later pass. torch has no read-only tensors:
+    a torch leaf is handed out as a clone each time (``_structure.read_only``).
 
     Example:
         >>> import datapipe as dp
@@ -105,10 +122,10 @@ class _CacheAccess:
         with store.lock:
             elements, memo = store.elements, store.memo
             if elements is not None:
-                return [fresh_copy(elements[int(i)]) for i in indices]
+                return store.hand_out([elements[int(i)] for i in indices])
             missing = sorted({int(i) for i in indices if int(i) not in memo})
         if missing:
-            fetched = self.inner.get_many(missing, epoch)
+            fetched = store.record(self.inner.get_many(missing, epoch))
             with store.lock:
                 for i, x in zip(missing, fetched):
                     memo.setdefault(i, x)  # another thread may have been first: keep its
@@ -119,7 +136,7 @@ class _CacheAccess:
             complete = False
         if complete:
             store.publish([memo[i] for i in range(self.n)], epoch)
-        return [fresh_copy(x) for x in found]
+        return store.hand_out(found)
 
 
 class CacheIterator(OpIterator):
@@ -157,7 +174,7 @@ class CacheIterator(OpIterator):
 
     def next_chunk(self, n: int) -> list:
         if self.elements is not None:
-            out = [fresh_copy(x) for x in self.elements[self.pos : self.pos + n]]
+            out = self.node._store.hand_out(self.elements[self.pos : self.pos + n])
             self.pos += len(out)
             return out
         try:
@@ -173,6 +190,7 @@ class CacheIterator(OpIterator):
             raise
         self.pos += len(got)
         if self.recorded is not None:
+            got = self.node._store.record(got)  # as a later pass will see them
             self.recorded.extend(got)
             # The pass is complete at its end, or as soon as it holds every element of an
             # input of known size: a consumer that stops at the last element without asking
@@ -180,7 +198,7 @@ class CacheIterator(OpIterator):
             if not got or len(self.recorded) == self.expected:
                 self.node._store.publish(self.recorded, self.fill_epoch)
                 self.recorded = None
-            return [fresh_copy(x) for x in got]  # the recorded ones stay as they were read
+            return self.node._store.hand_out(got)
         return got
 
     def get_state(self) -> dict:

@@ -31,8 +31,10 @@ class TensorsDataset(Dataset):
         tensors: an array, tensor, list, scalar, string, or a nested tuple/namedtuple/dict
             of them. numpy arrays and torch tensors are kept without copying (a later change
             to them shows in the element), lists and Python numbers become numpy (0-d
-            values become numpy scalars). Each pass hands out a copy of the arrays, so an
-            in-place op in ``map`` changes neither them nor the next epoch.
+            values become numpy scalars). The element's numpy arrays are read-only views
+            (tf.data's elements are immutable: an in-place op in ``map`` fails at once,
+            where it would change the next epoch's element) and its torch tensors are
+            handed out as clones.
 
     Unlike ``from_tensor_slices`` nothing is sliced: a ``[3, 2]`` array gives one element
     of shape ``[3, 2]``. Cardinality 1; keeps random access.
@@ -80,5 +82,6 @@ class _OneAccess:
         for i in indices:
             if int(i) != 0:
                 raise IndexError(f"from_tensors: index {int(i)} out of range for 1 element")
-            out.append(nest.fresh_copy(self.element))  # an in-place map must not change it
+            # numpy arrays as read-only views, torch tensors cloned: per read
+            out.append(nest.read_only(self.element))
         return out

@@ -12,6 +12,7 @@ import threading
 
 import numpy as np
 import pytest
+import torch
 from harness import assert_resumes, py, values
 
 import datapipe as dp
@@ -184,14 +185,26 @@ def _add_one_in_place(x):
     ],
     ids=["sequential", "thread", "process"],
 )
-def test_an_in_place_map_after_cache_changes_neither_the_cache_nor_a_later_pass(map_kwargs):
-    # The cache handed out its recorded arrays: a sequential or thread map that wrote into
-    # them changed every later pass (1, then 2, 3, ...), a process map did not.
+def test_an_in_place_map_after_cache_fails_and_leaves_the_cache_alone(map_kwargs):
+    # The cache handed out its recorded arrays writable: a sequential or thread map that
+    # wrote into them changed every later pass (1, then 2, 3, ...), a process map did not.
     cached = dp.range(6).map(lambda i: {"image": np.zeros(3, np.float32), "id": i}).cache()
-    ds = cached.map(lambda d: (_add_one_in_place(d["image"]), d["id"]), **map_kwargs)
-    for _ in range(3):  # the recording pass, then two from the cache
-        got = [(x.tolist(), int(i)) for x, i in ds]
-        assert got == [([1.0, 1.0, 1.0], i) for i in range(6)]
-    assert cached[2]["image"].tolist() == [0.0, 0.0, 0.0]  # random access: a copy too
-    _add_one_in_place(cached[2]["image"])
-    assert cached[2]["image"].tolist() == [0.0, 0.0, 0.0]
+    bad = cached.map(lambda d: (_add_one_in_place(d["image"]), d["id"]), **map_kwargs)
+    good = cached.map(lambda d: (d["image"] + 1, d["id"]), **map_kwargs)
+    message = r"^map at element 0: ValueError: .*read-only"
+    with pytest.raises(dp.PipelineError, match=message):
+        next(iter(bad))  # a recording pass
+    for _ in range(2):  # the recording pass, then the cache's
+        assert [(x.tolist(), int(i)) for x, i in good] == [([1.0] * 3, i) for i in range(6)]
+    with pytest.raises(dp.PipelineError, match=message):
+        next(iter(bad))  # the cache's records
+    image = cached[2]["image"]
+    assert image.tolist() == [0.0, 0.0, 0.0] and not image.flags.writeable
+
+
+def test_torch_leaves_of_a_cache_are_cloned_per_read():
+    cached = dp.range(3).map(lambda i: torch.zeros(2)).cache()
+    ds = cached.map(_add_one_in_place, num_parallel_calls=2, executor="thread")
+    for _ in range(3):
+        assert [x.tolist() for x in ds] == [[1.0, 1.0]] * 3
+    assert cached[1].tolist() == [0.0, 0.0]

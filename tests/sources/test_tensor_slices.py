@@ -24,9 +24,8 @@ def test_from_tensor_slices_numpy_keeps_type_and_spec() -> None:
     assert out[0].dtype == np.float32
     assert ds.element_spec == TensorSpec((3,), np.float32)
     assert ds.cardinality() == 4
-    # An element is a view of its chunk's own copy, never of the source (an in-place map
-    # must not write into the user's array: test_an_in_place_map_... below).
-    assert not np.shares_memory(out[1], arr)
+    assert np.shares_memory(out[1], arr)  # slices are views: no copy of the source
+    assert not out[1].flags.writeable and arr.flags.writeable  # read-only views only
 
 
 def test_from_tensor_slices_torch_in_torch_out() -> None:
@@ -79,27 +78,54 @@ def _add_one_in_place(x):
         {},
         {"num_parallel_calls": 2, "executor": "thread"},
         {"num_parallel_calls": 2, "executor": "process"},
+        {"num_parallel_calls": dp.AUTOTUNE},
     ],
-    ids=["sequential", "thread", "process"],
+    ids=["sequential", "thread", "process", "autotune"],
 )
-@pytest.mark.parametrize("library", ["numpy", "torch"])
-def test_an_in_place_map_changes_neither_the_source_nor_the_next_epoch(map_kwargs, library):
+def test_an_in_place_map_fails_at_once_and_leaves_the_source_alone(map_kwargs):
     # breaker: sequential and thread maps wrote into the user's array through the slices
     # (epoch 2 gave 2 where epoch 1 gave 1), processes did not: AUTOTUNE's choice changed
-    # the results.
-    source = np.zeros((40, 3), np.float32) if library == "numpy" else torch.zeros(40, 3)
+    # the results. The elements are read-only views, as tf.data's are immutable.
+    source = np.zeros((40, 3), np.float32)
     ds = dp.from_tensor_slices(source).map(_add_one_in_place, **map_kwargs)
+    with pytest.raises(dp.PipelineError, match=r"^map at element 0: ValueError: .*read-only") as e:
+        next(iter(ds))
+    assert "compute a new array, x = x / 255" in str(e.value)
+    assert float(np.abs(source).sum()) == 0.0 and source.flags.writeable
+    fixed = dp.from_tensor_slices(source).map(lambda x: x + 1, **map_kwargs)
     for _ in range(2):
-        epoch = [np.asarray(x) for x in ds]
-        assert len(epoch) == 40 and all(e.tolist() == [1.0, 1.0, 1.0] for e in epoch)
-    assert float(source.sum()) == 0.0
-    element = ds[3]  # random access reads its own copy too
-    assert np.asarray(element).tolist() == [1.0, 1.0, 1.0] and float(source.sum()) == 0.0
+        assert [x.tolist() for x in fixed] == [[1.0, 1.0, 1.0]] * 40
+    with pytest.raises(ValueError, match="read-only"):
+        _add_one_in_place(dp.from_tensor_slices(source)[3])  # random access too
+    shuffled = dp.from_tensor_slices(source).global_shuffle(seed=1)
+    with pytest.raises(ValueError, match="read-only"):
+        _add_one_in_place(next(iter(shuffled)))  # an index list's gathered copy too
+
+
+def test_torch_elements_are_views_as_in_tensor_dataset():
+    # D-TF-28: torch has no read-only tensors (and a clone per row costs ~6 us)
+    source = torch.zeros(4, 3)
+    first = next(iter(dp.from_tensor_slices(source)))
+    assert first.data_ptr() == source.data_ptr()
+
+
+def test_layers_take_read_only_elements_without_a_warning():
+    # torch warns on (and would write through) a read-only numpy array: layers copy one
+    import warnings
+
+    import preprocessing as pp
+
+    source = np.full((2, 3, 8, 8), 300.0, np.float32)
+    layer = pp.RandomContrast(0.5, value_range=(0, 255), seed=1, data_format="channels_first")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = [layer(x) for x in dp.from_tensor_slices(source)]
+    assert [tuple(o.shape) for o in out] == [(3, 8, 8)] * 2 and float(source.max()) == 300.0
 
 
 def test_a_batch_of_slices_is_not_a_view_of_the_source():
     source = np.arange(12, dtype=np.int64)
     batch = next(iter(dp.from_tensor_slices(source).batch(4)))
-    batch[:] = -1
+    batch[:] = -1  # a batch is a new array (stacked): writable, the source untouched
     assert source.tolist() == list(range(12))
     assert [b.tolist() for b in dp.from_tensor_slices(source).batch(4)][0] == [0, 1, 2, 3]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from harness import assert_resumes, values
 
@@ -24,8 +25,9 @@ def test_from_tensors_keeps_arrays_tensors_and_nesting():
     t = torch.ones(3, dtype=torch.int32)
     ds = dp.from_tensors({"a": arr, "b": (t, "text")})
     (x,) = list(ds)
-    # the arrays' values and types, in copies (test_from_tensors_hands_out_a_copy_each_pass)
-    assert type(x["a"]) is np.ndarray and x["a"].tolist() == arr.tolist() and x["a"] is not arr
+    # numpy: a read-only view of the array; torch: a clone (test_from_tensors_hands_out_...)
+    assert type(x["a"]) is np.ndarray and np.shares_memory(x["a"], arr)
+    assert not x["a"].flags.writeable and arr.flags.writeable
     assert isinstance(x["b"][0], torch.Tensor) and x["b"][0].dtype == torch.int32
     assert x["b"][0].tolist() == [1, 1, 1] and x["b"][0] is not t and x["b"][1] == "text"
     spec = ds.element_spec
@@ -47,8 +49,12 @@ def _add_one_in_place(x):
     return x
 
 
-def test_from_tensors_hands_out_a_copy_each_pass():
+def test_from_tensors_hands_out_read_only_arrays_and_torch_clones():
     source = torch.zeros(2)
     ds = dp.from_tensors({"x": source, "name": "a"}).map(lambda d: _add_one_in_place(d["x"]))
     assert [x.tolist() for x in ds] == [[1.0, 1.0]] == [x.tolist() for x in ds]
     assert source.tolist() == [0.0, 0.0]
+    array = np.zeros(2)
+    with pytest.raises(dp.PipelineError, match=r"^map at element 0: ValueError: .*read-only"):
+        next(iter(dp.from_tensors(array).map(_add_one_in_place)))
+    assert array.tolist() == [0.0, 0.0]
