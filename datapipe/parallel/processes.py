@@ -547,6 +547,15 @@ def _located(out: list, lane: Any, first: int, proc: _Proc) -> tuple[list, bool]
 
 def _remote_error(f: _Failure, op: str, index: int, proc: _Proc) -> BaseException:
     exc = f.exc if f.exc is not None else RuntimeError(f"{f.type_name}: {f.message}")
+    if not isinstance(exc, Exception):
+        # sys.exit() (or a KeyboardInterrupt, GeneratorExit) raised by the function in a
+        # worker ends nothing in the parent: re-raised there, SystemExit(0) ended a
+        # training script with status 0 mid-epoch. An element's error, as DataLoader
+        # reports a worker's exit; Ctrl-C is the parent's own (workers ignore SIGINT).
+        exc = RuntimeError(
+            f"the function raised {f.type_name}({f.message}) in a worker process; "
+            "it ends neither the worker nor the pipeline"
+        )
     exc.__cause__ = RemoteTraceback(f"\n'''\n{f.tb}'''")
     err = annotate(op, index, exc)
     where = f"in worker process {proc.process.name} (pid {proc.process.pid})"
