@@ -13,11 +13,13 @@ more than one core.
   directions); small values and the structure are pickled. The function goes once per
   stage and epoch, with cloudpickle, so lambdas and closures work.
 * **Lifetime**: the processes of a stage start on its first chunk and stop when the stage
-  closes — with the pipeline's ``close()``, ``break`` + garbage collection, an exception or
-  KeyboardInterrupt — removing every segment (``/dev/shm/datapipe-<pid>-...``). Across a
-  ``repeat``, an epoch's stage parks them (``epoch_boundary``) and the next epoch's stage
-  of the same op takes them back (``lease``), so they start once per iterator; the
-  ``repeat``'s own close stops what is still parked. Workers ignore SIGINT (the parent
+  closes — at the end of the data (the iterator closes its pipeline there, as
+  DataLoader's shuts its workers down), with the pipeline's ``close()``, ``break`` +
+  garbage collection, an exception or KeyboardInterrupt — removing every segment
+  (``/dev/shm/datapipe-<pid>-...``). Across a ``repeat``, an epoch's stage parks them
+  (``epoch_boundary``) and the next epoch's stage of the same op takes them back
+  (``lease``), so they start once per iterator; the ``repeat``'s own close stops what is
+  still parked. Workers ignore SIGINT (the parent
   handles Ctrl-C) and exit by themselves when the parent dies, even by SIGKILL: their pipe
   reaches end of file and their parent pid changes (checked every second).
 * **Errors**: an exception in the function reaches the consumer at that element's position
