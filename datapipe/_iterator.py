@@ -318,6 +318,11 @@ class Iterator:
             raise
         if not self._buf:
             self._pos = 0
+            # The end of the data: stop the pipeline's threads and processes now, as
+            # DataLoader's iterator shuts its workers down (worker processes used to stay
+            # until close() or GC; a notebook holding `it` kept them and their memory).
+            # state_dict() still gives the end state.
+            self.close()
             raise StopIteration
         self._chunk = self._next_size(dt)
         self._pos = 1

@@ -13,11 +13,13 @@ more than one core.
   directions); small values and the structure are pickled. The function goes once per
   stage and epoch, with cloudpickle, so lambdas and closures work.
 * **Lifetime**: the processes of a stage start on its first chunk and stop when the stage
-  closes — with the pipeline's ``close()``, ``break`` + garbage collection, an exception or
-  KeyboardInterrupt — removing every segment (``/dev/shm/datapipe-<pid>-...``). Across a
-  ``repeat``, an epoch's stage parks them (``epoch_boundary``) and the next epoch's stage
-  of the same op takes them back (``lease``), so they start once per iterator; the
-  ``repeat``'s own close stops what is still parked. Workers ignore SIGINT (the parent
+  closes — at the end of the data (the iterator closes its pipeline there, as
+  DataLoader's shuts its workers down), with the pipeline's ``close()``, ``break`` +
+  garbage collection, an exception or KeyboardInterrupt — removing every segment
+  (``/dev/shm/datapipe-<pid>-...``). Across a ``repeat``, an epoch's stage parks them
+  (``epoch_boundary``) and the next epoch's stage of the same op takes them back
+  (``lease``), so they start once per iterator; the ``repeat``'s own close stops what is
+  still parked. Workers ignore SIGINT (the parent
   handles Ctrl-C) and exit by themselves when the parent dies, even by SIGKILL: their pipe
   reaches end of file and their parent pid changes (checked every second).
 * **Errors**: an exception in the function reaches the consumer at that element's position
@@ -547,6 +549,15 @@ def _located(out: list, lane: Any, first: int, proc: _Proc) -> tuple[list, bool]
 
 def _remote_error(f: _Failure, op: str, index: int, proc: _Proc) -> BaseException:
     exc = f.exc if f.exc is not None else RuntimeError(f"{f.type_name}: {f.message}")
+    if not isinstance(exc, Exception):
+        # sys.exit() (or a KeyboardInterrupt, GeneratorExit) raised by the function in a
+        # worker ends nothing in the parent: re-raised there, SystemExit(0) ended a
+        # training script with status 0 mid-epoch. An element's error, as DataLoader
+        # reports a worker's exit; Ctrl-C is the parent's own (workers ignore SIGINT).
+        exc = RuntimeError(
+            f"the function raised {f.type_name}({f.message}) in a worker process; "
+            "it ends neither the worker nor the pipeline"
+        )
     exc.__cause__ = RemoteTraceback(f"\n'''\n{f.tb}'''")
     err = annotate(op, index, exc)
     where = f"in worker process {proc.process.name} (pid {proc.process.pid})"

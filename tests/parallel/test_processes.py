@@ -408,6 +408,47 @@ def test_exception_in_consumer_stops_processes(clean):
     assert settle_processes(1.5) == []
 
 
+def test_the_end_of_the_data_stops_the_worker_processes(clean):
+    # breaker: after list(it) the 2 worker processes stayed alive until close() or GC (a
+    # notebook holding `it` kept them); a repeat(2) left 6. DataLoader's iterator shuts
+    # its workers down at the end of the epoch.
+    ds = dp.range(200).map(_pid, num_parallel_calls=2, executor="process")
+    it = iter(ds)
+    assert 1 <= len({int(p) for p in it}) <= 2  # worker processes computed the elements
+    assert settle_processes(1.0) == []  # without close() or GC (`it` is still held)
+    rest = iter(ds)
+    rest.load_state_dict(it.state_dict())  # the end state is still there
+    assert list(rest) == [] and settle_processes(1.0) == []
+    assert sum(1 for _ in ds.repeat(2)) == 400 and settle_processes(1.0) == []
+
+
+def _exits_at_30(x):
+    if int(x) == 30:
+        sys.exit(0)
+    return int(x)
+
+
+def test_sys_exit_in_a_worker_is_that_elements_error_not_the_parents_exit(clean):
+    # breaker: sys.exit(0) in a process map reached the parent as SystemExit(0), so a
+    # training script ended with status 0 mid-epoch (and left its workers running).
+    it = iter(dp.range(100).map(_exits_at_30, num_parallel_calls=2, executor="process"))
+    got, errors = [], []
+    while True:
+        try:
+            got.append(next(it))
+        except StopIteration:
+            break
+        except dp.PipelineError as e:
+            errors.append(str(e).splitlines()[0])
+    assert got == [i for i in range(100) if i != 30]
+    assert errors == [
+        "map at element 30: RuntimeError: the function raised SystemExit(0) in a worker "
+        "process; it ends neither the worker nor the pipeline"
+    ]
+    it.close()
+    assert settle_processes(1.5) == []
+
+
 def test_keyboard_interrupt_stops_processes(clean):
     it = _started()
     iterate_until_interrupted(it)
