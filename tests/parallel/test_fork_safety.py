@@ -14,6 +14,7 @@ import threading
 
 import numpy as np
 import pytest
+from harness import spin
 
 import datapipe as dp
 from datapipe._functions import ReturnsElement
@@ -30,14 +31,6 @@ _lock = threading.Lock()
 calls: list[int] = []
 table = {i: i * i for i in range(10)}
 count = 0
-
-
-def spin(x) -> int:
-    """W6's GIL-bound function (~200 µs of pure Python): AUTOTUNE tries processes for it."""
-    s = int(x)
-    for i in range(2000):
-        s = (s * 31 + i) % 1000003
-    return s
 
 
 def read_record(i) -> int:
