@@ -33,9 +33,13 @@ class PipelineError(DatapipeError):
 
 
 def _hint(cause: BaseException) -> str:
-    """What to do about a known cause: numpy's error for an in-place op on an element
-    that ``from_tensor_slices``, ``from_tensors`` or ``cache`` handed out read-only."""
-    if isinstance(cause, ValueError) and "read-only" in str(cause):
+    """What to do about a known cause: numpy's (or OpenCV's) error for an in-place op on
+    an element that ``from_tensor_slices``, ``from_tensors`` or ``cache`` handed out
+    read-only."""
+    message = str(cause)
+    numpy_says = isinstance(cause, ValueError) and "read-only" in message
+    opencv_says = "marked as readonly" in message  # cv2.error, an output argument
+    if numpy_says or opencv_says:
         return (
             " (the elements of from_tensor_slices, from_tensors and cache are read-only, "
             "as tf.data's are immutable: compute a new array, x = x / 255, instead of "

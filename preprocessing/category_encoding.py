@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 
 from . import _categorical as cat
+from ._targets import as_tensor
 from .base import MAX_ENCODING_DEPTH, Layer, check_bool
 
 
@@ -72,7 +72,7 @@ class CategoryEncoding(Layer):
         self.sparse = check_bool(self, "sparse", sparse)
 
     def forward(self, inputs: Any, count_weights: Any = None) -> torch.Tensor:
-        x = inputs if isinstance(inputs, torch.Tensor) else torch.as_tensor(np.asarray(inputs))
+        x = as_tensor(inputs)
         if x.is_floating_point() or x.dtype == torch.bool or x.is_complex():
             self._fail("input", "must be integer categories", f"dtype {x.dtype}")
         x = x.to(torch.int64)
@@ -84,11 +84,7 @@ class CategoryEncoding(Layer):
         if count_weights is not None:
             if self.output_mode != "count":
                 self._fail("count_weights", "is only used with output_mode='count'", "given")
-            weights = (
-                torch.as_tensor(cat.to_numpy(count_weights))
-                if not isinstance(count_weights, torch.Tensor)
-                else count_weights
-            )
+            weights = as_tensor(count_weights)
             if weights.shape != x.shape:
                 self._fail(
                     "count_weights",

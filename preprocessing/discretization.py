@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from . import _categorical as cat
+from ._targets import as_tensor
 from .base import MAX_ENCODING_DEPTH, Layer, check_bool
 
 
@@ -173,7 +174,7 @@ class Discretization(Layer):
             raise ValueError(
                 "Discretization: no bin boundaries; pass bin_boundaries= or call adapt()"
             )
-        x = inputs if isinstance(inputs, torch.Tensor) else torch.as_tensor(np.asarray(inputs))
+        x = as_tensor(inputs)
         if x.is_complex() or x.dtype == torch.bool:
             self._fail("input", "must be real numbers", f"dtype {x.dtype}")
         x = x.to(torch.float32)  # Keras's input dtype (floatx)

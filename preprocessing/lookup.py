@@ -32,6 +32,7 @@ import torch
 
 from . import _categorical as cat
 from . import _hash
+from ._targets import as_tensor
 from .base import MAX_ENCODING_DEPTH, Layer, check_bool
 
 
@@ -672,7 +673,7 @@ class IntegerLookup(_IndexLookup):
         return arr.astype(np.int64)
 
     def _as_tensor(self, inputs: Any) -> torch.Tensor:
-        x = inputs if isinstance(inputs, torch.Tensor) else torch.as_tensor(cat.to_numpy(inputs))
+        x = as_tensor(inputs)
         if x.is_floating_point() or x.is_complex() or x.dtype == torch.bool:
             self._fail("input", "must be integers", f"dtype {x.dtype}")
         return x.to(torch.int64)

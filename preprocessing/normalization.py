@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ._targets import as_tensor
 from .base import Layer, check_bool, check_layout
 
 _EPSILON = 1e-7  # keras.backend.epsilon(): the floor on the standard deviation
@@ -212,7 +213,7 @@ class Normalization(Layer):
 
     def _forward_tabular(self, inputs: Any) -> torch.Tensor:
         self._check_tabular_axis()
-        x = inputs if isinstance(inputs, torch.Tensor) else torch.as_tensor(np.asarray(inputs))
+        x = as_tensor(inputs)
         if self.mean.numel() == 0:
             raise ValueError("Normalization: no statistics; call adapt() or pass mean and variance")
         mean, var = self._tabular_stats(x.shape[-1])
@@ -365,7 +366,7 @@ class Normalization(Layer):
         x = batch
         if not isinstance(x, torch.Tensor):
             try:
-                x = torch.as_tensor(np.asarray(x))
+                x = as_tensor(x)
             except (TypeError, ValueError) as exc:
                 raise ValueError(
                     "Normalization.adapt: an element must be an image or a batch (array or "

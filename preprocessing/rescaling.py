@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ._targets import as_tensor
 from .base import Layer, _is_number
 
 
@@ -77,7 +78,7 @@ class Rescaling(Layer):
         """Rescale an image, a batch, a dict of targets, or values of any other rank."""
         if isinstance(data, dict) or np.ndim(data) in (3, 4):
             return super().forward(data, generator)
-        x = data if isinstance(data, torch.Tensor) else torch.as_tensor(np.asarray(data))
+        x = as_tensor(data)
         x = self._to_float(x)
         scale, offset = self._along_last(self.scale, x), self._along_last(self.offset, x)
         return (x * scale).add_(offset)

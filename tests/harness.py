@@ -48,6 +48,14 @@ def py(x: Any) -> Any:
     return x
 
 
+def spin(x: Any) -> int:
+    """W6's GIL-bound function (~200 µs of pure Python): AUTOTUNE tries processes for it."""
+    s = int(x)
+    for i in range(2000):
+        s = (s * 31 + i) % 1000003
+    return s
+
+
 def values(ds: Any) -> list:
     """Every element of one pass over ``ds`` (a Dataset or any iterable), as ``py`` values."""
     return [py(x) for x in ds]

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
+from datapipe import _structure as nest
 from datapipe._iterator import check_state_dict
 from datapipe.distribute.context import resolve_process
 from datapipe.distribute.state_io import state_from_bytes, state_to_bytes
@@ -26,8 +27,10 @@ class TorchIterableDataset(IterableDataset):
     Works with ``DataLoader(num_workers=0..N, persistent_workers=..., pin_memory=...)``:
     each loader worker reads a disjoint share (see ``datapipe.distribute.auto_shard`` for
     the policies and ``Options.distribute.uneven`` for even ends). Elements are yielded as
-    the pipeline produces them (numpy or torch); the DataLoader's collate turns numpy into
-    tensors. Pass ``batch_size=None`` to the DataLoader when the pipeline batches itself.
+    the pipeline produces them (numpy or torch; a read-only numpy array, as
+    ``from_tensor_slices`` and ``cache`` give, as a writable copy); the DataLoader's
+    collate turns numpy into tensors. Pass ``batch_size=None`` to the DataLoader when the
+    pipeline batches itself.
 
     Epochs: the k-th ``iter()`` is epoch ``k`` (``reshuffle_each_iteration`` reshuffles).
     With ``num_workers > 0`` and ``persistent_workers=False`` each epoch starts from a fresh
@@ -113,7 +116,9 @@ class TorchIterableDataset(IterableDataset):
             # Not `yield from`: it would close `it` on GeneratorExit before the position
             # is read below.
             for x in it:  # noqa: UP028
-                yield x
+                # read-only arrays (from_tensor_slices, cache) copied: the DataLoader's
+                # collate makes tensors of them, and torch has no read-only tensors
+                yield nest.writable(x)
             self._done = True
         finally:
             if it is self._iterator:

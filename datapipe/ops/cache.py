@@ -7,9 +7,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from datapipe import _structure as nest
 from datapipe._iterator import OpIterator, pull_exactly
-from datapipe._spec import is_torch
 from datapipe._structure import read_only
 from datapipe.dataset_ops import Dataset, RandomAccessUnaryDataset
 from datapipe.errors import PipelineBrokenError
@@ -24,20 +22,11 @@ class _CacheStore:
         self.elements: list | None = None
         self.fill_epoch: tuple | None = None
         self.memo: dict[int, Any] = {}  # random access: index -> element, until complete
-        self.torch = False  # a recorded element holds a torch tensor: clone per read
 
     def record(self, elements: list) -> list:
-        """``elements`` as the cache keeps them: numpy arrays as read-only views, torch
-        tensors cloned (``read_only``); notes whether any holds a torch tensor."""
-        kept = [read_only(x) for x in elements]
-        if not self.torch and any(is_torch(v) for x in kept for v in nest.flatten(x)):
-            self.torch = True
-        return kept
-
-    def hand_out(self, elements: Any) -> list:
-        """Recorded ``elements`` as given to a consumer: each torch leaf a clone of its
-        own (torch has no read-only tensors), the read-only numpy views as they are."""
-        return [read_only(x) for x in elements] if self.torch else list(elements)
+        """``elements`` as the cache keeps and hands them out: numpy arrays as read-only
+        views (``read_only``), torch tensors as they are (D-TF-28)."""
+        return [read_only(x) for x in elements]
 
     def publish(self, elements: list, epoch: tuple) -> None:
         with self.lock:
@@ -75,7 +64,7 @@ class CacheDataset(RandomAccessUnaryDataset):
     those out, in the recording pass too: tf.data's cached tensors are immutable, and an
     in-place op after the cache (``x /= 255`` in ``map``) fails at once, naming the
     element, where it used to change every later pass. torch has no read-only tensors:
-    a torch leaf is handed out as a clone each time (``_structure.read_only``).
+    a torch leaf is handed out as recorded, and an in-place op writes through (D-TF-28).
 
     Example:
         >>> import datapipe as dp
@@ -122,7 +111,7 @@ class _CacheAccess:
         with store.lock:
             elements, memo = store.elements, store.memo
             if elements is not None:
-                return store.hand_out([elements[int(i)] for i in indices])
+                return [elements[int(i)] for i in indices]
             missing = sorted({int(i) for i in indices if int(i) not in memo})
         if missing:
             fetched = store.record(self.inner.get_many(missing, epoch))
@@ -136,7 +125,7 @@ class _CacheAccess:
             complete = False
         if complete:
             store.publish([memo[i] for i in range(self.n)], epoch)
-        return store.hand_out(found)
+        return found
 
 
 class CacheIterator(OpIterator):
@@ -174,7 +163,7 @@ class CacheIterator(OpIterator):
 
     def next_chunk(self, n: int) -> list:
         if self.elements is not None:
-            out = self.node._store.hand_out(self.elements[self.pos : self.pos + n])
+            out = self.elements[self.pos : self.pos + n]
             self.pos += len(out)
             return out
         try:
@@ -198,7 +187,6 @@ class CacheIterator(OpIterator):
             if not got or len(self.recorded) == self.expected:
                 self.node._store.publish(self.recorded, self.fill_epoch)
                 self.recorded = None
-            return self.node._store.hand_out(got)
         return got
 
     def get_state(self) -> dict:

@@ -79,9 +79,11 @@ class MapDataset(RandomAccessUnaryDataset):
             hold the GIL; the function is sent with cloudpickle, so lambdas and closures
             work), or None (``Options.threading.executor``; by default threads, and with
             ``AUTOTUNE`` the tuner measures and picks inline, threads or processes; it
-            may move the function to processes mid-iteration, so a function that changes
-            the parent's state (a global counter, a list it appends to) or uses an open
-            file, socket or database handle should name ``executor="thread"``; an
+            may move the function to processes mid-iteration; it does not for one whose
+            code uses a module-level file, socket or lock, or changes a module-level or
+            closed-over list, dict or set or assigns a global (``parallel.fork_safety``),
+            but a function that changes the parent's state or uses a handle only through
+            an object's attributes should name ``executor="thread"``; an
             element whose input or result cannot be pickled after that move is computed
             again in the parent, so its side effects happen twice).
             ``executor="process"`` with ``num_parallel_calls=None`` runs one worker process.

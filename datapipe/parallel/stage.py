@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from datapipe._iterator import OpIterator
-from datapipe.parallel import autotune, executors
+from datapipe.parallel import autotune, executors, fork_safety
 from datapipe.parallel.engine import Engine, Lane, inline_here
 from datapipe.parallel.plan import Plan
 from datapipe.parallel.pool import close_deadline
@@ -148,6 +148,13 @@ class Stage:
         self.engine = Engine(op, self.policy, self.tuner, self.knob, self.meter)
         self.strict = plan.executor == "process"  # named errors; AUTOTUNE's choice steps back
         self.processes_allowed = plan.allow_process and function is not None
+        # Why AUTOTUNE keeps it out of processes, where it would compute something else (a
+        # module-level file or lock it uses, a global it changes: fork_safety.py); None
+        # when it may try them. executor="process" is the user's choice: never refused.
+        self.process_refusal: str | None = None
+        if plan.executor == "auto" and self.processes_allowed:
+            self.process_refusal = fork_safety.parent_state(function)
+            self.processes_allowed = self.process_refusal is None
         # AUTOTUNE may still move it to processes: sample what crosses the boundary first
         self.engine.sampling = plan.executor == "auto" and self.processes_allowed
         self.executors = self.engine.executors  # by kind, created on first use
@@ -371,6 +378,12 @@ class StageIterator(OpIterator):
     @property
     def start_reason(self) -> str | None:
         return self.stage.start_method()[1]
+
+    @property
+    def process_refusal(self) -> str | None:
+        """Why AUTOTUNE does not try worker processes for this stage's function, which
+        would compute something else there (``fork_safety.parent_state``); None if not."""
+        return self.stage.process_refusal
 
     def worker_pids(self) -> list[int]:
         """The pids of the stage's worker processes (empty without any)."""

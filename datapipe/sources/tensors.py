@@ -33,8 +33,8 @@ class TensorsDataset(Dataset):
             to them shows in the element), lists and Python numbers become numpy (0-d
             values become numpy scalars). The element's numpy arrays are read-only views
             (tf.data's elements are immutable: an in-place op in ``map`` fails at once,
-            where it would change the next epoch's element) and its torch tensors are
-            handed out as clones.
+            where it would change the next epoch's element); its torch tensors are handed
+            out as they are (torch has no read-only tensors, D-TF-28).
 
     Unlike ``from_tensor_slices`` nothing is sliced: a ``[3, 2]`` array gives one element
     of shape ``[3, 2]``. Cardinality 1; keeps random access.
@@ -82,6 +82,6 @@ class _OneAccess:
         for i in indices:
             if int(i) != 0:
                 raise IndexError(f"from_tensors: index {int(i)} out of range for 1 element")
-            # numpy arrays as read-only views, torch tensors cloned: per read
+            # numpy arrays as read-only views (a new view per read: cheap)
             out.append(nest.read_only(self.element))
         return out

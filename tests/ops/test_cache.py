@@ -202,9 +202,9 @@ def test_an_in_place_map_after_cache_fails_and_leaves_the_cache_alone(map_kwargs
     assert image.tolist() == [0.0, 0.0, 0.0] and not image.flags.writeable
 
 
-def test_torch_leaves_of_a_cache_are_cloned_per_read():
+def test_torch_leaves_of_a_cache_are_handed_out_as_recorded():
+    # D-TF-28: torch has no read-only tensors, and a clone per read costs (10 ms for a
+    # 38 MB batch): the recorded tensor itself, every pass
     cached = dp.range(3).map(lambda i: torch.zeros(2)).cache()
-    ds = cached.map(_add_one_in_place, num_parallel_calls=2, executor="thread")
-    for _ in range(3):
-        assert [x.tolist() for x in ds] == [[1.0, 1.0]] * 3
-    assert cached[1].tolist() == [0.0, 0.0]
+    first = [x.data_ptr() for x in cached]
+    assert [x.data_ptr() for x in cached] == first and len(set(first)) == 3

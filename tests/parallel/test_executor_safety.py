@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from harness import own_shm_segments, settle_processes, worker_processes
+from harness import own_shm_segments, settle_processes, spin, worker_processes
 
 import datapipe as dp
 from datapipe.errors import WorkerDiedError
@@ -27,14 +27,6 @@ pytestmark = pytest.mark.timeout(120)
 
 ROOT = Path(__file__).parents[2]
 N = 6000
-
-
-def spin(x) -> int:
-    """W6's GIL-bound function (~200 µs of pure Python): AUTOTUNE tries processes for it."""
-    s = int(x)
-    for i in range(2000):
-        s = (s * 31 + i) % 1000003
-    return s
 
 
 def _with_lock(x):

@@ -102,6 +102,17 @@ def test_an_in_place_map_fails_at_once_and_leaves_the_source_alone(map_kwargs):
         _add_one_in_place(next(iter(shuffled)))  # an index list's gathered copy too
 
 
+def test_opencv_writing_into_an_element_gets_the_hint_too():
+    cv2 = pytest.importorskip("cv2")
+    images = dp.from_tensor_slices(np.zeros((2, 8, 8, 3), np.uint8))
+    ds = images.map(lambda x: cv2.rectangle(x, (0, 0), (2, 2), (255, 0, 0), 1))
+    with pytest.raises(dp.PipelineError, match="marked as readonly") as e:
+        next(iter(ds))
+    assert "compute a new array, x = x / 255" in str(e.value)
+    drawn = images.map(lambda x: cv2.rectangle(x.copy(), (0, 0), (2, 2), (255, 0, 0), 1))
+    assert int(next(iter(drawn))[0, 0, 0]) == 255
+
+
 def test_torch_elements_are_views_as_in_tensor_dataset():
     # D-TF-28: torch has no read-only tensors (and a clone per row costs ~6 us)
     source = torch.zeros(4, 3)
@@ -121,6 +132,41 @@ def test_layers_take_read_only_elements_without_a_warning():
         warnings.simplefilter("error")
         out = [layer(x) for x in dp.from_tensor_slices(source)]
     assert [tuple(o.shape) for o in out] == [(3, 8, 8)] * 2 and float(source.max()) == 300.0
+
+
+def test_read_only_elements_reach_torch_without_a_warning_or_a_write_through():
+    # breaker3: Normalization (and its adapt), Discretization, Rescaling, IntegerLookup,
+    # CategoryEncoding and a DataLoader's collate over as_torch_dataset() made tensors of
+    # read-only arrays: torch's "not writable" UserWarning, and writes went to the source
+    import warnings
+
+    import preprocessing as pp
+
+    source = np.linspace(0.0, 0.9, 48, dtype=np.float32).reshape(16, 3)
+    kept = source.copy()
+    ds = dp.from_tensor_slices(source)
+    ints = dp.from_tensor_slices(np.arange(12).reshape(6, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        norm = pp.Normalization()
+        norm.adapt(ds.batch(4))
+        assert norm(next(iter(ds))).shape == (3,)
+        bins = pp.Discretization(bin_boundaries=[0.5])(next(iter(ds)))
+        assert bins.tolist() == [0, 0, 0]
+        assert pp.Rescaling(2.0)(next(iter(ds))).tolist() == [
+            0.0,
+            2 * source[0, 1].item(),
+            2 * source[0, 2].item(),
+        ]
+        assert pp.IntegerLookup(vocabulary=[1, 2, 3])(next(iter(ints))).tolist() == [0, 1]
+        encoded = pp.CategoryEncoding(num_tokens=4, output_mode="multi_hot")(next(iter(ints)))
+        assert encoded.tolist() == [1.0, 1.0, 0.0, 0.0]
+        loader = torch.utils.data.DataLoader(ds.as_torch_dataset(), batch_size=4)
+        first = next(iter(loader))
+        first += 1
+        one = next(iter(torch.utils.data.DataLoader(ds.as_torch_dataset(), batch_size=None)))
+        one += 1
+    assert (source == kept).all()
 
 
 def test_a_batch_of_slices_is_not_a_view_of_the_source():
