@@ -461,6 +461,33 @@ class ServiceIterator(OpIterator):
             "elements": run.left,
         }
 
+    def _replace(self, slot: int) -> None:
+        """Have the dispatcher replace worker ``slot`` and wait until the replacement
+        answers. Another consumer may have had it replaced already, and that replacement
+        may have died too (the dispatcher replaces only the handle it is told of): then
+        it is reported in turn, up to ``MAX_ATTEMPTS`` deaths in a row (breaker3: a second
+        death failed every consumer, "did not start within 120 s")."""
+        name = self.node.service.name
+        seen = [self.workers[slot]]
+        for _ in range(MAX_ATTEMPTS):
+            self.workers = self._call(self.dispatcher.report_dead, slot, seen)
+            try:  # a replacement the cluster cannot place would leave us waiting for ever
+                self.ray.get(self.workers[slot].pid.remote(), timeout=REPLACE_TIMEOUT_S)
+                return
+            except Exception as e:  # noqa: BLE001 - not started in time, or died again
+                if type(e).__name__ == "GetTimeoutError":
+                    raise WorkerDiedError(
+                        f"distribute: worker {slot} of service {name!r} died and its "
+                        f"replacement did not start within {REPLACE_TIMEOUT_S:g} s; the "
+                        "cluster may lack a free CPU for it"
+                    ) from None
+                seen = [self.workers[slot]]  # the replacement we were given died too
+        raise WorkerDiedError(
+            f"distribute: worker {slot} of service {name!r} died {MAX_ATTEMPTS} times in a "
+            "row, its replacements too; the pipeline before distribute may crash its worker "
+            "process (out of memory, a signal)"
+        )
+
     def _worker_failed(self, slot: int) -> None:
         """Worker ``slot`` died: the dispatcher replaces it, and every split this consumer
         read on it continues on the new one from the state after its last reply taken."""
@@ -470,16 +497,7 @@ class ServiceIterator(OpIterator):
             for run in (feed.run, feed.ahead)  # a split opened ahead too (from its start)
             if run is not None and run.worker == slot
         ]
-        seen = [self.workers[slot]]
-        self.workers = self._call(self.dispatcher.report_dead, slot, seen)
-        try:  # a replacement the cluster cannot place would leave us waiting for ever
-            self.ray.get(self.workers[slot].pid.remote(), timeout=REPLACE_TIMEOUT_S)
-        except Exception as e:  # noqa: BLE001 - not started in time, or died again
-            raise WorkerDiedError(
-                f"distribute: worker {slot} of service {self.node.service.name!r} died and its "
-                f"replacement did not start within {REPLACE_TIMEOUT_S:g} s ({type(e).__name__}); "
-                "the cluster may lack a free CPU for it"
-            ) from None
+        self._replace(slot)
         for feed, run in affected:
             if run.attempt + 1 >= MAX_ATTEMPTS:
                 raise WorkerDiedError(

@@ -183,3 +183,36 @@ def test_parallel_epochs_prefetch_finds_the_end_and_asks_once_more():
     assert len(disp.calls) == 2 + 2 + 2  # first splits, prefetches (None), asks at the ends
     assert disp.table.stats["splits_done"] == 2 and disp.table.jobs == {}
     assert all(f.ended and f.next is None and f.ahead is None for f in feeds(it))
+
+
+def test_a_replacement_that_died_too_is_replaced_again():
+    # breaker3: another consumer had worker 0 replaced, and the replacement died too; this
+    # consumer, reporting the handle it saw, got the dead replacement back and failed
+    # ("its replacement did not start within 120 s") with most of the job unread.
+    make, disp, fake, taken = served()
+    it = iter(make())
+    first = taken.take(it, 5)
+    seen = disp.workers[0]
+    fake.kill(seen)
+    disp.report_dead(0, [seen])  # another consumer's report: a replacement...
+    fake.kill(disp.workers[0])  # ...that dies too
+    rest = taken.take(it)
+    assert collections.Counter(first + rest) == {i: 1 for i in range(N)}
+    assert disp.table.stats["workers_replaced"] == 2 and disp.table.jobs == {}
+
+
+def test_a_slot_whose_replacements_keep_dying_names_it():
+    make, disp, fake, taken = served()
+    it = iter(make())
+    taken.take(it, 5)
+    real = disp.report_dead
+
+    def report_dead(slot, seen):  # each replacement is dead on arrival
+        workers = real(slot, seen)
+        fake.kill(disp.workers[slot])
+        return workers
+
+    disp.report_dead = report_dead
+    fake.kill(disp.workers[0])
+    with pytest.raises(dp.WorkerDiedError, match=r"worker 0 of service .* died 3 times in a row"):
+        taken.take(it)
