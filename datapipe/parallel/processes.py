@@ -60,6 +60,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import wait as wait_any
@@ -121,8 +122,11 @@ def _reseed_torch(seed: int) -> bool:
     return True
 
 
-def _worker_main(conn: Any, prefix: str, intra_op: int, seed: int = 0) -> None:
-    """A worker process: run functions on chunks until told to stop or the parent dies."""
+def _worker_main(conn: Any, prefix: str, intra_op: int, seed: int = 0,
+                 forked_after_pool: bool = False) -> None:  # fmt: skip
+    """A worker process: run functions on chunks until told to stop or the parent dies.
+    ``forked_after_pool``: forked from a process whose OpenMP pool may have started, so
+    torch must stay on ``intra_op`` threads here (``_hold_intra_op_threads``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     parent_pid = os.getppid()  # our pipeline's process (or the forkserver)
     fns: dict[int, Any] = {}
@@ -141,7 +145,7 @@ def _worker_main(conn: Any, prefix: str, intra_op: int, seed: int = 0) -> None:
                 fns = {msg[1]: _load_function(conn, msg[1], msg[2])}
                 continue
             if len(threads_set) < len(_INTRA_OP_SETTERS):
-                _set_intra_op_threads(intra_op, threads_set)
+                _set_intra_op_threads(intra_op, threads_set, forked_after_pool)
             if not torch_seeded:  # a function that imports torch itself (forkserver)
                 torch_seeded = _reseed_torch(seed)
             _run_task(conn, prefix, fns, msg)
@@ -155,15 +159,45 @@ def _worker_main(conn: Any, prefix: str, intra_op: int, seed: int = 0) -> None:
 _INTRA_OP_SETTERS = {"torch": "set_num_threads", "cv2": "setNumThreads"}
 
 
-def _set_intra_op_threads(intra_op: int, done: set) -> None:
+def _set_intra_op_threads(intra_op: int, done: set, hold: bool = False) -> None:
     """Give torch's and OpenCV's intra-op pools ``intra_op`` threads in this worker
     (``max_intra_op_parallelism``, default 1: one process per core, as DataLoader workers
     run torch) before its next task, once each library is imported (``done``: those set).
-    Both settings are process-wide, and the process is the stage's."""
+    Both settings are process-wide, and the process is the stage's. ``hold``: keep torch
+    there (``_hold_intra_op_threads``)."""
     for name, setter in _INTRA_OP_SETTERS.items():
         if name not in done and name in sys.modules:
             getattr(sys.modules[name], setter, lambda n: None)(max(1, intra_op))
+            if hold and name == "torch":
+                _hold_intra_op_threads(sys.modules[name], max(1, intra_op))
             done.add(name)
+
+
+def _hold_intra_op_threads(torch: Any, most: int) -> None:
+    """In a worker forked from a process whose OpenMP pool may have started, a function's
+    own ``torch.set_num_threads(n)`` above ``most`` would make torch's next parallel
+    region wait for ever for the pool's inherited threads, which do not exist here (the
+    adversary's case: a hang, no error). It is held at ``most``, with one warning."""
+    set_num_threads = torch.set_num_threads
+    warned: list[int] = []
+
+    def held(n: int) -> None:
+        if n > most:
+            if not warned:
+                warnings.warn(
+                    f"torch.set_num_threads({n}) in a datapipe worker process holds at {most}: "
+                    "the worker was forked after this program's OpenMP pool started, and "
+                    "more intra-op threads would wait for that pool for ever (set "
+                    "Options.threading.max_intra_op_parallelism for more: the workers then "
+                    "start with forkserver)",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                warned.append(n)
+            n = most
+        set_num_threads(n)
+
+    torch.set_num_threads = held
 
 
 def _load_function(conn: Any, key: int, blob: bytes) -> Any:
@@ -329,6 +363,7 @@ class Workers:
         self.mp: Any = None  # the multiprocessing context (its Process, Pipe): at first start
         self.start_method: str | None = None  # and why (``choose_start_method``)
         self.start_reason: str | None = None
+        self.forked_after_pool = False  # (``_hold_intra_op_threads``)
         # AUTOTUNE's choice (False): an element or a result that cannot be pickled is
         # computed in the parent (``local(lane, elems, first)``) and ``on_step_back(why)``
         # asks the stage to go back to threads; True (executor="process"): it fails.
@@ -363,13 +398,15 @@ class Workers:
             if self.mp is None:
                 method, why = choose_start_method(self.requested, self.intra_op)
                 self.mp, self.start_method, self.start_reason = _context(method), method, why
+                # a forked worker whose function raises torch's threads would hang
+                self.forked_after_pool = method == "fork" and _pool_may_have_started() is not None
                 _announce(self.op, method, why, self.requested)
             i = len(self.procs)
             parent, child = self.mp.Pipe()
             prefix = f"{self.prefix}{i}-"
             p = self.mp.Process(
                 target=_worker_main,
-                args=(child, prefix, self.intra_op, secrets.randbits(63)),
+                args=(child, prefix, self.intra_op, secrets.randbits(63), self.forked_after_pool),
                 name=f"datapipe-{self.op}-process-{i}",
                 daemon=True,
             )

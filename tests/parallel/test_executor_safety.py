@@ -203,6 +203,37 @@ def test_process_map_after_torch_threads_does_not_hang(tmp_path):
     assert method == "forkserver"
 
 
+FORK_THEN_MORE_THREADS = """
+import datapipe as dp
+import torch
+
+
+def f(x):
+    torch.set_num_threads(2)  # the function raises torch's threads itself
+    t = torch.ones(256, 256)
+    return float((t @ t)[0, 0]) + int(x)
+
+
+torch.set_num_threads(2)
+a = torch.randn(512, 512)
+for _ in range(3):
+    a @ a  # torch's OpenMP intra-op pool starts in this (the parent) process
+it = iter(dp.range(8).map(f, num_parallel_calls=2, executor="process"))
+out = [float(x) for x in it]
+print(out, it.root.start_method, flush=True)
+"""
+
+
+def test_a_forked_workers_function_raising_torchs_threads_does_not_hang(tmp_path):
+    # breaker: with the default max_intra_op_parallelism (1) the workers fork, and a
+    # function that called torch.set_num_threads(2) waited for ever on the pool the
+    # parent's matmuls had started (no WorkerDiedError: the worker was alive). Such a call
+    # is held at the stage's intra-op threads in the worker, with a warning there.
+    stdout = _run_script(tmp_path / "fork_then_threads.py", FORK_THEN_MORE_THREADS, 60, "map")
+    values, method = stdout.strip().rsplit(" ", 1)
+    assert values == str([256.0 + i for i in range(8)]) and method == "fork"
+
+
 FORK_AFTER_TORCH_AUTOTUNE = """
 import datapipe as dp
 import torch  # after datapipe: its pool's threads are counted as new ones
