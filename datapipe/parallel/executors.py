@@ -30,6 +30,7 @@ from itertools import islice
 from typing import Any, ClassVar
 
 from datapipe._draws import enter, leave
+from datapipe._functions import as_elements, called_through
 from datapipe._positions import Failed
 from datapipe.errors import WorkerDiedError, annotate
 from datapipe.parallel import shm
@@ -118,10 +119,12 @@ def apply(lane: Any, elems: list, first: int) -> tuple[list, bool]:
     assert fn is not None  # a lane that transforms (engine.Lane)
     out: list = []
     scope = enter(fn, out, first)
+    call = called_through(fn)  # a map's function itself: a Python frame less an element
     try:
-        return out, _apply(fn, lane, elems, first, out)
+        failed = _apply(call, lane, elems, first, out)
     finally:
         leave(scope)
+    return as_elements(out, fn, call), failed
 
 
 def _apply(fn: Callable, lane: Any, elems: list, first: int, out: list) -> bool:

@@ -46,3 +46,26 @@ def test_map_rejects_bad_arguments() -> None:
         dp.range(3).map(3)
     with pytest.raises(ValueError, match="num_parallel_calls"):
         dp.range(3).map(lambda x: x, num_parallel_calls=0)
+
+
+def _stops_at_3(x):
+    if int(x) == 3:
+        raise StopIteration  # ends a bare `map()`: here only that element's failure
+    return [int(x), -int(x)]
+
+
+@pytest.mark.parametrize("calls", [None, 2, dp.AUTOTUNE])
+def test_list_results_are_tuples_and_a_stop_iteration_fails_its_element_only(calls):
+    # The map's loop runs in C over the function itself (not through ReturnsElement, a
+    # frame per element); the list -> tuple rule and the StopIteration rule still hold.
+    it = iter(dp.range(6).map(_stops_at_3, num_parallel_calls=calls))
+    got, errors = [], []
+    while True:
+        try:
+            got.append(next(it))
+        except StopIteration:
+            break
+        except dp.PipelineError as e:
+            errors.append(str(e))
+    assert got == [(i, -i) for i in (0, 1, 2, 4, 5)] and all(type(x) is tuple for x in got)
+    assert errors == ["map at element 3: StopIteration: raised by the function of 'map'"]
