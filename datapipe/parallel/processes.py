@@ -122,15 +122,22 @@ def _reseed_torch(seed: int) -> bool:
     return True
 
 
-def _worker_main(conn: Any, prefix: str, intra_op: int, seed: int = 0,
+def _worker_main(conn: Any, prefix: str, intra_op: int, seed: int = 0, forked: bool = False,
                  forked_after_pool: bool = False) -> None:  # fmt: skip
     """A worker process: run functions on chunks until told to stop or the parent dies.
-    ``forked_after_pool``: forked from a process whose OpenMP pool may have started, so
-    torch must stay on ``intra_op`` threads here (``_hold_intra_op_threads``)."""
+    ``forked``: started by fork (it inherited the parent's modules and their pools);
+    ``forked_after_pool``: from a process whose OpenMP pool may have started, so torch
+    must stay on ``intra_op`` threads here (``_hold_intra_op_threads``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     parent_pid = os.getppid()  # our pipeline's process (or the forkserver)
     fns: dict[int, Any] = {}
     threads_set: set = set()  # the libraries whose intra-op threads are set
+    if forked and "cv2" in sys.modules:
+        # OpenCV imported before the fork: cv2.setNumThreads in the child, after the
+        # parent's pool ran once, waits for ever for threads that do not exist here
+        # (breaker4: one GaussianBlur in the parent hung every forked worker). Its pool
+        # is left as forked; OpenCV itself runs in the child without it.
+        threads_set.add("cv2")
     torch_seeded = _reseed(seed)
     try:
         while True:
@@ -160,7 +167,8 @@ _INTRA_OP_SETTERS = {"torch": "set_num_threads", "cv2": "setNumThreads"}
 
 
 def _set_intra_op_threads(intra_op: int, done: set, hold: bool = False) -> None:
-    """Give torch's and OpenCV's intra-op pools ``intra_op`` threads in this worker
+    """Give torch's and OpenCV's intra-op pools ``intra_op`` threads in this worker (not
+    OpenCV's when the worker was forked with it imported: ``_worker_main``)
     (``max_intra_op_parallelism``, default 1: one process per core, as DataLoader workers
     run torch) before its next task, once each library is imported (``done``: those set).
     Both settings are process-wide, and the process is the stage's. ``hold``: keep torch
@@ -406,7 +414,14 @@ class Workers:
             prefix = f"{self.prefix}{i}-"
             p = self.mp.Process(
                 target=_worker_main,
-                args=(child, prefix, self.intra_op, secrets.randbits(63), self.forked_after_pool),
+                args=(
+                    child,
+                    prefix,
+                    self.intra_op,
+                    secrets.randbits(63),
+                    self.start_method == "fork",
+                    self.forked_after_pool,
+                ),  # fmt: skip
                 name=f"datapipe-{self.op}-process-{i}",
                 daemon=True,
             )

@@ -234,6 +234,33 @@ def test_a_forked_workers_function_raising_torchs_threads_does_not_hang(tmp_path
     assert values == str([256.0 + i for i in range(8)]) and method == "fork"
 
 
+FORK_AFTER_OPENCV = """
+import cv2
+import numpy as np
+
+import datapipe as dp
+
+cv2.GaussianBlur(np.zeros((512, 512, 3), np.uint8), (7, 7), 0)  # OpenCV's pool runs here
+
+
+def blur(x):
+    return int(cv2.GaussianBlur(np.full((64, 64, 3), int(x), np.uint8), (3, 3), 0)[0, 0, 0])
+
+
+it = iter(dp.range(8).map(blur, 2, executor="process"))
+print([int(x) for x in it], it.root.start_method, flush=True)
+"""
+
+
+def test_a_process_map_after_opencv_ran_here_does_not_hang(tmp_path):
+    # breaker4: one cv2 call in this process, then any process map: every forked worker
+    # hung in its start-up cv2.setNumThreads(1), waiting for the pool it was forked with.
+    pytest.importorskip("cv2")
+    stdout = _run_script(tmp_path / "fork_after_cv2.py", FORK_AFTER_OPENCV, 60, "map")
+    values, method = stdout.strip().rsplit(" ", 1)
+    assert values == str(list(range(8))) and method == "fork"
+
+
 FORK_AFTER_TORCH_AUTOTUNE = """
 import datapipe as dp
 import torch  # after datapipe: its pool's threads are counted as new ones

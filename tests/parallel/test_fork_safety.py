@@ -65,6 +65,96 @@ class Recorder:
         return int(i)
 
 
+class Reader:
+    """A module-level reader object holding a file and a lock (breaker4: 4 of 3,000 wrong)."""
+
+    def __init__(self):
+        self.file = open(_path, "rb", buffering=0)  # noqa: SIM115
+        self.lock = threading.Lock()
+
+    def read(self, i) -> int:
+        with self.lock:
+            self.file.seek(8 * int(i))
+            return int.from_bytes(self.file.read(8), "little")
+
+
+READER = Reader()
+
+
+class Tally:
+    seen: list[int] = []
+    total = 0
+
+    def count(self, i) -> int:
+        self.total += int(i)  # a worker changes its copy
+        return int(i)
+
+
+VOCAB = {"a": 1, "b": 2}
+
+
+def uses_reader(i) -> int:
+    return READER.read(i)
+
+
+def class_attribute(i) -> int:
+    Tally.seen.append(int(i))
+    return int(i)
+
+
+def appends_through_a_decorator(fn):
+    @functools.wraps(fn)
+    def wrapper(x):
+        return fn(x)
+
+    return wrapper
+
+
+@appends_through_a_decorator
+def decorated(i) -> int:
+    calls.append(int(i))
+    return int(i)
+
+
+def tokenize(text) -> list[int]:  # reads a global dict, appends to its own list
+    out = []
+    for word in text.split():
+        out.append(VOCAB.get(word, 0))
+    return out
+
+
+class Unreadable:
+    @property
+    def __dict__(self):  # type: ignore[override]
+        raise RuntimeError("no attributes here")
+
+    def __call__(self, x):
+        return x
+
+
+def test_state_behind_objects_classes_and_decorators_is_named():
+    # breaker4: each of these went to processes (wrong records, lost appends)
+    assert parent_state(uses_reader) == (
+        "uses_reader uses the module-level Reader 'READER' holding the FileIO 'file'"
+    )
+    assert parent_state(READER.read) == "Reader.read runs on an object holding the FileIO 'file'"
+    assert parent_state(class_attribute) == (
+        "class_attribute changes the module-level list 'Tally.seen'"
+    )
+    assert parent_state(Tally().count) == (
+        "Tally.count changes its object (a worker would change its copy)"
+    )
+    assert parent_state(decorated) == "decorated changes the module-level list 'calls'"
+
+
+def test_reading_is_precise_enough_for_a_tokenizer_and_never_fails():
+    assert parent_state(tokenize) is None  # breaker4: "changes the module-level dict"
+    why = parent_state(Unreadable())
+    assert why == "its code could not be read (RuntimeError: no attributes here)"
+    ds = dp.range(3).map(Unreadable(), dp.AUTOTUNE)  # the pipeline runs, on threads
+    assert [int(x) for x in ds] == [0, 1, 2]
+
+
 def test_what_a_function_shares_with_this_process_is_named():
     assert parent_state(read_record) == "read_record uses the module-level lock '_lock'"
     assert parent_state(record_call) == "record_call changes the module-level list 'calls'"
