@@ -80,10 +80,12 @@ class MapDataset(RandomAccessUnaryDataset):
             work), or None (``Options.threading.executor``; by default threads, and with
             ``AUTOTUNE`` the tuner measures and picks inline, threads or processes; it
             may move the function to processes mid-iteration; it does not for one whose
-            code uses a module-level file, socket or lock, or changes a module-level or
-            closed-over list, dict or set or assigns a global (``parallel.fork_safety``),
-            but a function that changes the parent's state or uses a handle only through
-            an object's attributes should name ``executor="thread"``; an
+            code uses a module-level file, socket or lock (also inside a module-level
+            object), changes a module-level, class-level or closed-over container or its
+            own object, or assigns a global (``parallel.fork_safety``), but a function
+            that shares state in a way that reading cannot see (docs/architecture.md,
+            "Executors": a global array changed in place, a handle inside a container)
+            should name ``executor="thread"``; an
             element whose input or result cannot be pickled after that move is computed
             again in the parent, so its side effects happen twice).
             ``executor="process"`` with ``num_parallel_calls=None`` runs one worker process.
