@@ -72,7 +72,7 @@ def check_rounded(got, want, hi):
     if hi == 255:  # (for 16-bit values float32's own error spans several levels)
         clear = np.abs(want - np.floor(want) - 0.5) > TOL * hi  # not near a .5 boundary
         assert clear.mean() > 0.7  # (scales of 1/4, 3/4 make many exact .5 values)
-        np.testing.assert_array_equal(got[clear], np.rint(want[clear]))
+        np.testing.assert_array_equal(got[clear], np.rint(want[clear]).astype(got.dtype))
 
 
 SEQ_KERAS = dict(
