@@ -5,7 +5,7 @@ Public names (also exported from ``datapipe``):
 - ``list_files(pattern, shuffle=None, seed=None)`` (tf.data), ``TextLineDataset`` (tf.data),
   ``read_file`` (tf.io).
 - Remote paths: every path argument also takes a URL (``s3://``, ``gs://``, ``https://``,
-  ``memory://``, ...) read and written through fsspec (``pip install "datapipe[remote]"``),
+  ``memory://``, ...) read and written through fsspec (``pip install "datapipe-torch[remote]"``),
   with retries on transient errors (``set_remote_retries``); see ``datapipe.io._remote``.
   ``redact_url`` is what every message and log record that names a URL goes through
   (user info and secret query values become ``***``).

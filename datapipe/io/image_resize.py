@@ -13,7 +13,7 @@ Backends, chosen per call (``benchmarks/bench_image_backends.py`` measured them 
 ~256 px photos, one thread, 256 -> 224):
 
 - OpenCV (``cv2.resize``, ``INTER_LINEAR`` -- the same kernel -- in float32) when
-  ``opencv-python-headless`` is installed (``pip install "datapipe[images]"``), for
+  ``opencv-python-headless`` is installed (``pip install "datapipe-torch[images]"``), for
   ``antialias=False`` and for ``antialias=True`` when no axis shrinks (the two kernels are
   then the same): ~0.1-0.2 ms per image, GIL released.
 - torch (``interpolate`` in float32) otherwise: ~0.8 ms per image, GIL released.
@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 _UNSET: Any = object()
-cv2: Any = _UNSET  # OpenCV (optional: pip install "datapipe[images]"), imported at first use
+cv2: Any = _UNSET  # OpenCV (optional: pip install "datapipe-torch[images]"), imported at first use
 
 
 def _opencv() -> Any:

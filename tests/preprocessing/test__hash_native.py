@@ -15,7 +15,7 @@ from preprocessing import _hash, _hash_native
 def _need(salt):
     if not _hash_native.available(salt):
         name = "pyfarmhash" if salt is None else "siphashc"
-        pytest.skip(f"{name} is not installed (pip install datapipe[hashing])")
+        pytest.skip(f"{name} is not installed (pip install datapipe-torch[hashing])")
 
 
 def _random_strings() -> list:
