@@ -42,7 +42,8 @@ def _crc32c() -> Any:
         import google_crc32c
     except ImportError as e:
         raise ImportError(
-            'TFRecordDataset needs google-crc32c to check records: pip install "datapipe-torch[tfrecord]"'
+            "TFRecordDataset needs google-crc32c to check records: "
+            'pip install "datapipe-torch[tfrecord]"'
         ) from e
     return google_crc32c.value
 
