@@ -241,7 +241,9 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return importlib.import_module(f"{__name__}.dataset")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from datapipe._spellings import namespace_hint  # tf.data's namespaces: say where to look
+
+    raise AttributeError(namespace_hint(name) or f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
