@@ -1,6 +1,6 @@
 """tf.data spellings (issue 33 item 4): ``Dataset.list_files`` as tf.data's static method,
 and hints naming datapipe's spelling for ``tf.data.experimental.*``, ``tf.data.*`` and
-``.numpy()`` on an element."""
+``.numpy()`` on an element (differences D-TF-29)."""
 
 from __future__ import annotations
 
