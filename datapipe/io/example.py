@@ -102,8 +102,12 @@ class SparseTensorValue(NamedTuple):
 Feature = FixedLenFeature | VarLenFeature | FixedLenSequenceFeature
 
 # ---- the messages (tensorflow/core/example/feature.proto, example.proto) ----------------------
-_LISTS = (("BytesList", 12, "bytes_list"), ("FloatList", 2, "float_list"))
-_LISTS += (("Int64List", 3, "int64_list"),)
+# (message, wire type of its values as FieldDescriptorProto.Type, Feature's field name)
+_LISTS = (
+    ("BytesList", 12, "bytes_list"),
+    ("FloatList", 2, "float_list"),
+    ("Int64List", 3, "int64_list"),
+)
 _example_class: Any = None
 
 
@@ -123,7 +127,7 @@ def _message_classes() -> Any:
     f = descriptor_pb2.FileDescriptorProto(name="datapipe_example.proto", package="tensorflow")
     f.syntax = "proto3"  # as feature.proto: repeated numbers are packed on the wire
 
-    def message(name: str, fields: list[tuple], nested: list | None = None) -> Any:
+    def message(name: str, fields: list[tuple], nested: Any = None) -> Any:
         msg = f.message_type.add(name=name) if nested is None else nested.add(name=name)
         for field_name, number, label, kind, type_name in fields:
             field = msg.field.add(name=field_name, number=number, label=label, type=kind)
