@@ -443,21 +443,33 @@ def _library_dirs() -> tuple[str, ...]:
     paths = sysconfig.get_paths()
     dirs = [paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
     dirs += list(getattr(site, "getsitepackages", lambda: [])())
-    dirs.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # datapipe
     return tuple(sorted({os.path.realpath(d) + os.sep for d in dirs if d}))
 
 
-@functools.lru_cache(maxsize=4096)
 def _library(name: str) -> bool:
     """Whether module ``name`` is library code (standard library, an installed package,
     datapipe), whose version stands for its code; anything else is the user's."""
+    known = _LIBRARY.get(name)
+    if known is None:
+        known = _classify(name)
+        if name in sys.modules:  # a module not imported yet may be found later
+            _LIBRARY[name] = known
+    return known
+
+
+_LIBRARY: dict[str, bool] = {}
+
+
+def _classify(name: str) -> bool:
     top = name.partition(".")[0]
-    if top in sys.stdlib_module_names or top in _OWN or top == "builtins":
+    if top in _OWN:
         return True
     module = sys.modules.get(name) or sys.modules.get(top)
     file = getattr(module, "__file__", None)
-    if not isinstance(file, str) or name == "__main__":
+    if name == "__main__":
         return False
+    if not isinstance(file, str):  # built in, frozen, or made at run time
+        return top in sys.stdlib_module_names or top == "builtins"
     real = os.path.realpath(file)
     if os.sep + "site-packages" + os.sep in real or os.sep + "dist-packages" + os.sep in real:
         return True
