@@ -110,17 +110,19 @@ class FingerprintError(DatapipeError, TypeError):
         type_name: the object's class, ``module.QualName``.
     """
 
-    def __init__(self, where: str, type_name: str):
-        self.where, self.type_name = where, type_name
+    def __init__(self, where: str, type_name: str, reason: str | None = None):
+        self.where, self.type_name, self.reason = where, type_name, reason
+        why = reason or (
+            f"{where} is a {type_name} object, whose state cannot be read (no attributes, "
+            "and pickle cannot save it), so a change in it would still serve the old snapshot"
+        )
         super().__init__(
-            f"snapshot: cannot fingerprint the input pipeline: {where} is a {type_name} "
-            "object, whose state cannot be read (no attributes, and pickle cannot save "
-            "it), so an edit of it would still serve the old snapshot; pass name='...' to "
+            f"snapshot: cannot fingerprint the input pipeline: {why}; pass name='...' to "
             "snapshot() to key the snapshot by a name you change when the pipeline changes"
         )
 
     def __reduce__(self):
-        return (FingerprintError, (self.where, self.type_name))
+        return (FingerprintError, (self.where, self.type_name, self.reason))
 
 
 class WorkerContextError(DatapipeError, ValueError):

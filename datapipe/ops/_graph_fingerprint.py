@@ -61,6 +61,7 @@ run (tf.data: a ``shuffle`` without a seed snapshots to one fingerprint).
 
 from __future__ import annotations
 
+import contextlib
 import dis
 import enum
 import functools
@@ -106,10 +107,19 @@ def fingerprint(dataset: Any) -> str:
 
     Raises:
         FingerprintError: the graph reaches an object whose state cannot be read (module
-            docstring); names where.
+            docstring), or code nested deeper than the recursion limit; names where.
     """
     h = hashlib.sha256()
-    _Hasher(h).dataset(dataset)
+    hasher = _Hasher(h)
+    try:
+        hasher.dataset(dataset)
+    except RecursionError:  # code that calls code ... deeper than Python's stack allows
+        where = " > ".join(hasher.deepest) + " > ..."
+        reason = (
+            f"its code is nested deeper than Python's recursion limit ({sys.getrecursionlimit()}"
+            f" frames), first through {where}"
+        )
+        raise FingerprintError(where, "code", reason) from None
     return h.hexdigest()[:32]
 
 
@@ -118,6 +128,7 @@ class _Hasher:
         self.h = h
         self.seen: dict[int, int] = {}  # id -> visit number: a cycle or a shared object
         self.where: list[str] = []  # how the value hashed now was reached (for errors)
+        self.deepest: list[str] = []  # ... when the code went deeper than the stack
         self.keep: list[Any] = []  # objects made here, alive so that their ids stay unique
 
     def put(self, *parts: Any) -> None:
@@ -125,9 +136,18 @@ class _Hasher:
             self.h.update(repr(p).encode() + b"\x00")
 
     def under(self, label: str, v: Any, depth: int) -> None:
+        with self.at(label):
+            self.value(v, depth)
+
+    @contextlib.contextmanager
+    def at(self, label: str) -> Iterator[None]:
+        """Hashing what ``label`` names (``where`` says how it was reached, for errors)."""
         self.where.append(label)
         try:
-            self.value(v, depth)
+            yield
+        except RecursionError:
+            self.deepest = self.deepest or self.where[:6]  # where it went deep, for the error
+            raise
         finally:
             self.where.pop()
 
@@ -234,14 +254,11 @@ class _Hasher:
                 continue  # a builtin, or a name not defined yet
             v = f.__globals__[name]
             self.put("global", name)
-            self.where.append(f"global {name!r}")
-            try:
+            with self.at(f"global {name!r}"):
                 if isinstance(v, types.ModuleType):
                     self.module(v, chains, depth)
                 else:
                     self.value(v, _next(v, depth))
-            finally:
-                self.where.pop()
 
     def code(self, c: types.CodeType) -> None:
         self.put("code", c.co_code, c.co_names, c.co_varnames, c.co_argcount)

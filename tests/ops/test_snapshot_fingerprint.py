@@ -216,6 +216,23 @@ def test_an_unreadable_object_is_refused_naming_name_and_name_keys_the_snapshot(
             dp.range(3).snapshot(str(tmp_path), name=bad)
 
 
+def test_code_deeper_than_the_stack_is_refused_not_cut(tmp_path):
+    """Code is followed to any depth; a call chain deeper than the interpreter's stack is
+    refused (naming where) rather than hashed in part."""
+    n = sys.getrecursionlimit() // 2  # a call chain that runs, hashed 3 frames per call
+    source = "def f0(x):\n    return x\n"
+    source += "".join(f"def f{i}(x):\n    return f{i - 1}(x)\n" for i in range(1, n))
+    scope: dict = {"__name__": "deep"}
+    exec(source, scope)
+    ds = dp.range(3).map(scope[f"f{n - 1}"])
+    with pytest.raises(FingerprintError, match="nested deeper than Python's recursion limit"):
+        list(ds.snapshot(str(tmp_path)))
+    assert ints(ds.snapshot(str(tmp_path), name="deep-v1")) == [0, 1, 2]
+    before = fingerprint(dp.range(3).map(scope["f150"]))
+    scope["f0"].__code__ = (lambda x: x + 1).__code__  # 150 calls down: followed
+    assert fingerprint(dp.range(3).map(scope["f150"])) != before
+
+
 def test_the_new_readings_are_the_same_in_any_process_and_hash_seed(tmp_path, user_dir):
     (user_dir / "usermod.py").write_text(
         "import collections, re\n"
