@@ -17,10 +17,9 @@ counters, caches of inferred specs, per-worker stores). Values:
 
   - a function or class: followed in turn, to any depth (each object once);
   - a module of the user's code (``__main__``, and any module outside the standard
-    library, the installed packages' site-/dist-packages directories, datapipe and
-    its ``preprocessing`` layers): the
-    attributes the code reads from it, ``usermod.transform`` or ``pkg.sub.f``, each
-    followed; a module the code uses whole (passed on, ``getattr(mod, name)``): every
+    library, the installed packages' site-/dist-packages directories, datapipe and its
+    ``preprocessing`` layers): the attributes the code reads from it,
+    ``usermod.transform`` or ``pkg.sub.f``, each followed; a module the code uses whole (passed on, ``getattr(mod, name)``): every
     function and class it defines and its constants;
   - a library module (standard library, installed packages, datapipe, ``preprocessing``):
     its name and ``__version__``, which stand for its code;
@@ -49,11 +48,14 @@ counters, caches of inferred specs, per-worker stores). Values:
     states).
 
 Bounds: data objects are followed ``_DEPTH`` attributes (closure cells, defaults) deep;
-below that an object is its class only. Code is followed to any depth. Not covered: what a
+below that an object is its class only. Code is followed to any depth (a call chain
+deeper than Python's recursion limit is refused: ``FingerprintError``). Not covered: what a
 function reads at call time from outside Python objects (files it opens, environment
 variables, the clock), a library's code beyond its version, and module attributes read
 other than by a name in the code (``getattr(usermod, some_string)`` reads the module
-whole, as above). Pass ``name=`` to ``snapshot`` where those decide the elements.
+whole, as above), and an ``itertools.count``'s position (it is hashed as a counter
+only: an id counter that the map advances would otherwise move the snapshot at each
+rebuild of the pipeline). Pass ``name=`` to ``snapshot`` where those decide the elements.
 
 Unseeded ops have no seed in the graph, so their fingerprint does not change from run to
 run (tf.data: a ``shuffle`` without a seed snapshots to one fingerprint).
@@ -108,6 +110,14 @@ def fingerprint(dataset: Any) -> str:
     Raises:
         FingerprintError: the graph reaches an object whose state cannot be read (module
             docstring), or code nested deeper than the recursion limit; names where.
+
+    Example:
+        >>> import datapipe as dp
+        >>> twice = fingerprint(dp.range(3).map(lambda x: x * 2))
+        >>> twice == fingerprint(dp.range(3).map(lambda x: x * 2))  # the same code
+        True
+        >>> twice == fingerprint(dp.range(3).map(lambda x: x * 3))  # an edited constant
+        False
     """
     h = hashlib.sha256()
     hasher = _Hasher(h)
