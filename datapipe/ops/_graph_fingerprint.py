@@ -19,8 +19,9 @@ counters, caches of inferred specs, per-worker stores). Values:
   - a module of the user's code (``__main__``, and any module outside the standard
     library, the installed packages' site-/dist-packages directories, datapipe and its
     ``preprocessing`` layers): the attributes the code reads from it,
-    ``usermod.transform`` or ``pkg.sub.f``, each followed; a module the code uses whole (passed on, ``getattr(mod, name)``): every
-    function and class it defines and its constants;
+    ``usermod.transform`` or ``pkg.sub.f``, each followed; a module the code uses whole
+    (passed on, ``getattr(mod, name)``): every function and class it defines and its
+    constants;
   - a library module (standard library, installed packages, datapipe, ``preprocessing``):
     its name and ``__version__``, which stand for its code;
 
