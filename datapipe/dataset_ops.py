@@ -758,7 +758,7 @@ class Dataset:
     ) -> Dataset:
         from datapipe.ops.snapshot import SnapshotDataset
 
-        return SnapshotDataset(self, path, compression, reader_func, shard_func)
+        return SnapshotDataset(self, path, compression, reader_func, shard_func, name)
 
     def with_options(self, options: Options) -> Dataset:
         from datapipe.ops.with_options import OptionsDataset
