@@ -58,7 +58,6 @@ import functools
 import os
 import re
 import sys
-import sysconfig
 import types
 from typing import Any, TypeVar
 
@@ -143,6 +142,8 @@ def _library_module(name: str) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _library_dirs() -> tuple[str, ...]:
+    import sysconfig  # (not at `import datapipe`, which exports process_safe from here)
+
     keys = ("stdlib", "platstdlib", "purelib", "platlib")
     dirs = {os.path.realpath(sysconfig.get_paths()[k]) for k in keys}
     return tuple(sorted(dirs))

@@ -14,6 +14,7 @@ import itertools
 import os
 import random
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -21,6 +22,7 @@ import types
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -441,3 +443,21 @@ def test_a_marked_function_goes_to_processes_unread(clean):
 def test_what_cannot_be_marked_is_named():
     with pytest.raises(TypeError, match="process_safe: cannot mark builtin_function_or_method"):
         process_safe(len)
+
+
+def test_the_guides_example_runs_as_written(tmp_path):
+    # docs/guides/autotune-profiling.md, "When AUTOTUNE may use worker processes"
+    page = Path(__file__).resolve().parents[2] / "docs" / "guides" / "autotune-profiling.md"
+    section = page.read_text().split("### When AUTOTUNE may use worker processes")[1]
+    code = section.split("```python\n")[1].split("```")[0]
+    printed = "\n".join(
+        line.removeprefix("# ") for line in code.splitlines() if line.startswith("# ")
+    )
+    script = tmp_path / "example.py"
+    script.write_text(code)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == printed.replace("\n", " ")
