@@ -532,7 +532,15 @@ class _Code:
                 value = cell.cell_contents
             except ValueError:  # an empty cell (a function defined before its variable)
                 continue
-            self._root(value, ("deref", var), f"the variable {var!r} it closes over")
+            where = f"the variable {var!r} it closes over"
+            if (
+                type(value) in (list, dict, set)
+                and _only_read(fn.__code__, var)
+                and not _READ_BUILTINS & set(fn.__globals__)  # len() is the builtin
+            ):
+                self._contents(value, where)  # data sent with the function, only read
+                continue
+            self._root(value, ("deref", var), where)
         for k, default in enumerate(fn.__defaults__ or ()):
             self.r._value(default, name, f"its default {k}", self.depth)
         for key, default in (fn.__kwdefaults__ or {}).items():
@@ -544,6 +552,13 @@ class _Code:
                 self._global(var)
         for module, attr in scan.imports:
             self._import(module, attr)
+
+    def _contents(self, value: list | dict | set, where: str) -> None:
+        items = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+        if all(type(x) in _LEAVES for x in items):
+            return
+        for x in items:
+            self.r._value(x, self.name, f"an item of {where}", self.depth)
 
     def _attribute_stores(self, freevars: set[str]) -> None:
         code = self.fn.__code__
@@ -602,8 +617,8 @@ class _Code:
         are values like its globals."""
         loaded = sys.modules.get(module)
         if loaded is None:
-            if _library_module(module) or _installed(module):
-                return
+            if _library_module(module) or _installed(module) is not False:
+                return  # a library's, or not there at all (ImportError alike everywhere)
             raise _Refused(f"{self.name} imports {module!r}, which is not loaded yet, so "
                            "this reading cannot read it")  # fmt: skip
         if attr is None or _library_module(module):
@@ -612,13 +627,108 @@ class _Code:
             self.r._value(getattr(loaded, attr), self.name, f"'{module}.{attr}'", self.depth)
 
 
-def _installed(module: str) -> bool:
+# Read-only uses of a closed-over list, dict or set (``_only_read``): the methods that
+# return data without changing the container, the builtins that only read their argument.
+_READ_METHODS = frozenset({
+    "index", "count", "copy", "get", "keys", "values", "items", "issubset", "issuperset",
+    "isdisjoint", "union", "intersection", "difference", "symmetric_difference",
+})  # fmt: skip
+_READ_BUILTINS = frozenset({
+    "len", "sorted", "tuple", "frozenset", "list", "set", "dict", "min", "max", "sum",
+    "any", "all", "enumerate", "reversed",
+})  # fmt: skip
+_NO_POPS = frozenset({
+    "LOAD_CONST", "LOAD_FAST", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME", "LOAD_CLOSURE",
+    "LOAD_CLASSDEREF", "PUSH_NULL", "KW_NAMES", "NOP", "EXTENDED_ARG",
+})  # fmt: skip
+_TWO_POPS = frozenset({"BINARY_OP", "BINARY_SUBSCR", "COMPARE_OP", "CONTAINS_OP", "IS_OP"})
+_ONE_POP = frozenset({"UNARY_NEGATIVE", "UNARY_NOT", "UNARY_INVERT", "UNARY_POSITIVE"})
+_READERS = frozenset({"BINARY_SUBSCR", "CONTAINS_OP", "COMPARE_OP", "IS_OP", "GET_ITER"})
+
+
+@functools.lru_cache(maxsize=1024)
+def _only_read(code: types.CodeType, var: str) -> bool:
+    """Whether each load of the closed-over ``var`` in ``code`` (and its nested code) is
+    read-only: indexed, tested with ``in``, iterated, compared, a reading method called
+    (``get``, ``index``), or passed alone to a reading builtin (``len``, ``sorted``). Any
+    other use -- a store, an alias, an argument to another function, a branch while it
+    is on the stack -- is not proven. The bytecode is followed, not guessed: an
+    instruction this does not know ends the proof."""
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        ins = list(dis.get_instructions(c))
+        for k, i in enumerate(ins):
+            if i.opname in ("LOAD_DEREF", "LOAD_CLASSDEREF") and i.argval == var:
+                if not _read_at(ins, k, c):
+                    return False
+        stack.extend(x for x in c.co_consts if isinstance(x, types.CodeType))
+    return True
+
+
+def _pops(i: dis.Instruction) -> int | None:
+    """How many stack items ``i`` pops (None: not modelled; 3.11's bytecode)."""
+    op, arg = i.opname, i.arg or 0
+    if op in _NO_POPS:
+        return 0
+    if op in _TWO_POPS:
+        return 2
+    if op in _ONE_POP or op in ("GET_ITER", "LOAD_ATTR", "LOAD_METHOD"):
+        return 1
+    if op in ("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET", "BUILD_STRING", "BUILD_SLICE"):
+        return arg
+    if op == "PRECALL":
+        return arg + 2
+    if op == "CALL":
+        return 2
+    if op == "FORMAT_VALUE":
+        return 2 if arg & 4 else 1
+    return None
+
+
+def _read_at(ins: list[dis.Instruction], k: int, code: types.CodeType) -> bool:
+    """Whether the value loaded by ``ins[k]`` is consumed by a read-only use."""
+    depth = 0  # stack items above the value
+    for j in range(k + 1, len(ins)):
+        i = ins[j]
+        if i.is_jump_target or i.opcode in dis.hasjrel or i.opcode in dis.hasjabs:
+            return False  # a branch while the value is on the stack: not followed
+        pops = _pops(i)
+        if pops is None:
+            return False
+        if pops <= depth:
+            pushes = pops + dis.stack_effect(i.opcode, i.arg)
+            depth += pushes - pops
+            continue
+        # this instruction consumes the value, `depth` items above it
+        if i.opname in _READERS:
+            return True
+        if i.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+            return i.argval in _READ_METHODS
+        if i.opname == "PRECALL" and i.arg == 1 and depth == 0:
+            before = ins[k - 1] if k else None
+            return (
+                before is not None
+                and before.opname == "LOAD_GLOBAL"
+                and before.argval in _READ_BUILTINS
+                and before.argrepr.startswith("NULL")
+                and before.argval not in code.co_varnames
+            )
+        return False
+    return False
+
+
+def _installed(module: str) -> bool | None:
+    """Whether the not yet imported ``module`` is a library's (None: it is not there)."""
     import importlib.util
 
     try:
         spec = importlib.util.find_spec(module.split(".")[0])
     except (ImportError, ValueError):
-        return False
+        return None
+    if spec is None:
+        return None
     origin = getattr(spec, "origin", None)
-    return spec is not None and (origin in ("built-in", "frozen") or (
-        isinstance(origin, str) and _under_library_dirs(os.path.realpath(origin))))  # fmt: skip
+    if origin in ("built-in", "frozen"):
+        return True
+    return isinstance(origin, str) and _under_library_dirs(os.path.realpath(origin))

@@ -245,6 +245,58 @@ def _walkthrough_augmentation():
     return lambda x, y: (augment(x), y)
 
 
+def _w4_functions() -> dict[str, Callable]:
+    """W4's closures (benchmarks/workloads/w4.py): a list of paths and an array it holds."""
+    files = [f"{i:05d}.jpg" for i in range(10)]
+    table = {"a": 1}
+    big = np.random.default_rng(0).random(100)
+
+    def jpeg(i):  # reads the list: indexed, len()
+        return files[int(i) % len(files)]
+
+    def reads(i):  # `in`, iteration, reading methods, reading builtins, a comprehension
+        return (
+            (i in files)
+            + sum(1 for _ in files)
+            + len(sorted(files))
+            + table.get(i, 0)
+            + len([files[j] for j in range(2)])
+        )
+
+    def appends(i):
+        files.append(i)
+        return i
+
+    def shuffles(i):
+        random.shuffle(files)
+        return files[0]
+
+    def alias(i):
+        f = files
+        return f[0]
+
+    def numpy_sort(i):
+        return np.sort(big)[int(i) % 100]
+
+    return {"jpeg": jpeg, "reads": reads, "appends": appends, "shuffles": shuffles,
+            "alias": alias, "numpy_sort": numpy_sort}  # fmt: skip
+
+
+def test_a_closed_over_container_that_is_only_read_is_proven():
+    fns = _w4_functions()
+    assert parent_state(fns["jpeg"]) is None
+    assert parent_state(fns["reads"]) is None
+    for name in ("appends", "shuffles", "alias"):  # a change, an argument, an alias
+        assert parent_state(fns[name]) == (
+            f"_w4_functions.<locals>.{name} uses the variable 'files' it closes over (list): {WHY}"
+        )
+    # an array handed to a function (np.sort does not change it; np.random.shuffle would)
+    assert parent_state(fns["numpy_sort"]) == (
+        f"_w4_functions.<locals>.numpy_sort uses the variable 'big' it closes over "
+        f"(numpy.ndarray): {WHY}"
+    )
+
+
 def test_the_walkthroughs_w4s_and_w6s_functions_are_proven():
     assert parent_state(w6_f) is None
     assert parent_state(cheap) is None
@@ -257,7 +309,9 @@ def test_the_walkthroughs_w4s_and_w6s_functions_are_proven():
     assert parent_state(lambda x, k=4, *, j=(1, 2): cheap(x) * factor * k + j[0]) is None
 
 
-@pytest.mark.parametrize("fn", [w6_f, cheap, normalized, Scaler()], ids=repr)
+@pytest.mark.parametrize(
+    "fn", [w6_f, cheap, normalized, Scaler(), _w4_functions()["jpeg"]], ids=repr
+)
 def test_a_proven_function_still_goes_to_processes(fn, clean):
     want = _values(dp.range(N).map(fn))
     it, elements = _on_processes(fn)
@@ -316,7 +370,8 @@ def decorated_with(state):
     def decorator(fn):
         @functools.wraps(fn)
         def wrapper(x):
-            return fn(x) + len(state)
+            state.append(x)  # a call log kept by the decorator
+            return fn(x)
 
         return wrapper
 
