@@ -83,11 +83,12 @@ class MapDataset(RandomAccessUnaryDataset):
             of its code proves that each value it reaches -- its globals, closure,
             defaults, ``partial`` arguments, bound ``self``, the attributes it loads from
             the user's modules and classes -- is immutable (numbers, strings, bytes,
-            ``None``, tuples and frozensets of them, a read-only array), a module, a
+            ``None``, tuples and frozensets of them, a read-only array; a closed-over
+            list, dict or set of those that the code only reads), a module, a
             library's callable, or a function, class or object that passes the same
             reading (``parallel.fork_safety``). Anything else (a generator such as
             ``np.random.default_rng(0)``, ``itertools.count()``, an open file, a
-            list or dict, an ``lru_cache``, an attribute it assigns) keeps the stage on
+            module-level list or dict, an ``lru_cache``, an attribute it assigns) keeps the stage on
             threads, and ``iter(ds).root.process_refusal`` names it. A function known
             to be safe per process can be marked with ``datapipe.process_safe``; an
             element whose input or result cannot be pickled after that move is computed

@@ -28,6 +28,10 @@ value ``fn`` reaches is one of
   of its enclosing function, and no attribute of a global, a closed-over value or
   something it cannot place; it does not call ``setattr``, ``delattr``, ``globals``,
   ``vars``, ``exec`` or ``eval``;
+- a list, dict or set in a user function's closure (sent with the function by value)
+  whose items are such values and which the function only reads (``_only_read``: the
+  bytecode from each load to the instruction that consumes it shows indexing, ``in``,
+  iteration, a comparison, a reading method, or a reading builtin such as ``len``);
 - a user class whose methods pass the reading and whose class attributes are such values;
 - a ``functools.partial`` whose function and arguments pass; a bound method, a callable
   object: the object (``self``) is an instance of a user class that passes, its attributes
