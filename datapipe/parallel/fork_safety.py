@@ -41,6 +41,7 @@ value ``fn`` reaches is one of
   key, docs/architecture.md "Draws in a stage"), read through the callables it holds;
   a ``torch.nn.Module`` made of those and of torch's modules without parameters or
   buffers (``nn.Sequential`` of augmentation layers);
+- a ``logging.Logger`` (what it writes is output, not a result);
 - anything marked with ``datapipe.process_safe`` (the user's word for it).
 
 Anything else -- a list, dict or set, a writeable array, a tensor, a generator
@@ -324,6 +325,9 @@ class _Reading:
         if module in _OURS:
             self._ours(obj, owner, where, depth)
             return
+        logging = sys.modules.get("logging")
+        if logging is not None and isinstance(obj, (logging.Logger, logging.LoggerAdapter)):
+            return  # a module-level logger: its records are output, never a result
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(obj, torch.nn.Module):
             self._torch_module(obj, owner, where, depth)

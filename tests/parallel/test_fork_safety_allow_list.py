@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import os
 import random
 import sqlite3
@@ -225,6 +226,14 @@ def io_latency(i):  # W4's
     return i
 
 
+LOG = logging.getLogger(__name__)
+
+
+def logs(i):
+    LOG.debug("element %s", i)
+    return i
+
+
 def normalized(i):
     return float(np.sqrt(float(i)) * SCALE[1] - MEAN[0]) + (int(i) in EDGES)
 
@@ -304,6 +313,7 @@ def test_the_walkthroughs_w4s_and_w6s_functions_are_proven():
     assert parent_state(normalized) is None  # tuples, frozensets, a read-only array, np.sqrt
     assert parent_state(Scaler()) is None  # a callable object that changes nothing
     assert parent_state(functools.partial(normalized)) is None
+    assert parent_state(logs) is None  # a module-level logger
     assert parent_state(_walkthrough_augmentation()) is None
     factor = 3
     assert parent_state(lambda x, k=4, *, j=(1, 2): cheap(x) * factor * k + j[0]) is None
