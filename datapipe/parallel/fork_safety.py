@@ -50,9 +50,7 @@ socket, a lock, a sqlite3 cursor, a zlib stream, an ``lru_cache``-wrapped functi
 keeps the stage on threads, and the string names it. The reading also stops (and
 refuses) after ``MAX_OBJECTS`` functions, classes and objects, or at depth ``MAX_DEPTH``:
 what was not read is not proven. Not followed: a user module passed on as a value (only
-the attributes the code loads from it are read), and a module-level name this process
-rebinds between epochs (a worker parked with its pool keeps the value it was forked
-with; docs/architecture.md). ``executor="process"`` is the user's
+the attributes the code loads from it are read). ``executor="process"`` is the user's
 choice and is never refused here.
 """
 
