@@ -158,7 +158,7 @@ def test_state_behind_objects_classes_and_decorators_is_named():
 
 def test_a_global_dict_is_not_proven_and_the_reading_never_fails():
     # issue 35: the reading proves safety; a global dict may change (in the function, or
-    # in this process between epochs while the workers keep their copies)
+    # in this process during an epoch, unseen by the workers)
     assert parent_state(tokenize) == f"tokenize uses the global 'VOCAB' (dict): {WHY}"
     why = parent_state(Unreadable())
     assert why == "its code could not be read (RuntimeError: no attributes here)"
