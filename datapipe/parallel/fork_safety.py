@@ -661,7 +661,10 @@ def _only_read(code: types.CodeType, var: str) -> bool:
     (``get``, ``index``), or passed alone to a reading builtin (``len``, ``sorted``). Any
     other use -- a store, an alias, an argument to another function, a branch while it
     is on the stack -- is not proven. The bytecode is followed, not guessed: an
-    instruction this does not know ends the proof."""
+    instruction this does not know ends the proof. The stack effects modelled are
+    CPython 3.11's; on another version nothing is proven (the container is refused)."""
+    if sys.version_info[:2] != (3, 11):
+        return False
     stack = [code]
     while stack:
         c = stack.pop()
@@ -707,6 +710,8 @@ def _read_at(ins: list[dis.Instruction], k: int, code: types.CodeType) -> bool:
         if pops <= depth:
             pushes = pops + dis.stack_effect(i.opcode, i.arg)
             depth += pushes - pops
+            if depth < 0:
+                return False  # the model is off: nothing proven
             continue
         # this instruction consumes the value, `depth` items above it
         if i.opname in _READERS:
