@@ -79,13 +79,18 @@ class MapDataset(RandomAccessUnaryDataset):
             hold the GIL; the function is sent with cloudpickle, so lambdas and closures
             work), or None (``Options.threading.executor``; by default threads, and with
             ``AUTOTUNE`` the tuner measures and picks inline, threads or processes; it
-            may move the function to processes mid-iteration; it does not for one whose
-            code uses a module-level file, socket or lock (also inside a module-level
-            object), changes a module-level, class-level or closed-over container or its
-            own object, or assigns a global (``parallel.fork_safety``), but a function
-            that shares state in a way that reading cannot see (docs/architecture.md,
-            "Executors": a global array changed in place, a handle inside a container)
-            should name ``executor="thread"``; an
+            may move the function to processes mid-iteration, but only once a reading
+            of its code proves that each value it reaches -- its globals, closure,
+            defaults, ``partial`` arguments, bound ``self``, the attributes it loads from
+            the user's modules and classes -- is immutable (numbers, strings, bytes,
+            ``None``, tuples and frozensets of them, a read-only array; a closed-over
+            list, dict or set of those that the code only reads), a module, a
+            library's callable, or a function, class or object that passes the same
+            reading (``parallel.fork_safety``). Anything else (a generator such as
+            ``np.random.default_rng(0)``, ``itertools.count()``, an open file, a
+            module-level list or dict, an ``lru_cache``, an attribute it assigns) keeps the stage on
+            threads, and ``iter(ds).root.process_refusal`` names it. A function known
+            to be safe per process can be marked with ``datapipe.process_safe``; an
             element whose input or result cannot be pickled after that move is computed
             again in the parent, so its side effects happen twice).
             ``executor="process"`` with ``num_parallel_calls=None`` runs one worker process.
