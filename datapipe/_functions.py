@@ -137,20 +137,32 @@ class ElementwiseIterator(OpIterator):
         raise_pending(self)
 
     def _take(self, n: int) -> list:
-        """The next 1..n input elements (the leftover first), or ``[]`` at the end."""
-        if self.leftover:
-            chunk, self.leftover = self.leftover[:n], self.leftover[n:]
-            return chunk
-        return self.inner.next_chunk(n)
+        """The next 1..n input elements (the leftover first), or ``[]`` at the end.
+
+        They stay in ``leftover`` (part of the state) until the call commits what it used
+        (``_commit``, ``_fail``): an interrupt (``KeyboardInterrupt``, ``SystemExit``, a
+        ``GeneratorExit`` from the function) anywhere in between leaves them there, so a
+        state taken after it, or the next call, has them. The elements are read from the
+        input straight into ``leftover`` (a Python return into an attribute store: no
+        signal handler runs between the two)."""
+        if not self.leftover:
+            self.leftover = self.inner.next_chunk(n)
+        chunk = self.leftover
+        return chunk if len(chunk) <= n else chunk[:n]
+
+    def _commit(self, k: int) -> None:
+        """The first ``k`` elements ``_take`` returned are consumed (one statement: an
+        interrupt lands before or after it). Callers return right after it."""
+        self.count, self.leftover = self.count + k, self.leftover[k:]
 
     def _fail(
         self, chunk: list, j: int, out: list, err: BaseException, cause: BaseException | None
     ) -> list:
         """``chunk[j]`` failed with ``err``: keep the rest of the chunk, then raise ``err``
         now when nothing good came before it, else return ``out`` and raise it next call."""
-        self.count += j + 1
-        self.leftover = chunk[j + 1 :] + self.leftover
-        self.pending = err
+        # ``chunk`` is the head of ``leftover`` (``_take``): one statement commits the
+        # elements up to the failing one and the failure.
+        self.count, self.leftover, self.pending = self.count + j + 1, self.leftover[j + 1 :], err
         del err  # no local may keep it (see raise_pending)
         if not out:
             raise_pending(self, cause=cause)
@@ -172,12 +184,9 @@ class ElementwiseIterator(OpIterator):
                 except Exception as e:  # noqa: BLE001 - located and handed to the consumer
                     # No local for the error: e's traceback keeps this frame (a cycle).
                     return self._fail(chunk, j, out, annotate(self.op_name, self.count + j, e), e)
-                except BaseException:  # Ctrl-C, SystemExit: a state now has the chunk
-                    self.leftover = chunk + self.leftover
-                    raise
                 if kept:
                     out.append(x)
-            self.count += len(chunk)
+            self._commit(len(chunk))  # an interrupt before it: the chunk is in leftover
             if out:
                 return out
 

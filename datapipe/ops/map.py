@@ -209,15 +209,11 @@ class MapIterator(ElementwiseIterator):
 
     def next_chunk(self, n: int) -> list:
         self._raise_pending()
-        chunk = self._take(n)
-        try:
-            out, err = apply_chunk(self.func, chunk, self.op_name, self.count, self.unpack)
-        except BaseException:  # Ctrl-C, SystemExit in the function (apply_chunk handled
-            # every Exception): a state taken now, or a later next(), has the chunk
-            self.leftover = chunk + self.leftover
-            raise
+        chunk = self._take(n)  # kept in leftover until committed: see _take
+        out, err = apply_chunk(self.func, chunk, self.op_name, self.count, self.unpack)
         if err is None:
-            self.count += len(chunk)
+            k = len(chunk)
+            self._commit(k)
             return out
         try:
             return self._fail(chunk, len(out), out, self._global_index(err), None)

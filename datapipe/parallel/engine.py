@@ -68,6 +68,38 @@ def inline_here() -> bool:
     return getattr(_here, "inline", False)
 
 
+class InterruptSafeCondition(threading.Condition):
+    """A ``threading.Condition`` that an interrupt cannot leave held (the engine's ``cond``).
+
+    ``threading.Condition.__enter__`` is a Python method that calls the lock's C
+    ``__enter__``: a signal handler runs after that call returns, so a ``KeyboardInterrupt``
+    or ``SystemExit`` landing there left the lock taken with no ``with`` block to release
+    it, and the next ``with cond`` (the close's snapshot) waited for ever (issue 35 item 5).
+    Here ``with`` calls the lock's own C methods (found through a property, before the lock
+    is taken), and ``wait`` gives the caller the lock back when an interrupt lands inside
+    it while it let go of it, so the caller's ``with`` releases a held lock. Reentrant
+    (an ``RLock``: ``wait`` tells whether this thread holds it)."""
+
+    def __init__(self) -> None:
+        super().__init__(threading.RLock())
+
+    @property
+    def __enter__(self) -> Callable[[], bool]:
+        return self._lock.__enter__  # type: ignore[attr-defined]
+
+    @property
+    def __exit__(self) -> Callable[..., None]:
+        return self._lock.__exit__  # type: ignore[attr-defined]
+
+    def wait(self, timeout: float | None = None) -> bool:
+        try:
+            return super().wait(timeout)
+        except BaseException:
+            if not self._is_owned():  # type: ignore[attr-defined]
+                self._lock.acquire()  # type: ignore[attr-defined]
+            raise
+
+
 class Lane:
     """One ordered input of an engine (see the module docstring).
 
@@ -141,7 +173,7 @@ class Engine:
         self.ram = tuner.ram
         self.executor: Any = None  # executors.Executor running the stage, set by the stage
         self.executors: dict[str, Any] = {}  # every one the stage created, by kind
-        self.cond = threading.Condition(threading.Lock())
+        self.cond = InterruptSafeCondition()
         self.closed = False
         self.generation = 0
         self.lanes: list[Lane] = []
@@ -311,11 +343,14 @@ class Engine:
         if self._returned is not None:  # the consumer's own work since our last answer
             meter.outside_s += t_in - self._returned[0]
             meter.outside_cpu_s += c_in - self._returned[1]
+        # The tuner's step comes before the chunk is computed (the step the last answer
+        # earned): once the chunk is in hand, nothing but the return follows, so an
+        # interrupt cannot land between computing the elements and handing them on.
+        self.tuner.maybe_step()
+        got = self._inline(lane, n)
+        if got is not None:  # (``_returned`` is set as it was computed)
+            return got
         try:
-            got = self._inline(lane, n)
-            if got is not None:
-                self.tuner.maybe_step()
-                return got
             return self.wait(lambda: self.take(lane, n))
         finally:
             self._returned = (time.perf_counter(), time.thread_time())
@@ -400,12 +435,29 @@ class Engine:
             if chunk is not None:
                 compute(self, lane, chunk, elems, -1, gen, self.executor)
             return None  # the consumer takes it from the chunk, now ready
+        held: list = []  # taken from the input and not handed on: an interrupt gives it back
+        try:
+            return self._inline_chunk(lane, n, held)
+        except BaseException:
+            if held:  # the elements go back, to compute again: a state now has them
+                with self.cond:
+                    lane.next_index = held[0] + len(held[1])
+                    lane.redo.append((None, held[0], len(held[1]), 0, list(held[1]), None))
+            raise
+
+    def _inline_chunk(self, lane: Lane, n: int, held: list) -> list | None:
+        """``_inline``'s computing part. ``held`` is ``[start, elements]`` from the moment
+        the input returned them until they are handed on (returned, or a ready chunk of
+        the lane), so an interrupt anywhere between (a signal handler's
+        ``KeyboardInterrupt`` or ``SystemExit``) gives them back to the lane."""
         t0, c0 = time.perf_counter(), time.thread_time()  # a buffer's work is its reading
         with lane.input_lock:
             start = lane.next_index
-            elems = lane.inner.next_chunk(n)
-            lane.next_index += len(elems)
+            held += [start, lane.inner.next_chunk(n)]  # one statement: see the docstring
+            elems = held[1]
+            lane.next_index = start + len(elems)
         if not elems:
+            del held[:]
             with self.cond:
                 lane.input_done = True
             return []
@@ -413,12 +465,7 @@ class Engine:
             items, failed = elems, False
         else:
             t0, c0 = time.perf_counter(), time.thread_time()
-            try:
-                items, failed = apply(lane, elems, start)  # the inline executor's compute
-            except BaseException:  # Ctrl-C inside the function (apply keeps the others)
-                with self.cond:  # the elements go back, to compute again: a state now has them
-                    lane.redo.append((None, start, len(elems), 0, list(elems), None))
-                raise
+            items, failed = apply(lane, elems, start)  # the inline executor's compute
             if self.sampling:
                 self.sample(elems, items)
         dt, dcpu = time.perf_counter() - t0, time.thread_time() - c0
@@ -428,14 +475,20 @@ class Engine:
             self.meter.out_bytes = float(autotune.chunk_nbytes(good)) if good else None
         self.meter.record(len(items), dt, dcpu)
         if not failed:
+            self._returned = (time.perf_counter(), time.thread_time())
+            # No call from here to the caller's store (a signal handler runs only after a
+            # call): ``del`` is no call, unlike ``held.clear()``.
+            del held[:]
             return items
         chunk = Chunk(start, None)  # no input state: a snapshot stores its elements
         chunk.size, chunk.inputs, chunk.items = len(elems), elems, items
         chunk.done = chunk.failed = True
+        k = len(items)
         with self.cond:
             lane.pending += 1
-            lane.buffered += len(items)
-            lane.chunks.append(chunk)
+            lane.buffered += k
+            del held[:]
+            lane.chunks.append(chunk)  # the hand-over: no call in between (see above)
         return None
 
     def take(self, lane: Lane, n: int) -> list | BaseException | None:

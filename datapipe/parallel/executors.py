@@ -90,7 +90,23 @@ class WorkerGroup:
             self.threads = {}
         for t in threads:
             if t is not me:  # a finaliser may run on one of our own threads
-                t.join(max(0.0, deadline - time.monotonic()))
+                _join(t, deadline)
+
+
+def _join(t: threading.Thread, deadline: float) -> None:
+    """Join ``t`` by ``deadline``. An interrupt that landed inside its ``start()`` (a
+    KeyboardInterrupt as a stage starts) leaves a thread that ``join`` refuses ("cannot
+    join thread before it is started"): it may still begin (then it sees the stop flag),
+    or never; it is waited for within the deadline, and the caller's own exception is not
+    replaced by the ``RuntimeError``."""
+    while True:
+        try:
+            t.join(max(0.0, deadline - time.monotonic()))
+            return
+        except RuntimeError:
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.005)
 
 
 def _run_worker(target: Callable[[Any, int, Any], None], shared: Any, wid: int, tag: Any) -> None:
