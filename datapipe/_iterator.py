@@ -197,6 +197,15 @@ class Iterator:
             ``datapipe.distribute.elastic``).
         close(): stop every thread the pipeline started; also on ``with`` exit, on garbage
             collection, and when the consumer's loop is broken out of and the iterator dropped.
+
+    Interrupts: a ``KeyboardInterrupt`` or ``SystemExit`` (a signal handler's, or raised by
+    a map function; also a function's ``GeneratorExit``) that lands inside ``next()``
+    closes the pipeline and reaches the caller as it is; ``state_dict()`` then describes
+    exactly the elements delivered, wherever it landed (inside or outside the functions,
+    as a stage starts), so a resume delivers every element once (docs/architecture.md,
+    "Checkpoints"). An interrupt that lands in the caller's own code after ``next()``
+    returned, before it stored the element (``x = next(it)``), is the caller's: a ``for``
+    loop stores it first.
     """
 
     def __init__(self, root: OpIterator, epoch: tuple, dataset: Any, ctx: Any = None):

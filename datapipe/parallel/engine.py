@@ -198,6 +198,11 @@ class Engine:
         # consumer moves the stage back to threads, once (``stage.Stage.step_back``)
         self.step_back: str | None = None
         self.stepped_back = False
+        # The consumer's last take (lane, chunk, elements, whether it finished the chunk),
+        # until its next call: given back if an interrupt lands before the elements reach
+        # the caller (``wait``). A chunk that take finished leaves its lane at the next.
+        self._taken: tuple | None = None
+        self._finished: tuple | None = None
 
     def workers_wanted(self) -> int:
         return self.policy.workers(self.knob.value) if self.executor.threads else 0
@@ -362,6 +367,19 @@ class Engine:
         waiting (it has no thread of its own). A taken exception is raised here (returned,
         without ``raise_errors``), and so is ``fatal`` (a worker died) before anything
         else, after every worker stopped."""
+        self._taken = None
+        try:
+            return self._wait(take, raise_errors)
+        except BaseException:
+            # An interrupt landed between ``take`` and the return (or the error taken is
+            # raised): elements taken and not handed on go back to their chunk, so a state
+            # taken now has them (``take``'s record; a raised failure is not given back).
+            if self._taken is not None:
+                with self.cond:
+                    self._untake()
+            raise
+
+    def _wait(self, take: Callable[[], Any], raise_errors: bool) -> Any:
         got: Any = None
         waited = 0.0
         counted = False  # this consumer is counted in ``waiting``
@@ -399,6 +417,7 @@ class Engine:
         meter.consumer_wait_s += waited
         self.tuner.maybe_step()
         if isinstance(got, BaseException) and raise_errors:
+            self._taken = None  # a failure delivered: not given back
             try:
                 raise got
             finally:  # the traceback keeps this frame: it must not keep the error (a cycle
@@ -421,6 +440,8 @@ class Engine:
         a restore queued for recomputation (``lane.redo``: the snapshot came from threads
         or processes) is computed here too, into a ready chunk: no worker runs inline."""
         with self.cond:
+            if self._finished is not None:  # the chunk the last take finished goes first
+                self._drop_finished()
             redo = bool(lane.redo) and not lane.chunks and not lane.pending and not self.closed
             if redo:
                 lane.pending += 1  # as a worker's admission does
@@ -493,7 +514,13 @@ class Engine:
 
     def take(self, lane: Lane, n: int) -> list | BaseException | None:
         """Under ``cond``: up to ``n`` ready elements, a failure to raise, ``[]`` at the
-        lane's end, or None (nothing ready yet)."""
+        lane's end, or None (nothing ready yet).
+
+        What it takes is recorded (``_taken``) until the consumer's next call: an interrupt
+        before the elements reach the caller gives them back (``_untake``, from ``wait``).
+        So a chunk all taken leaves the lane only at the next take (``_drop_finished``)."""
+        if self._finished is not None:
+            self._drop_finished()
         chunk = lane.ready_chunk()
         if chunk is None:
             return [] if lane.finished() else None
@@ -506,12 +533,17 @@ class Engine:
             err = None
         left = len(chunk.items) - chunk.consumed  # before this take
         taken = pos - chunk.consumed
+        done = pos >= len(chunk.items)
+        # The record and the commit: no call among these statements (a signal handler runs
+        # only after a call), so an interrupt finds both or neither.
+        self._taken = (lane, chunk, taken, done)
         chunk.consumed = pos
         lane.buffered -= taken
-        if pos >= len(chunk.items):
+        if done:
+            lane.pending -= 1
+            self._finished = (lane, chunk)
             _hand_over(self.ram, chunk.reserved)
             chunk.reserved = 0
-            self._finish(lane, chunk)
             self.cond.notify_all()  # room for another chunk
         else:
             # the share of what is still reserved (earlier takes released theirs)
@@ -522,13 +554,27 @@ class Engine:
                 self.cond.notify_all()
         return err if err is not None else out
 
-    def _finish(self, lane: Lane, chunk: Chunk) -> None:
-        self.ram.release(chunk.reserved)
-        chunk.reserved = 0
-        # keep the count, drop the results (readers of a finished chunk take its len())
-        chunk.items = _Count(len(chunk.items))  # type: ignore[assignment]
+    def _untake(self) -> None:
+        """Under ``cond``: give back what the last ``take`` took (see ``take``)."""
+        taken, self._taken = self._taken, None
+        if taken is None:
+            return
+        lane, chunk, k, done = taken
+        chunk.consumed -= k
+        lane.buffered += k
+        if done:
+            lane.pending += 1
+            if self._finished is not None and self._finished[1] is chunk:
+                self._finished = None
+
+    def _drop_finished(self) -> None:
+        """Under ``cond``: the chunk the last take finished leaves its lane (its results
+        go; readers of a finished chunk take its len())."""
+        (lane, chunk), self._finished = self._finished, None  # type: ignore[misc]
+        if chunk.consumed < len(chunk.items):
+            return  # given back meanwhile
+        chunk.items = _Count(len(chunk.items))
         chunk.inputs = ()
-        lane.pending -= 1
         chunks = lane.chunks
         while chunks and chunks[0].done and chunks[0].consumed >= len(chunks[0].items):
             chunks.popleft()

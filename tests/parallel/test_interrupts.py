@@ -49,6 +49,10 @@ PIPELINES: dict[str, Callable[[], dp.Dataset]] = {
     "map-batch-map": lambda: dp.range(N).map(_double).batch(8).map(_plus_one),
     # a streaming input (filter: no random access below the map)
     "filter-map-batch-map": lambda: dp.range(N).filter(_keep).map(_double).batch(8).map(_plus_one),
+    # a map on two worker threads (the consumer takes their chunks)
+    "threads": lambda: (
+        dp.range(N).filter(_keep).map(_double, num_parallel_calls=2).batch(8).map(_plus_one)
+    ),
     # an AUTOTUNE map (starts inline, on the consumer's thread)
     "autotune": lambda: (
         dp.range(N)
@@ -138,7 +142,7 @@ def _check_random_interrupts(name: str, runs: int, seed: int) -> None:
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs signal.setitimer")
 @pytest.mark.parametrize("name", sorted(PIPELINES))
 def test_interrupts_at_random_points_resume_every_element_exactly_once(name):
-    _check_random_interrupts(name, runs=24, seed=35)
+    _check_random_interrupts(name, runs=20, seed=35)
 
 
 @pytest.mark.slow
