@@ -6,7 +6,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from datapipe._draws import enter, leave
-from datapipe._functions import ElementwiseIterator, ReturnsElement, apply_chunk, call
+from datapipe._functions import (
+    ElementwiseIterator,
+    ReturnsElement,
+    apply_chunk,
+    call,
+    hands_out_views,
+)
 from datapipe._iterator import OpIterator
 from datapipe._spec import UnknownSpec, seen_spec, spec_of
 from datapipe._validate import check_optional_bool, check_optional_int
@@ -132,8 +138,10 @@ class MapDataset(RandomAccessUnaryDataset):
         inner = self._inputs[0]._make_random_access(ctx)
         base = getattr(inner, "index_base", None)  # as the iterator's: the same draws
 
+        func = self._func.copying(hands_out_views(self._inputs[0]))
+
         def keyed(epoch: tuple) -> Callable:
-            return self._func.keyed(ctx.stage_draws(self, epoch, base))
+            return func.keyed(ctx.stage_draws(self, epoch, base))
 
         return MapAccess(inner, self._func, self._name, keyed=keyed)
 
@@ -143,7 +151,11 @@ class MapDataset(RandomAccessUnaryDataset):
         inner = ctx.make(self._inputs[0], epoch)
         # Random layers that the function calls draw by the element's position in this
         # stage (datapipe._draws), whatever thread or process computes it.
-        fn = self._func.keyed(ctx.stage_draws(self, epoch, inner.index_base()))
+        # The function gets writable copies of read-only arrays (views of a source or a
+        # cache) only where the graph below has such views: an in-place torch op on
+        # torch.from_numpy(x) then cannot write into the source (D-TF-28).
+        func = self._func.copying(hands_out_views(self._inputs[0]))
+        fn = func.keyed(ctx.stage_draws(self, epoch, inner.index_base()))
         plan = plan_stage(self.stage_request, ctx, self._inputs[0])
         if plan is not None:
             from datapipe.parallel.stage import StageIterator

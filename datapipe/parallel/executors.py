@@ -30,7 +30,7 @@ from itertools import islice
 from typing import Any, ClassVar
 
 from datapipe._draws import enter, leave
-from datapipe._functions import as_elements, called_through
+from datapipe._functions import as_elements, called_through, writable_inputs
 from datapipe._positions import Failed
 from datapipe.errors import WorkerDiedError, annotate
 from datapipe.parallel import shm
@@ -134,6 +134,7 @@ def apply(lane: Any, elems: list, first: int) -> tuple[list, bool]:
     fn = lane.transform
     assert fn is not None  # a lane that transforms (engine.Lane)
     out: list = []
+    elems = writable_inputs(fn, elems)  # views of a source or cache: see ReturnsElement
     scope = enter(fn, out, first)
     call = called_through(fn)  # a map's function itself: a Python frame less an element
     try:
