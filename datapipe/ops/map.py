@@ -100,6 +100,16 @@ class MapDataset(RandomAccessUnaryDataset):
         PipelineError: ``map_func`` raised; names the op and the element's index. Elements
             before it were delivered.
 
+    Elements below that are read-only views of a source's or a cache's numpy arrays
+    (``from_tensor_slices``, ``from_tensors``, ``cache``) reach ``map_func`` as writable
+    copies, so an in-place op on them (numpy's, or torch's on ``torch.from_numpy(x)``,
+    which shares the array's memory) never changes the source or the cache
+    (docs/guides/differences.md, D-TF-28).
+
+    A ``KeyboardInterrupt`` or ``SystemExit`` raised by ``map_func`` (or a signal handler
+    on the consumer's thread) leaves the element it interrupted undelivered: the public
+    iterator's ``state_dict()`` after it computes that element again on resume.
+
     The output spec is inferred from the first element (``map_func`` is not traced).
     Keeps random access. Random layers (``preprocessing``) that ``map_func`` calls draw by
     the element's position and the stage's key, not by thread order: the same result for
