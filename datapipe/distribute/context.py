@@ -38,6 +38,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from datapipe.errors import WorkerContextError
 from datapipe.options import Options
@@ -211,6 +212,8 @@ def resolve_process(
     explicit = _explicit(options or Options())
     if explicit is not None:
         return explicit[0], explicit[1], "options"
+    if getattr(_LOCAL, "whole", 0):
+        return 0, 1, "sampler"  # another owner shards by rank (whole_index_space)
     # A live group is what the training stack really runs on: the launcher's variables
     # beside it may be partial (Lightning's ddp sets WORLD_SIZE without RANK) and are not
     # read, so nothing in them can fail an iteration the group already answers.
@@ -280,3 +283,68 @@ but WORLD_SIZE=1
         loader_count=l_count,
         source=source,
     )
+
+
+# ---- another owner of sharding ----------------------------------------------------------
+# A sampler or a wrapper that shards by rank itself (torch's DistributedSampler, the one
+# Lightning injects, Accelerate's prepare) must not meet datapipe's own auto-sharding too:
+# each would take half of the other's half. datapipe sees them only through the calls they
+# make on its objects (len(dataset), set_epoch, iter), so it looks at the caller's frames.
+_OUTER_SHARDERS = {
+    ("torch.utils.data.distributed", "DistributedSampler"),
+    ("accelerate.data_loader", "IterableDatasetShard"),
+    ("accelerate.data_loader", "DataLoaderDispatcher"),
+    ("accelerate.data_loader", "BatchSamplerShard"),
+    ("accelerate.data_loader", "DataLoaderShard"),
+}
+
+
+def outer_sharder(depth: int = 12) -> str | None:
+    """The name (``"DistributedSampler"``, ``"accelerate.IterableDatasetShard"``, ...) of a
+    sharding sampler or loader among the ``depth`` callers of the caller, or None. Only
+    classes torch and Accelerate define count (subclasses included, as Lightning's
+    ``DistributedSamplerWrapper``)."""
+    frame: Any = sys._getframe(2)
+    for _ in range(depth):
+        if frame is None:
+            return None
+        obj = frame.f_locals.get("self")
+        if obj is not None:
+            for cls in type(obj).__mro__:
+                if (cls.__module__, cls.__name__) in _OUTER_SHARDERS:
+                    prefix = "" if cls.__module__.startswith("torch") else "accelerate."
+                    return prefix + cls.__name__
+        frame = frame.f_back
+    return None
+
+
+@contextmanager
+def whole_index_space() -> Iterator[None]:
+    """Within this block (on this thread) the process part is ``(0, 1)``: a sampler that
+    shards by rank itself reads the whole dataset, not this rank's auto-sharded share."""
+    _LOCAL.whole = getattr(_LOCAL, "whole", 0) + 1
+    try:
+        yield
+    finally:
+        _LOCAL.whole -= 1
+
+
+def accelerate_owner(dataset: object) -> str | None:
+    """``"accelerate.DataLoaderDispatcher"`` or ``"accelerate.IterableDatasetShard"`` when a
+    loader Accelerate's ``prepare`` made over ``dataset`` is being iterated, else None.
+
+    Accelerate registers the loader it starts iterating (``GradientState``) before that
+    loader starts its workers, so this answers in the parent (the pickling for spawn and
+    forkserver workers) and in forked workers (a copy of the parent's memory) alike."""
+    state = sys.modules.get("accelerate.state")
+    shared = getattr(getattr(state, "GradientState", None), "_shared_state", None)
+    if not shared:
+        return None
+    for ref in shared.get("_dataloader_references_ref") or ():
+        loader = ref() if ref is not None else None
+        inner = getattr(loader, "dataset", None) if loader is not None else None
+        if inner is dataset and type(loader).__name__ == "DataLoaderDispatcher":
+            return "accelerate.DataLoaderDispatcher"
+        if type(inner).__name__ == "IterableDatasetShard" and inner.dataset is dataset:  # type: ignore[union-attr]
+            return "accelerate.IterableDatasetShard"
+    return None

@@ -18,8 +18,9 @@ from torch.utils.data import IterableDataset, get_worker_info
 from datapipe import _structure as nest
 from datapipe._iterator import check_state_dict
 from datapipe.distribute import loader_epochs
-from datapipe.distribute.context import resolve_process
+from datapipe.distribute.context import accelerate_owner, outer_sharder, resolve_process
 from datapipe.distribute.state_io import state_from_bytes, state_to_bytes
+from datapipe.errors import AutoShardError
 from datapipe.options import DistributeOptions, Options
 
 
@@ -88,6 +89,7 @@ class TorchIterableDataset(IterableDataset):
         self._pending: dict | None = None  # loaded state, applied by the next iter()
         self._process: tuple | None = None  # (rank, world, source) seen by the parent
         self._epochs: Any = loader_epochs.new_block()  # the passes of loader workers
+        self._owner: str | None = None  # who shards by rank instead of datapipe, if any
 
     # ---- epochs ------------------------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:
@@ -95,6 +97,7 @@ class TorchIterableDataset(IterableDataset):
 
         A state loaded with ``load_state_dict`` for another epoch is discarded."""
         self._epoch_base, self._local_iters = int(epoch), 0
+        self._owner = self._owner or outer_sharder(4)  # Accelerate's IterableDatasetShard
         if self._epochs is not None and get_worker_info() is None:
             loader_epochs.set_next(self._epochs, int(epoch))
         if self._pending is not None and self._pending["epoch"] != int(epoch):
@@ -123,7 +126,13 @@ class TorchIterableDataset(IterableDataset):
 
     def __iter__(self) -> PyIterator:
         epoch, state = self._start()
-        p_index, p_count, source = self._process or resolve_process(self.dataset.options)
+        owner = self._owner or outer_sharder() or accelerate_owner(self)
+        if owner is not None:  # another owner shards by rank: datapipe steps aside
+            self._owner = owner
+            _check_same_stream_on_every_rank(self.dataset, owner)
+            p_index, p_count, source = 0, 1, "sampler"
+        else:
+            p_index, p_count, source = self._process or resolve_process(self.dataset.options)
         # The process part is fixed here (the rank the parent saw, when this is a copy
         # sent to a loader worker); the rewrite multiplies it by the loader workers. A
         # plain process (no context at all) is left alone: nothing to shard or record.
@@ -198,6 +207,7 @@ class TorchIterableDataset(IterableDataset):
         d["dataset"] = cloudpickle.dumps(self.dataset)
         if d["_process"] is None and get_worker_info() is None:
             d["_process"] = resolve_process(self.dataset.options)
+            d["_owner"] = self._owner or accelerate_owner(self)
         if multiprocessing.context.get_spawning_popen() is None:
             d["_epochs"] = None  # shared memory goes to a worker being started only
         return d
@@ -211,6 +221,24 @@ class TorchIterableDataset(IterableDataset):
         self.__dict__.update(state)
         if self._epochs is None and get_worker_info() is None:
             self._epochs = loader_epochs.new_block()  # a copy in a parent: its own passes
+
+
+def _check_same_stream_on_every_rank(dataset: Any, owner: str) -> None:
+    """Accelerate's ``IterableDatasetShard`` has every rank read the whole stream and keep
+    its slice of each batch: the ranks' streams must be one stream. A random op without a
+    seed (no op seed, no ``Options.seed``) draws its entropy per process, so it is refused."""
+    if owner != "accelerate.IterableDatasetShard" or dataset.options.seed is not None:
+        return
+    from datapipe._context import walk
+
+    for node in walk(dataset):
+        if node.uses_randomness and node.op_seed is None:
+            raise AutoShardError(
+                f"{owner} (Accelerate's prepare with dispatch_batches=False) has every rank "
+                "read the whole stream and keep its slice, so every rank must draw the same "
+                f"order, but op '{node._name}' has no seed: set one (dp.Options(seed=...) "
+                "through with_options, or the op's seed=)"
+            )
 
 
 _WHERE = "TorchIterableDataset.load_state_dict"
