@@ -61,3 +61,23 @@ def test_each_owner_of_sharding_delivers_every_element_once(tmp_path, num_worker
     for m in refused:
         if isinstance(m, str):
             assert m.startswith("AutoShardError: accelerate.") and "AutoShardPolicy.OFF" in m
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_a_distributed_sampler_over_the_map_style_dataset_owns_sharding(clean_env, num_workers):
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    import datapipe as dp
+
+    got = []
+    for rank in (0, 1):  # the two ranks of a torchrun job, one after the other
+        clean_env.setenv("RANK", str(rank))
+        clean_env.setenv("WORLD_SIZE", "2")
+        ds = dp.range(96).map(lambda x: x + 1000)
+        assert len(dp.range(96)) == 48  # datapipe's own share when nothing else shards
+        sampler = DistributedSampler(ds, num_replicas=2, rank=rank, shuffle=True, seed=3)
+        assert len(ds) == 96 and len(sampler) == 48
+        loader = DataLoader(ds, batch_size=4, sampler=sampler, num_workers=num_workers)
+        got.append([int(v) for b in loader for v in b.tolist()])
+    assert len(got[0]) == len(got[1]) == 48
+    assert sorted(got[0] + got[1]) == ALL
