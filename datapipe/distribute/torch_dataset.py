@@ -115,8 +115,10 @@ class TorchIterableDataset(IterableDataset):
             return pending["epoch"], pending["iterator"]
         if pending is not None:  # the saved epoch had ended: go on with the next one
             self._epoch_base, self._local_iters = pending["epoch"] + 1, 0
-            if shared is not None:
-                loader_epochs.set_next(shared, pending["epoch"] + 1)
+            if shared is not None:  # recorded, not set_next: that would erase the others'
+                loader_epochs.record(shared, info, pending["epoch"] + 1)
+                self._local_iters = 1
+                return pending["epoch"] + 1, None
         if shared is not None:  # a loader worker: the pass's number is shared
             epoch = loader_epochs.pass_epoch(shared, info)
             self._epoch_base, self._local_iters = epoch, 1
