@@ -58,6 +58,8 @@ def test_each_owner_of_sharding_delivers_every_element_once(tmp_path, num_worker
             "has every rank read the whole stream and keep its slice, so every rank must draw "
             "the same order, but op 'global_shuffle' has no seed: set one"
         ) in m.replace("\n", " ")
+    for r in (r0, r1):  # item 5: every loader's len() is what it yielded
+        assert r["lengths"] and all(promised == came for promised, came in r["lengths"])
     # Accelerate's prepare over the map-style Dataset: refused on the rank that reads indices
     refused = [r["accelerate_map_style"] for r in (r0, r1)]
     assert any(isinstance(m, str) for m in refused), refused
