@@ -213,7 +213,7 @@ def _len33to64(b: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
     return _hash_len16(rotr(e + f, 43) + rotr(g, 30) + h, e + rotr(f + a, 18) + g, mul)
 
 
-def _weak32(b: torch.Tensor, off: torch.Tensor, a: torch.Tensor, bb: torch.Tensor) -> tuple:
+def _weak32(b: torch.Tensor, off: Any, a: torch.Tensor, bb: torch.Tensor) -> tuple:
     w, x, y, z = (_fetch(b, off + k) for k in (0, 8, 16, 24))
     a = a + w
     bb = rotr(bb + a + z, 21)
@@ -234,14 +234,14 @@ def _len_over64(b: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
     x = x * K2 + _fetch(b, 0)
     blocks = (n - 1) // 64  # rows with n > 64 run at least one
     for i in range(int(blocks.max())):
-        s = 64 * i  # the same offset in every row: a column read, no gather
-        nx = rotr(x + y + v1 + _fetch(b, s + 8), 37) * K1
-        ny = rotr(y + v2 + _fetch(b, s + 48), 42) * K1
+        at = 64 * i  # the same offset in every row: a column read, no gather
+        nx = rotr(x + y + v1 + _fetch(b, at + 8), 37) * K1
+        ny = rotr(y + v2 + _fetch(b, at + 48), 42) * K1
         nx = nx ^ w2
-        ny = ny + v1 + _fetch(b, s + 40)
+        ny = ny + v1 + _fetch(b, at + 40)
         nz = rotr(z + w1, 33) * K1
-        nv1, nv2 = _weak32(b, s, v2 * K1, nx + w1)
-        nw1, nw2 = _weak32(b, s + 32, nz + w2, ny + _fetch(b, s + 16))
+        nv1, nv2 = _weak32(b, at, v2 * K1, nx + w1)
+        nw1, nw2 = _weak32(b, at + 32, nz + w2, ny + _fetch(b, at + 16))
         nx, nz = nz, nx
         go = blocks > i
         x, y, z = (_where(go, new, old) for new, old in ((nx, x), (ny, y), (nz, z)))
