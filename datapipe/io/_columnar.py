@@ -166,9 +166,11 @@ def _stack_rows(rows: np.ndarray, t: pa.DataType, name: str, path: str) -> np.nd
     for i, parts in enumerate(rows):
         shapes = {p.shape for p in parts}
         if len(shapes) > 1:
-            lengths = [p.shape[0] for p in parts][:8]
+            lengths = str([p.shape[0] for p in parts][:8])
+            if len(parts) > 8:
+                lengths = lengths[:-1] + ", ...]"
             raise SchemaMismatchError(
-                f"column {name!r}: a row's inner lists differ in length ({lengths}{'...' if len(parts) > 8 else ''}), so it is no "
+                f"column {name!r}: a row's inner lists differ in length ({lengths}), so it is no "
                 f"{len(inner.shape) + 1}-D {inner.dtype} array, the column's spec "
                 f"{(None, *inner.shape)}; pad the inner lists to one length, or read the "
                 "column as flat values and lengths with pyarrow (pyarrow.compute."
