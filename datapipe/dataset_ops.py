@@ -431,6 +431,15 @@ class Dataset:
         return GeneratorDataset(generator, signature, () if args is None else args)
 
     @staticmethod
+    def list_files(
+        file_pattern: Any, shuffle: bool | None = None, seed: int | None = None
+    ) -> Dataset:
+        # Upward import, the facade's op builder: tf.data spells it as a static method too.
+        from datapipe.io.files import list_files
+
+        return list_files(file_pattern, shuffle=shuffle, seed=seed)
+
+    @staticmethod
     def counter(start: int = 0, step: int = 1, dtype: Any = "int64") -> Dataset:
         from datapipe.sources.counter import CounterDataset
 

@@ -35,8 +35,17 @@ class PipelineError(DatapipeError):
 def _hint(cause: BaseException) -> str:
     """What to do about a known cause: numpy's (or OpenCV's) error for an in-place op on
     an element that ``from_tensor_slices``, ``from_tensors`` or ``cache`` handed out
-    read-only."""
+    read-only; tf's ``.numpy()`` called on an element that is a numpy value already."""
     message = str(cause)
+    if (
+        isinstance(cause, AttributeError)
+        and message.startswith("'numpy.")
+        and (message.endswith("has no attribute 'numpy'"))
+    ):
+        return (
+            " (datapipe's elements are numpy arrays already, not tf's EagerTensor: use the "
+            "element itself where tf needed x.numpy(); torch.as_tensor(x) makes a tensor)"
+        )
     numpy_says = isinstance(cause, ValueError) and "read-only" in message
     opencv_says = "marked as readonly" in message  # cv2.error, an output argument
     if numpy_says or opencv_says:
