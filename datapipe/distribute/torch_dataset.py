@@ -155,7 +155,8 @@ class TorchIterableDataset(IterableDataset):
         self._iterator, self._epoch, self._done, self._final_state = it, epoch, False, None
         return self._generate(it)
 
-    def _generate(self, it: Any) -> PyIterator:
+    # ``finalizing`` is bound here: at exit the module's globals (``sys``) may be None.
+    def _generate(self, it: Any, finalizing: Any = sys.is_finalizing) -> PyIterator:
         try:
             # Not `yield from`: it would close `it` on GeneratorExit before the position
             # is read below.
@@ -165,8 +166,10 @@ class TorchIterableDataset(IterableDataset):
                 yield nest.writable(x)
             self._done = True
         finally:
-            if it is self._iterator:
-                # Kept when done too: an elastic resume needs what every worker consumed.
+            # Kept when done too: an elastic resume needs what every worker consumed. Not
+            # at interpreter exit (the collector closes this generator after the modules
+            # are torn down: reading the state would import, and no one can read it then).
+            if it is self._iterator and not finalizing():
                 self._final_state = it.state_dict()
             it.close()
 
