@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from datapipe._draws import _SCOPE, DrawKeyError, set_identity
+from datapipe._draws import _SCOPE, set_identity
 from datapipe._functions import ReturnsElement, call
 from datapipe._iterator import OpIterator
 
@@ -170,6 +170,14 @@ def access_plan(node: Any, inner: Any) -> tuple[Any, Any, Any]:
     return None, None, refusal(node._name)
 
 
+LOST = (
+    "a random layer drew in this stage, but the identities of its elements were not in "
+    "the checkpoint it resumed from (saved by an earlier version): drawing by the "
+    "position would differ from an uninterrupted run. Resume from the epoch's start, or "
+    "pass key= to this map"
+)
+
+
 class IdentifiedIterator(OpIterator):
     """``(identity, element)`` pairs of ``inner``'s elements (a stage's input whose
     identities are not a linear function of the position): the stage's function
@@ -187,8 +195,8 @@ class IdentifiedIterator(OpIterator):
         # ``inner`` carries identities (``draw_plan`` chose pairs for that), so no
         # position is needed: the state stays the input's own (below)
         ids = chunk_ids(self.inner, 0, len(chunk), False)
-        if ids is None:  # carried identities were lost (a restored pre-identity state)
-            raise DrawKeyError(refusal(self.op_name))
+        if ids is None:  # lost (a state saved without them): a draw refuses (LOST)
+            return [(None, x) for x in chunk]
         return list(zip(ids.tolist(), chunk))
 
     def index_base(self) -> tuple[int, int] | None:
@@ -231,7 +239,7 @@ class ByIdentity:
             return self.fn(ident, element) if self.indexed else self.fn(*args)
         ident, element = element
         s = getattr(_SCOPE, "scope", None)  # set_identity, inline (once per element)
-        if s is not None:
+        if s is not None and ident is not None:  # None: a draw refuses (LOST)
             s.ident_at, s.ident = len(s.out), ident
         if self.indexed:
             return (ident, self.fn(ident, element))
@@ -254,7 +262,8 @@ class Unpaired(OpIterator):
     def next_chunk(self, n: int) -> list:
         self._ids = None
         pairs = self.inner.next_chunk(n)
-        self._ids = np.fromiter((p[0] for p in pairs), dtype=np.int64, count=len(pairs))
+        ids = [p[0] for p in pairs]
+        self._ids = None if None in ids else np.asarray(ids, dtype=np.int64)
         return [p[1] for p in pairs]
 
     def carries_ids(self) -> bool:

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from datapipe._draws import enter, leave
 from datapipe._functions import ElementwiseIterator, ReturnsElement, apply_chunk, call
 from datapipe._identity import (
+    LOST,
     ByIdentity,
     IdentifiedIterator,
     Unpaired,
@@ -189,7 +190,8 @@ class MapDataset(RandomAccessUnaryDataset):
         # (datapipe._identity), whatever thread or process computes it.
         mode, base, why = draw_plan(self, inner, self._key)
         draws = ctx.stage_draws(self, epoch, base)
-        draws.refusal = why
+        # pairs: each element sets its identity; one without (LOST) refuses to draw
+        draws.refusal = f"{self._name}: {LOST}" if mode == "pairs" else why
         fn: Callable = self._func.keyed(draws)
         if mode == "key":
             fn = ByIdentity(fn, self._key)

@@ -11,7 +11,14 @@ import numpy as np
 from datapipe import _draws
 from datapipe._draws import element_rng
 from datapipe._functions import ReturnsElement
-from datapipe._identity import ByIdentity, IdentifiedIterator, Unpaired, access_plan, draw_plan
+from datapipe._identity import (
+    LOST,
+    ByIdentity,
+    IdentifiedIterator,
+    Unpaired,
+    access_plan,
+    draw_plan,
+)
 from datapipe._iterator import OpIterator
 from datapipe._validate import check_seed
 from datapipe.dataset_ops import Dataset, RandomAccessUnaryDataset
@@ -156,7 +163,8 @@ class RandomMapDataset(RandomAccessUnaryDataset):
 
         inner = ctx.make(self._inputs[0], epoch)
         mode, base, why = draw_plan(self, inner, self._key)
-        fn = self._call(ctx, epoch, base, why)
+        # pairs: each element sets its identity; one without (LOST) refuses to draw
+        fn = self._call(ctx, epoch, base, f"random_map: {LOST}" if mode == "pairs" else why)
         if mode == "pairs":  # the identities travel with the elements through the stage
             inner, fn = IdentifiedIterator(inner, self._name), ByIdentity(fn, indexed=True)
         plan = plan_stage(self.stage_request, ctx, self._inputs[0])
