@@ -68,18 +68,34 @@ class RandomAccessIterator(OpIterator):
         self.index = 0
         self.length = len(ra)
         self.pending: BaseException | None = None
+        # Source indices that are not linear in the requested ones (a shuffling file
+        # list's, an auto-sharding share's after an elastic resume): the identities a
+        # map above draws by (datapipe._identity), per chunk.
+        linear = hasattr(ra, "index_base")
+        self._ids_of = None if linear else getattr(ra, "identities", None)
+        self._last: Any = None
 
     def next_chunk(self, n: int) -> list:
         raise_pending(self)
+        start = self.index
         stop = min(self.index + n, self.length)
         if stop <= self.index:
             return []
         try:
             out = self.ra.get_many(range(self.index, stop), self.epoch)
         except Exception:  # noqa: BLE001 - located below
-            return self._one_by_one(stop)
-        self.index = stop
+            out = self._one_by_one(stop)
+        else:
+            self.index = stop
+        if self._ids_of is not None:  # the delivered elements: the first len(out) asked
+            self._last = self._ids_of(range(start, start + len(out)), self.epoch)
         return out
+
+    def carries_ids(self) -> bool:
+        return self._ids_of is not None
+
+    def last_ids(self) -> Any:
+        return self._last
 
     def _one_by_one(self, stop: int) -> list:
         """After a failed chunk: deliver the good elements before the failing one, then its
@@ -99,7 +115,7 @@ class RandomAccessIterator(OpIterator):
 
     def index_base(self) -> tuple[int, int] | None:
         # A view such as shard's maps its indices onto the source's: it says so itself.
-        return getattr(self.ra, "index_base", (1, 0))
+        return getattr(self.ra, "index_base", None if self._ids_of is not None else (1, 0))
 
     def get_state(self) -> dict:
         if self.pending is None:  # the usual case: the state is one integer

@@ -496,10 +496,12 @@ class Dataset:
         deterministic: bool | None = None,
         name: str | None = None,
         executor: str | None = None,
+        key: Callable | None = None,
     ) -> Dataset:
         from datapipe.ops.map import MapDataset
 
-        return MapDataset(self, map_func, num_parallel_calls, deterministic, name, executor)
+        return MapDataset(self, map_func, num_parallel_calls, deterministic, name, executor,
+                          key=key)  # fmt: skip
 
     def random_map(
         self,
@@ -508,10 +510,12 @@ class Dataset:
         num_parallel_calls: int | None = None,
         deterministic: bool | None = None,
         executor: str | None = None,
+        key: Callable | None = None,
     ) -> Dataset:
         from datapipe.ops.random_map import RandomMapDataset
 
-        return RandomMapDataset(self, map_func, seed, num_parallel_calls, deterministic, executor)
+        return RandomMapDataset(self, map_func, seed, num_parallel_calls, deterministic, executor,
+                                key=key)  # fmt: skip
 
     def filter(self, predicate: Callable) -> Dataset:
         from datapipe.ops.filter import FilterDataset

@@ -639,7 +639,7 @@ class RandomLayer(Layer):
     Inside a pipeline stage (the function of ``Dataset.map`` or ``Dataset.random_map``, on
     any executor) a layer called without ``generator`` draws by the element instead: draw
     ``c`` of this element is ``hashed_uniform(bits, c)``, with ``bits`` a pure function of
-    (layer seed, the stage's key, the element's position; ``datapipe._draws``), so
+    (layer seed, the stage's key, the element's identity; ``datapipe._draws``), so
     ``ds.map(torch.nn.Sequential(RandomFlip(seed=1), RandomRotation(0.1, seed=2)),
     num_parallel_calls=N)`` gives the same bits for every ``N``, ``AUTOTUNE``, thread or
     process workers, ``deterministic=False`` (each element's own draws), two runs,
@@ -658,6 +658,16 @@ class RandomLayer(Layer):
     generators are keyed by it too). The draw scope is the stage thread's: a layer the
     stage's function runs on a thread of its own (a ``ThreadPoolExecutor`` inside the
     function) draws from its counter, in that thread's order.
+
+    The element's identity (``datapipe._identity``; docs/architecture.md, "The element's
+    identity") is, in order: the map's ``key=`` function of the element; its index in the
+    random-access source; the identity carried through a ``shuffle`` buffer, ``shard`` or
+    auto-sharding (the element's pre-shuffle identity); else its position in a stream
+    that nothing below shards. Never its position in this rank's or DataLoader worker's
+    share: two ranks, two loader workers or a resume on another layout never repeat a
+    draw, and a rank draws for an element what the single-process pipeline draws for it.
+    Where a worker's elements have no identity (a ``filter`` of its share) a
+    draw raises ``datapipe._draws.DrawKeyError`` naming ``key=``.
 
     Subclasses draw with ``_uniform(n, low, high, device, generator)`` (shape ``(n,)``),
     ``_rand(shape, device, generator)`` (U[0, 1)) and ``_randn(shape, device, generator)``
@@ -762,7 +772,7 @@ class RandomLayer(Layer):
         if generator is not None:
             self._fail("generator", "must be a torch.Generator, numpy Generator or None", generator)
         if not torch.compiler.is_compiling():  # a pipeline stage is eager Python
-            keyed = element_draw(self.seed)  # inside a map stage: by the element's position
+            keyed = element_draw(self.seed)  # inside a map stage: by the element's identity
             if keyed is not None:
                 return hashed_uniform(keyed[0], keyed[1], shape, device)
         if self.seed is None:

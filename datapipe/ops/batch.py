@@ -85,15 +85,38 @@ class BatchDataset(Dataset):
         )
 
     def _make_iterator(self, ctx, epoch):
+        from datapipe._identity import (
+            IdentifiedIterator,
+            Unpaired,
+            carries_ids,
+            identity_base_of,
+            tracked,
+        )
         from datapipe.parallel.plan import plan_stage
 
         inner = ctx.make(self._inputs[0], epoch)
+        # Identities carried from below (datapipe._identity): each element travels with its
+        # own, and a batch takes its first element's.
+        paired = tracked(ctx) and identity_base_of(inner) is None and carries_ids(inner)
+        if paired:
+            inner = IdentifiedIterator(inner, "batch")
         plan = plan_stage(self.stage_request, ctx, self._inputs[0])
+        it: OpIterator
         if plan is not None:
             from datapipe.parallel.batch import parallel_batch_iterator
 
-            return parallel_batch_iterator(inner, self._batch_size, self._drop_remainder, plan, ctx)
-        return BatchIterator(inner, self._batch_size, self._drop_remainder)
+            it = parallel_batch_iterator(inner, self._batch_size, self._drop_remainder, plan,
+                                         ctx, paired)  # fmt: skip
+        else:
+            make = stack_identified if paired else None
+            it = BatchIterator(inner, self._batch_size, self._drop_remainder, make)
+        return Unpaired(it, "batch") if paired else it
+
+
+def stack_identified(part: list, start: int) -> tuple[int, Any]:
+    """A batch of ``(identity, element)`` pairs: ``(its first element's identity, the
+    stacked elements)`` (``datapipe._identity``)."""
+    return part[0][0], stack([x for _, x in part], "batch", start)
 
 
 class BatchAccess:
@@ -212,6 +235,17 @@ class BatchIterator(OpIterator):
         # every element in ``leftover``).
         self.count, self.leftover = self.count + used, self.leftover[used:]
         return out
+
+    def identity_base(self) -> tuple[int, int] | None:
+        """A batch's identity (what draws in a map above key by, ``datapipe._identity``):
+        its first element's where the input's are linear, batch ``k`` starting at input
+        element ``k * batch_size`` (distinct batches, distinct first elements)."""
+        from datapipe._identity import identity_base_of
+
+        base = identity_base_of(self.inner)
+        if base is None:
+            return None
+        return (base[0] * self.b, base[1])
 
     def get_state(self) -> dict:
         return {
