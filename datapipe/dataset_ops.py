@@ -215,7 +215,13 @@ class Dataset:
         return self.__dict__.get("_seed")
 
     def __len__(self) -> int:
-        n = self.cardinality()
+        # A DistributedSampler (or Accelerate) asking: one owner of sharding (issue 32).
+        from datapipe._random_access import note_outer_sharder, sharded_by_sampler
+        from datapipe.distribute.context import outer_sharder
+
+        note_outer_sharder(self, outer_sharder())
+        with sharded_by_sampler(self):
+            n = self.cardinality()
         if n == INFINITE_CARDINALITY:
             raise TypeError(f"{self._name}: the dataset is infinite")
         if n == UNKNOWN_CARDINALITY:

@@ -8,6 +8,7 @@ no ``DistributedSampler`` are needed.
 
 from __future__ import annotations
 
+import multiprocessing.context
 from collections.abc import Iterator as PyIterator
 from typing import Any
 
@@ -16,8 +17,10 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from datapipe import _structure as nest
 from datapipe._iterator import check_state_dict
-from datapipe.distribute.context import resolve_process
+from datapipe.distribute import loader_epochs
+from datapipe.distribute.context import accelerate_owner, outer_sharder, resolve_process
 from datapipe.distribute.state_io import state_from_bytes, state_to_bytes
+from datapipe.errors import AutoShardError
 from datapipe.options import DistributeOptions, Options
 
 
@@ -32,13 +35,20 @@ class TorchIterableDataset(IterableDataset):
     collate turns numpy into tensors. Pass ``batch_size=None`` to the DataLoader when the
     pipeline batches itself.
 
-    Epochs: the k-th ``iter()`` is epoch ``k`` (``reshuffle_each_iteration`` reshuffles).
-    With ``num_workers > 0`` and ``persistent_workers=False`` each epoch starts from a fresh
-    copy of this object, so call ``set_epoch(epoch)`` before each epoch, as with torch's
-    ``DistributedSampler``; ``set_epoch`` is always safe to call. With
-    ``persistent_workers=True`` the workers keep the copy made at the first epoch: each
-    later epoch advances their epoch by one, and ``set_epoch`` calls made after the workers
-    started do not reach them (so ``set_epoch(0)`` then does not replay epoch 0's order).
+    Epochs: the k-th pass is epoch ``k`` (``reshuffle_each_iteration`` reshuffles, so each
+    epoch has a new order, as tf.data's default), the same order for the same seed on every
+    run. This holds without any call in every loader layout: ``num_workers=0`` (the k-th
+    ``iter()``), and loader workers, fresh each epoch (``persistent_workers=False``) or
+    kept (``True``), under fork, spawn or forkserver, with ``DataLoader`` or
+    ``StatefulDataLoader``. A fresh worker cannot count the passes before it, so the
+    workers of one pass (they share torch's per-pass base seed, ``get_worker_info().seed -
+    id``) agree on its number through a small block of shared memory this object keeps:
+    the first pass of a new base seed is the epoch after the last one recorded. (As with
+    torch's ``RandomSampler``, re-seeding torch with ``torch.manual_seed`` before each epoch
+    gives every pass the same base seed, hence the same epoch and order.) ``set_epoch(e)``
+    makes the next pass epoch ``e`` (persistent workers included) and is what
+    ``DistributedSampler`` users, Accelerate and Lightning call; a loaded checkpoint carries
+    its epoch (``load_state_dict``).
 
     Checkpoints: ``state_dict()`` / ``load_state_dict()`` save and restore the position
     within the epoch (exactly: elements already yielded are not yielded again). The state
@@ -52,6 +62,10 @@ class TorchIterableDataset(IterableDataset):
     every rank of a run resumes that epoch on this run's ranks, however many there are;
     the rest of the epoch is delivered exactly once across them
     (``datapipe.distribute.elastic``).
+
+    Pickling: torch sends this object to ``spawn`` and ``forkserver`` loader workers with
+    the standard pickler; the pipeline inside travels with cloudpickle, so lambdas and
+    closures work there as in datapipe's own process workers.
 
     Raises:
         WorkerContextError: (at ``iter()``) malformed or contradictory worker settings.
@@ -74,6 +88,8 @@ class TorchIterableDataset(IterableDataset):
         self._final_state: Any = None  # the iterator's state when its generator closed
         self._pending: dict | None = None  # loaded state, applied by the next iter()
         self._process: tuple | None = None  # (rank, world, source) seen by the parent
+        self._epochs: Any = loader_epochs.new_block()  # the passes of loader workers
+        self._owner: str | None = None  # who shards by rank instead of datapipe, if any
 
     # ---- epochs ------------------------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:
@@ -81,23 +97,42 @@ class TorchIterableDataset(IterableDataset):
 
         A state loaded with ``load_state_dict`` for another epoch is discarded."""
         self._epoch_base, self._local_iters = int(epoch), 0
+        self._owner = self._owner or outer_sharder(4)  # Accelerate's IterableDatasetShard
+        if self._epochs is not None and get_worker_info() is None:
+            loader_epochs.set_next(self._epochs, int(epoch))
         if self._pending is not None and self._pending["epoch"] != int(epoch):
             self._pending = None
 
     def _start(self) -> tuple[int, Any]:
         pending, self._pending = self._pending, None
+        info = get_worker_info()
+        shared = self._epochs if info is not None else None
         if pending is not None and not pending["done"]:
             self._epoch_base, self._local_iters = pending["epoch"], 1
+            if shared is not None:
+                loader_epochs.record(shared, info, pending["epoch"])
             return pending["epoch"], pending["iterator"]
         if pending is not None:  # the saved epoch had ended: go on with the next one
             self._epoch_base, self._local_iters = pending["epoch"] + 1, 0
+            if shared is not None:
+                loader_epochs.set_next(shared, pending["epoch"] + 1)
+        if shared is not None:  # a loader worker: the pass's number is shared
+            epoch = loader_epochs.pass_epoch(shared, info)
+            self._epoch_base, self._local_iters = epoch, 1
+            return epoch, None
         epoch = self._epoch_base + self._local_iters
         self._local_iters += 1
         return epoch, None
 
     def __iter__(self) -> PyIterator:
         epoch, state = self._start()
-        p_index, p_count, source = self._process or resolve_process(self.dataset.options)
+        owner = self._owner or outer_sharder() or accelerate_owner(self)
+        if owner is not None:  # another owner shards by rank: datapipe steps aside
+            self._owner = owner
+            _check_same_stream_on_every_rank(self.dataset, owner)
+            p_index, p_count, source = 0, 1, "sampler"
+        else:
+            p_index, p_count, source = self._process or resolve_process(self.dataset.options)
         # The process part is fixed here (the rank the parent saw, when this is a copy
         # sent to a loader worker); the rewrite multiplies it by the loader workers. A
         # plain process (no context at all) is left alone: nothing to shard or record.
@@ -163,12 +198,47 @@ class TorchIterableDataset(IterableDataset):
 
     def __getstate__(self) -> dict[str, Any]:
         # Sent to a loader worker (spawn/forkserver): record the rank the parent sees, as a
-        # worker process may have no process group of its own.
+        # worker process may have no process group of its own. torch pickles with the
+        # standard pickler: the pipeline (lambdas, closures) goes as cloudpickle bytes.
+        import cloudpickle
+
         d = dict(self.__dict__)
         d["_iterator"], d["_final_state"] = None, None
+        d["dataset"] = cloudpickle.dumps(self.dataset)
         if d["_process"] is None and get_worker_info() is None:
             d["_process"] = resolve_process(self.dataset.options)
+            d["_owner"] = self._owner or accelerate_owner(self)
+        if multiprocessing.context.get_spawning_popen() is None:
+            d["_epochs"] = None  # shared memory goes to a worker being started only
         return d
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        import cloudpickle
+
+        state = dict(state)
+        if isinstance(state["dataset"], bytes):
+            state["dataset"] = cloudpickle.loads(state["dataset"])
+        self.__dict__.update(state)
+        if self._epochs is None and get_worker_info() is None:
+            self._epochs = loader_epochs.new_block()  # a copy in a parent: its own passes
+
+
+def _check_same_stream_on_every_rank(dataset: Any, owner: str) -> None:
+    """Accelerate's ``IterableDatasetShard`` has every rank read the whole stream and keep
+    its slice of each batch: the ranks' streams must be one stream. A random op without a
+    seed (no op seed, no ``Options.seed``) draws its entropy per process, so it is refused."""
+    if owner != "accelerate.IterableDatasetShard" or dataset.options.seed is not None:
+        return
+    from datapipe._context import walk
+
+    for node in walk(dataset):
+        if node.uses_randomness and node.op_seed is None:
+            raise AutoShardError(
+                f"{owner} (Accelerate's prepare with dispatch_batches=False) has every rank "
+                "read the whole stream and keep its slice, so every rank must draw the same "
+                f"order, but op '{node._name}' has no seed: set one (dp.Options(seed=...) "
+                "through with_options, or the op's seed=)"
+            )
 
 
 _WHERE = "TorchIterableDataset.load_state_dict"
