@@ -36,7 +36,8 @@ def as_run_here(command: str) -> list[str]:
 def run(command: str, cwd: pathlib.Path, timeout: float) -> str:
     """Run one of a page's commands in ``cwd``; its stdout (stderr in the failure)."""
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env.update(PYTHONPATH=path, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
     done = subprocess.run(
         as_run_here(command), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
     )
