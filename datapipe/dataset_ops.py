@@ -254,9 +254,12 @@ class Dataset:
 
         As a torch map-style dataset: ``torch.utils.data.DataLoader(ds, batch_size=...,
         shuffle=True, num_workers=...)`` reads it through ``len(ds)`` and
-        ``__getitems__`` (one batched read per batch); the sampler's shuffling works. Do
-        not add a ``DistributedSampler`` under auto-sharding (each rank already has its
-        share), or turn auto-sharding off (``AutoShardPolicy.OFF``) to use one.
+        ``__getitems__`` (one batched read per batch); the sampler's shuffling works. A
+        ``DistributedSampler`` over ``ds`` (the one Lightning injects too) shards it
+        instead of auto-sharding: it calls ``len(ds)`` when it is built, and from then on
+        ``len(ds)`` and ``ds[i]`` of that object cover the whole dataset (one owner of
+        sharding). Accelerate's ``prepare`` over it is refused (``AutoShardError``,
+        naming ``AutoShardPolicy.OFF`` or ``as_torch_dataset()`` as the fix).
 
         Raises:
             RandomAccessError (a TypeError): an op of the pipeline does not keep random

@@ -9,11 +9,12 @@ no ``DistributedSampler`` are needed.
 from __future__ import annotations
 
 import multiprocessing.context
+import sys
 from collections.abc import Iterator as PyIterator
 from typing import Any
 
 import torch
-from torch.utils.data import IterableDataset, get_worker_info
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from datapipe import _structure as nest
 from datapipe._iterator import check_state_dict
@@ -161,6 +162,63 @@ class TorchIterableDataset(IterableDataset):
                 self._final_state = it.state_dict()
             it.close()
 
+    # ---- length ------------------------------------------------------------------------
+    def __len__(self) -> int:
+        """What a loader over this dataset really yields, exactly (issue 32).
+
+        Called by a ``DataLoader`` (its ``len()``, which Lightning reads as
+        ``num_training_batches`` and progress totals use), the dataset reads the loader's
+        ``num_workers``, ``batch_size`` and ``drop_last``. Loader workers split the
+        elements before the loader batches them (and a pipeline that batches itself is
+        batched per worker share): ``dp.range(100).batch(8)`` over 2 workers yields
+        ``2 * 7 = 14`` batches, not 13. The number returned is one that torch's length
+        arithmetic (``ceil(n / batch_size)``, or ``n // batch_size`` with ``drop_last``)
+        turns into that exact batch count: the element count when it already does, else
+        ``batches * batch_size``. Called from anything else (``len(tds)``), it is the number
+        of elements ``iter()`` yields in this process: this rank's share (the whole
+        stream when Accelerate's ``IterableDatasetShard`` asks, as it shards itself).
+
+        Raises:
+            TypeError: the pipeline's cardinality is unknown or infinite (torch's answer for
+                an ``IterableDataset`` without a length).
+
+        Example:
+            >>> import datapipe as dp, torch
+            >>> tds = dp.range(100).batch(8).as_torch_dataset()
+            >>> loader = torch.utils.data.DataLoader(tds, batch_size=None, num_workers=2)
+            >>> len(tds), len(loader)
+            (13, 14)
+        """
+        loader = _calling_loader()
+        owner = self._owner or outer_sharder(4)
+        p_index, p_count = (0, 1) if owner else self._process_part()
+        workers = 1 if loader is None else max(1, int(loader.num_workers))
+        shares = [self._share(p_count * workers, p_index * workers + w) for w in range(workers)]
+        total = sum(shares)
+        size = None if loader is None else loader.batch_size
+        if size is None:
+            return total
+        drop = bool(loader.drop_last)
+        batches = sum(n // size if drop else -(-n // size) for n in shares)
+        as_torch = total // size if drop else -(-total // size)
+        return total if as_torch == batches else batches * size
+
+    def _process_part(self) -> tuple[int, int]:
+        p_index, p_count, _ = self._process or resolve_process(self.dataset.options)
+        return p_index, p_count
+
+    def _share(self, count: int, index: int) -> int:
+        place = Options(distribute=DistributeOptions(num_workers=count, worker_index=index))
+        n = int(self.dataset.with_options(place).cardinality())
+        if n < 0:
+            what = "infinite" if n == -1 else "unknown"  # INFINITE_CARDINALITY is -1
+            raise TypeError(
+                f"TorchIterableDataset: the pipeline's length is {what} (cardinality() == "
+                f"{n}), so a loader over it has no len(); use assert_cardinality(n) where the "
+                "count is known, or take(n)"
+            )
+        return n
+
     # ---- checkpoints -------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """``{"epoch": int, "done": bool, "iterator": uint8 tensor | None}``: the position
@@ -221,6 +279,13 @@ class TorchIterableDataset(IterableDataset):
         self.__dict__.update(state)
         if self._epochs is None and get_worker_info() is None:
             self._epochs = loader_epochs.new_block()  # a copy in a parent: its own passes
+
+
+def _calling_loader() -> Any:
+    """The ``DataLoader`` whose ``__len__`` called ``len(dataset)``, if that is the caller."""
+    frame = sys._getframe(2)
+    obj = frame.f_locals.get("self") if frame is not None else None
+    return obj if isinstance(obj, DataLoader) else None
 
 
 def _check_same_stream_on_every_rank(dataset: Any, owner: str) -> None:

@@ -71,6 +71,19 @@ def scenarios(workers: int) -> dict:
             )
         )
     )
+    off = dp.Options(distribute=dp.DistributeOptions(auto_shard_policy=dp.AutoShardPolicy.OFF))
+    out["accelerate_map_style_off"] = attempt(
+        lambda: ints(
+            dispatch.prepare(
+                DataLoader(
+                    pipeline().with_options(off),
+                    batch_size=BATCH,
+                    shuffle=True,
+                    num_workers=workers,
+                )
+            )
+        )
+    )
     return out
 
 
