@@ -35,7 +35,7 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 
 import datapipe as dp
 from datapipe.datasets.digits import load_digits_arrays
-from datapipe.distribute.all_ranks import AllRanksState
+from datapipe.distribute import AllRanksState
 
 
 def to_features(i: np.ndarray, image: np.ndarray, label: np.ndarray):

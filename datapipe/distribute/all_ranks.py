@@ -58,7 +58,7 @@ class AllRanksState(IterableDataset):
 
     Example:
         >>> import datapipe as dp
-        >>> from datapipe.distribute.all_ranks import AllRanksState
+        >>> from datapipe.distribute import AllRanksState
         >>> ds = AllRanksState(dp.range(6).batch(2))
         >>> it = iter(ds)
         >>> [int(x) for x in next(it)]
