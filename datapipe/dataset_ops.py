@@ -781,9 +781,12 @@ class Dataset:
         """This pipeline as a ``torch.utils.data.IterableDataset`` for a ``DataLoader``.
 
         Returns a ``datapipe.TorchIterableDataset``: each loader worker (and each
-        distributed rank) reads its own share through auto-sharding, ``set_epoch`` sets the
-        epoch, and ``state_dict()`` / ``load_state_dict()`` checkpoint the position exactly
-        (elastic across world sizes). Its class docstring has the details and an example.
+        distributed rank) reads its own share through auto-sharding, unless Accelerate's
+        ``prepare`` shards it (then datapipe steps aside); each new pass is the next epoch
+        without a ``set_epoch`` call (``set_epoch`` still sets it); a ``DataLoader``'s
+        ``len()`` over it is exact; ``spawn``/``forkserver`` loader workers take lambdas;
+        ``state_dict()`` / ``load_state_dict()`` checkpoint the position exactly (elastic
+        across world sizes). Its class docstring has the details and an example.
         Imports torch (this method's module does not, so ``import datapipe`` stays light).
         """
         from datapipe.distribute.torch_dataset import TorchIterableDataset

@@ -24,14 +24,28 @@ from __future__ import annotations
 import multiprocessing
 from typing import Any
 
-# slot 0: the epoch set_epoch asks for; then (base seed, epoch + 1) per loader worker id
+# slot 0: the epoch set_epoch asks for; then (base seed, epoch + 1) per loader worker id;
+# then (token, base seed) of the last loaded state a pass resumed (claim)
 _WORKERS = 512
+_TOKEN = 1 + 2 * _WORKERS
 _MASK = (1 << 64) - 1
 
 
 def new_block() -> Any:
     """A zeroed shared block for one dataset object (created in the parent)."""
-    return multiprocessing.RawArray("q", 1 + 2 * _WORKERS)
+    return multiprocessing.RawArray("q", _TOKEN + 2)
+
+
+def claim(block: Any, info: Any, token: int) -> bool:
+    """May this worker's pass resume the loaded state ``token``? Fresh loader workers get a
+    copy of the parent's object, loaded state included, at every pass: only the workers of
+    the first pass that sees it resume it (they share a base seed); later passes do not,
+    or each epoch would replay the resumed one."""
+    base = _signed(int(info.seed) - int(info.id))
+    if block[_TOKEN] == token and block[_TOKEN + 1] != base:
+        return False
+    block[_TOKEN], block[_TOKEN + 1] = token, base
+    return True
 
 
 def _signed(x: int) -> int:
@@ -41,7 +55,7 @@ def _signed(x: int) -> int:
 
 def set_next(block: Any, epoch: int) -> None:
     """``set_epoch``: forget the passes recorded so far; the next pass is ``epoch``."""
-    for i in range(1, len(block)):
+    for i in range(1, _TOKEN):
         block[i] = 0
     block[0] = int(epoch)
 

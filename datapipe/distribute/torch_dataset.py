@@ -9,6 +9,7 @@ no ``DistributedSampler`` are needed.
 from __future__ import annotations
 
 import multiprocessing.context
+import secrets
 import sys
 from collections.abc import Iterator as PyIterator
 from typing import Any
@@ -108,6 +109,11 @@ class TorchIterableDataset(IterableDataset):
         pending, self._pending = self._pending, None
         info = get_worker_info()
         shared = self._epochs if info is not None else None
+        if pending is not None and shared is not None:
+            # Fresh workers get a copy of the parent's object at every pass, loaded state
+            # included: only the first pass resumes it, later passes go on from there.
+            if not loader_epochs.claim(shared, info, pending.setdefault("token", _token())):
+                pending = None
         if pending is not None and not pending["done"]:
             self._epoch_base, self._local_iters = pending["epoch"], 1
             if shared is not None:
@@ -115,8 +121,10 @@ class TorchIterableDataset(IterableDataset):
             return pending["epoch"], pending["iterator"]
         if pending is not None:  # the saved epoch had ended: go on with the next one
             self._epoch_base, self._local_iters = pending["epoch"] + 1, 0
-            if shared is not None:
-                loader_epochs.set_next(shared, pending["epoch"] + 1)
+            if shared is not None:  # recorded, not set_next: that would erase the others'
+                loader_epochs.record(shared, info, pending["epoch"] + 1)
+                self._local_iters = 1
+                return pending["epoch"] + 1, None
         if shared is not None:  # a loader worker: the pass's number is shared
             epoch = loader_epochs.pass_epoch(shared, info)
             self._epoch_base, self._local_iters = epoch, 1
@@ -245,10 +253,12 @@ class TorchIterableDataset(IterableDataset):
         """
         if isinstance(state_dict, (list, tuple)):
             self._pending = _load_all(list(state_dict))
+            self._pending["token"] = _token()
             return
         _check_keys(state_dict)
         packed = state_dict["iterator"]
         self._pending = {
+            "token": _token(),  # which load this is (loader_epochs.claim)
             "epoch": int(state_dict["epoch"]),
             "done": bool(state_dict["done"]),
             "iterator": None if packed is None else _unpack(packed),
@@ -279,6 +289,10 @@ class TorchIterableDataset(IterableDataset):
         self.__dict__.update(state)
         if self._epochs is None and get_worker_info() is None:
             self._epochs = loader_epochs.new_block()  # a copy in a parent: its own passes
+
+
+def _token() -> int:
+    return secrets.randbits(62) + 1
 
 
 def _calling_loader() -> Any:

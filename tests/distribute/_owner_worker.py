@@ -23,7 +23,12 @@ def pipeline(seed: int | None = 7) -> dp.Dataset:
 
 
 def ints(loader) -> list[int]:
-    return [int(v) for b in loader for v in b.reshape(-1).tolist()]
+    batches = [b.reshape(-1).tolist() for b in loader]
+    LENGTHS.append([len(loader), len(batches)])  # what len() promised, what came
+    return [int(v) for b in batches for v in b]
+
+
+LENGTHS: list[list[int]] = []
 
 
 def attempt(fn):
@@ -99,6 +104,7 @@ def main() -> None:
     ctx = resolve_worker_context()
     result = {"context": [ctx.process_index, ctx.process_count, ctx.source]}
     result.update(scenarios(args.num_workers))
+    result["lengths"] = LENGTHS
     with open(os.path.join(args.out, f"rank{dist.get_rank()}.json"), "w") as f:
         json.dump(result, f)
     dist.barrier()

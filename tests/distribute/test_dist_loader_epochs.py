@@ -139,3 +139,25 @@ def test_spawned_workers_fresh_each_pass_get_the_next_epoch():
         ds.as_torch_dataset(), batch_size=None, num_workers=2, multiprocessing_context="spawn"
     )
     assert passes(loader, 2) == [expected_epoch(ds, 0), expected_epoch(ds, 1)]
+
+
+def test_resume_after_an_ended_epoch_goes_on_with_persistent_workers():
+    ds = pipeline()
+    loader = StatefulDataLoader(ds.as_torch_dataset(), batch_size=None, num_workers=2)
+    passes(loader, 1)  # epoch 0, to its end
+    state = loader.state_dict()
+    resumed = StatefulDataLoader(
+        pipeline().as_torch_dataset(), batch_size=None, num_workers=2, persistent_workers=True
+    )
+    resumed.load_state_dict(state)
+    assert passes(resumed, 2) == [expected_epoch(ds, 1), expected_epoch(ds, 2)]
+
+
+def test_a_loaded_state_is_resumed_by_one_pass_of_fresh_workers_only():
+    ds = pipeline()
+    tds = ds.as_torch_dataset()
+    [int(x) for x in tds]  # epoch 0 in this process, to its end
+    resumed = pipeline().as_torch_dataset()
+    resumed.load_state_dict(tds.state_dict())  # the parent's object holds the loaded state
+    loader = DataLoader(resumed, batch_size=None, num_workers=2)  # a copy per pass
+    assert passes(loader, 2) == [expected_epoch(ds, 1), expected_epoch(ds, 2)]

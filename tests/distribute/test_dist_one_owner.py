@@ -58,6 +58,8 @@ def test_each_owner_of_sharding_delivers_every_element_once(tmp_path, num_worker
             "has every rank read the whole stream and keep its slice, so every rank must draw "
             "the same order, but op 'global_shuffle' has no seed: set one"
         ) in m.replace("\n", " ")
+    for r in (r0, r1):  # item 5: every loader's len() is what it yielded
+        assert r["lengths"] and all(promised == came for promised, came in r["lengths"])
     # Accelerate's prepare over the map-style Dataset: refused on the rank that reads indices
     refused = [r["accelerate_map_style"] for r in (r0, r1)]
     assert any(isinstance(m, str) for m in refused), refused
@@ -86,3 +88,27 @@ def test_a_distributed_sampler_over_the_map_style_dataset_owns_sharding(clean_en
         got.append([int(v) for b in loader for v in b.tolist()])
     assert len(got[0]) == len(got[1]) == 48
     assert sorted(got[0] + got[1]) == ALL
+
+
+LIGHTNING_WORKER = Path(__file__).with_name("_lightning_worker.py")
+
+
+# Lightning's own ddp launcher on 2 CPU processes (~1 min on a busy 2-core machine): the
+# fast 2-rank subset above covers the same paths under torchrun.
+@pytest.mark.slow
+def test_lightning_ddp_on_two_cpu_ranks_trains_on_every_element_once(tmp_path):
+    pytest.importorskip("lightning")
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    env.update(OMP_NUM_THREADS="1", PYTHONPATH=str(Path(__file__).parents[2]))
+    cmd = [sys.executable, str(LIGHTNING_WORKER), "--out", str(tmp_path)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r0, r1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2))
+    assert r0["env_rank"] is None or r1["env_rank"] is None  # ddp launcher: no RANK
+    for epoch in ("0", "1"):
+        a, b = r0["train"][epoch], r1["train"][epoch]
+        assert len(a) == len(b) == 48 and sorted(a + b) == ALL  # item 3: no failure, no loss
+        va, vb = r0["val"][epoch], r1["val"][epoch]  # item 2: the injected sampler shards
+        assert len(va) == len(vb) == 48 and sorted(va + vb) == list(range(2000, 2096))
+    assert r0["train"]["0"] != r0["train"]["1"]  # item 4: a new order each epoch
+    assert r0["num_training_batches"] == r1["num_training_batches"] == 12  # item 5
