@@ -87,9 +87,11 @@ class AllRanksState(IterableDataset):
         return iter(self.dataset)
 
     def __len__(self) -> int:
-        # The wrapped dataset's length, or its TypeError where the count is unknown (torch's
-        # rule for a dataset without a length).
-        return len(self.dataset)  # type: ignore[arg-type]
+        # Asked through this wrapper, the wrapped dataset sees no DataLoader as its caller:
+        # its len is the elements this process yields (TypeError where the count is unknown,
+        # torch's rule). With num_workers=0 the loader's own arithmetic on it (ceil(n / b),
+        # or n // b with drop_last) is then the batches it really yields.
+        return len(self.dataset)
 
     def set_epoch(self, epoch: int) -> None:
         """``TorchIterableDataset.set_epoch``."""
