@@ -8,7 +8,7 @@ import torch
 
 from . import _targets
 from .affine import AffineLayer
-from .base import Layer, RandomLayer, layer_from_config, serialize_layer
+from .base import Layer, RandomLayer, call_training, layer_from_config, serialize_layer
 
 
 def _groups(layers: list[Layer]) -> list[list[Layer]]:
@@ -125,7 +125,7 @@ class Pipeline(Layer):
         return x
 
     def _fused(self, group: list[AffineLayer], anchor: AffineLayer, data: Any, generator: Any):
-        if not self.training:
+        if not call_training(self):
             return data
         is_dict = isinstance(data, dict)
         batch, single = anchor._as_batch(data["images"] if is_dict else data)
