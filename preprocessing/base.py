@@ -235,6 +235,22 @@ class Layer(torch.nn.Module):
     (``_eval_params`` returns None) unless it overrides ``_eval_params`` (RandomCrop
     centre-crops). ``torch.channels_last`` memory format of a batch is kept.
 
+    **Keras's ``training=`` keyword.** Every layer's ``forward`` (its own or this one) also
+    takes ``training=None | True | False``, as Keras's ``layer(x, training=...)``: False
+    runs a random layer as in ``eval()`` (the identity, or its ``_eval_params``) even in
+    ``train()`` mode, True draws and transforms even in ``eval()``, None (the default)
+    follows ``self.training``. The value holds for every layer the call runs (a
+    ``Pipeline``'s, a composite layer's), in the calling thread only, and changes no
+    module's ``training`` attribute; deterministic layers accept and ignore it.
+    Anything but a bool or None raises ``ValueError``. Example:
+
+        >>> import torch
+        >>> from preprocessing import RandomFlip
+        >>> x = torch.arange(4.0).view(1, 1, 1, 4)
+        >>> flip = RandomFlip(seed=2)  # train() mode: draws
+        >>> flip(x, training=False).tolist(), flip.eval()(x, training=True).tolist()
+        ([[[[0.0, 1.0, 2.0, 3.0]]]], [[[[3.0, 2.0, 1.0, 0.0]]]])
+
     **Keras's base-layer arguments** (``**kwargs`` of every layer, as Keras's ``Layer``
     takes them): ``name`` (a str, kept as ``layer.name`` and in the config; None by
     default), ``trainable`` and ``autocast`` (bools, checked and ignored: the layers have
@@ -678,7 +694,8 @@ class RandomLayer(Layer):
     ``SeedGenerator``'s state), so a model restored from a checkpoint continues its stream
     (a checkpoint without it loads too, keeping the layer's count); a pickled or
     deep-copied layer starts afresh from its seed. In ``eval()`` mode the layer is the
-    identity (apart from the dtype policy), like Keras's ``training=False``.
+    identity (apart from the dtype policy), like Keras's ``training=False``; the call
+    keyword ``training=`` overrides the mode for one call (``Layer``).
 
     Inside a pipeline stage (the function of ``Dataset.map`` or ``Dataset.random_map``, on
     any executor) a layer called without ``generator`` draws by the element instead: draw

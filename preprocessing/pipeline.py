@@ -58,9 +58,10 @@ class Pipeline(Layer):
         dtype: a dtype policy name or None: the input images are first cast to its
             compute dtype (each layer then applies its own policy).
 
-    ``forward(data, generator=None)``: an image, a batch or a dict of targets (``Layer``);
-    a given generator is passed to every random layer. In ``eval()`` the random layers are
-    the identity (RandomCrop centre-crops).
+    ``forward(data, generator=None, training=None)``: an image, a batch or a dict of
+    targets (``Layer``); a given generator is passed to every random layer. In ``eval()``
+    the random layers are the identity (RandomCrop centre-crops); Keras's ``training=``
+    (True / False) sets the mode of every layer for one call (``Layer``).
 
     Raises:
         ValueError: a non-layer entry, a ``data_format`` mismatch, or fused layers that
