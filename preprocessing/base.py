@@ -241,8 +241,10 @@ class Layer(torch.nn.Module):
     ``train()`` mode, True draws and transforms even in ``eval()``, None (the default)
     follows ``self.training``. The value holds for every layer the call runs (a
     ``Pipeline``'s, a composite layer's), in the calling thread only, and changes no
-    module's ``training`` attribute; deterministic layers accept and ignore it.
-    Anything but a bool or None raises ``ValueError``. Example:
+    module's ``training`` attribute; deterministic layers accept and ignore it. A layer
+    of one's own that branches on the mode reads ``call_training(self)`` (this module),
+    not ``self.training``, to follow the keyword. Anything but a bool or None raises
+    ``ValueError``. Example:
 
         >>> import torch
         >>> from preprocessing import RandomFlip
