@@ -56,7 +56,10 @@ choose_from_datasets = Dataset.choose_from_datasets
 # parallel execution (datapipe/parallel): the count of elements ignore_errors dropped
 from datapipe.ops.ignore_errors import ignored_count  # noqa: E402
 
-__version__ = "0.1.0"
+# The distribution datapipe and preprocessing install as (pyproject.toml's one version).
+_DISTRIBUTION = "datapipe-torch"
+if TYPE_CHECKING:
+    __version__: str  # read from the metadata on first use (__getattr__ below)
 
 __all__ = [
     "AUTOTUNE",
@@ -93,6 +96,12 @@ __all__ = [
     "sample_from_datasets",
     "zip",
 ]
+
+# The user's word that a map function is safe in worker processes (AUTOTUNE then skips its
+# reading: datapipe/parallel/fork_safety.py).
+from datapipe.parallel.fork_safety import process_safe  # noqa: E402
+
+__all__ += ["process_safe"]
 
 # Statistics (Options.stats, Dataset.profile): importing the package installs its iterator hook.
 from datapipe import stats  # noqa: E402
@@ -211,7 +220,21 @@ if TYPE_CHECKING:  # type checkers see the real module
 __all__ += list(_LAZY_SUBPACKAGES)
 
 
+def _version() -> str:
+    """The installed distribution's version (PEP 440), ``"0+unknown"`` for a source tree
+    that is on ``sys.path`` without being installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(_DISTRIBUTION)
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> object:
+    if name == "__version__":  # read once, on first use: importlib.metadata costs ~10 ms
+        globals()["__version__"] = _version()
+        return globals()["__version__"]
     # Names whose import needs torch are loaded on first use: `import datapipe` stays
     # torch-free (~0.3 s instead of ~2.5 s) for pipelines that never touch torch.
     if name == "TorchIterableDataset":
@@ -224,7 +247,9 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return importlib.import_module(f"{__name__}.dataset")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from datapipe._spellings import namespace_hint  # tf.data's namespaces: say where to look
+
+    raise AttributeError(namespace_hint(name) or f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

@@ -36,6 +36,7 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
     "get_single_element": ("datapipe.ops.get_single_element", "get_single_element"),
     "save": ("datapipe.io.save", "save_dataset"),
     "load": ("datapipe.io.save", "load_dataset"),
+    "list_files": ("datapipe.io.files", "list_files"),
 }
 
 # cache(filename) builds another node than cache(): both texts document the method.

@@ -35,8 +35,17 @@ class PipelineError(DatapipeError):
 def _hint(cause: BaseException) -> str:
     """What to do about a known cause: numpy's (or OpenCV's) error for an in-place op on
     an element that ``from_tensor_slices``, ``from_tensors`` or ``cache`` handed out
-    read-only."""
+    read-only; tf's ``.numpy()`` called on an element that is a numpy value already."""
     message = str(cause)
+    if (
+        isinstance(cause, AttributeError)
+        and message.startswith("'numpy.")
+        and (message.endswith("has no attribute 'numpy'"))
+    ):
+        return (
+            " (datapipe's elements are numpy arrays already, not tf's EagerTensor: use the "
+            "element itself where tf needed x.numpy(); torch.as_tensor(x) makes a tensor)"
+        )
     numpy_says = isinstance(cause, ValueError) and "read-only" in message
     opencv_says = "marked as readonly" in message  # cv2.error, an output argument
     if numpy_says or opencv_says:
@@ -96,6 +105,33 @@ class BatchShapeError(DatapipeError, ValueError):
 class CardinalityError(PipelineBrokenError):
     """The input of ``assert_cardinality`` has another number of elements than asserted
     (tf.data raises ``FailedPreconditionError``). Never dropped by ``ignore_errors``."""
+
+
+class FingerprintError(DatapipeError, TypeError):
+    """``snapshot`` cannot fingerprint its input pipeline: a function or argument reaches an
+    object whose state cannot be read (no attributes, and pickle cannot save it), so a
+    change in it would not change the snapshot's directory and a later pass would serve
+    stale elements. Pass ``name=`` to ``snapshot`` to key the snapshot yourself.
+
+    Attributes:
+        where: how the object was reached from the pipeline (e.g. ``"map._func > closure
+            'gen'"``).
+        type_name: the object's class, ``module.QualName``.
+    """
+
+    def __init__(self, where: str, type_name: str, reason: str | None = None):
+        self.where, self.type_name, self.reason = where, type_name, reason
+        why = reason or (
+            f"{where} is a {type_name} object, whose state cannot be read (no attributes, "
+            "and pickle cannot save it), so a change in it would still serve the old snapshot"
+        )
+        super().__init__(
+            f"snapshot: cannot fingerprint the input pipeline: {why}; pass name='...' to "
+            "snapshot() to key the snapshot by a name you change when the pipeline changes"
+        )
+
+    def __reduce__(self):
+        return (FingerprintError, (self.where, self.type_name, self.reason))
 
 
 class WorkerContextError(DatapipeError, ValueError):

@@ -26,7 +26,13 @@ Example:
 
 from __future__ import annotations
 
-__all__ = ["DATA_FORMATS", "image_data_format", "resolve_data_format", "set_image_data_format"]
+__all__ = [
+    "DATA_FORMATS",
+    "image_data_format",
+    "looks_like_other_layout",
+    "resolve_data_format",
+    "set_image_data_format",
+]
 
 #: The two layouts, Keras's names.
 DATA_FORMATS = ("channels_first", "channels_last")
@@ -96,3 +102,27 @@ def resolve_data_format(data_format: str | None, who: str) -> str:
     if lower not in DATA_FORMATS:
         raise ValueError(f"{who}: data_format must be one of {DATA_FORMATS}; got {data_format!r}")
     return str(lower)
+
+
+def looks_like_other_layout(shape: tuple[int, ...], data_format: str) -> str | None:
+    """The other layout's name when an image (rank 3) or batch (rank 4) of ``shape`` looks
+    like it rather than ``data_format``, else None.
+
+    The rule (one for the layers and the image functions): the channel axis that
+    ``data_format`` names is wider than 4 while the axis at the other end is 1, 3 or 4 wide
+    (a grey, RGB or RGBA image in the other layout). A layout that cannot be told apart
+    this way (a 3x3 image of 3 channels) is read as ``data_format`` says.
+
+    Example:
+        >>> looks_like_other_layout((3, 50, 40), "channels_last")  # CHW read as HWC
+        'channels_first'
+        >>> looks_like_other_layout((4, 50, 40, 3), "channels_last") is None
+        True
+    """
+    if len(shape) not in (3, 4):
+        return None
+    first = data_format == "channels_first"
+    c_axis, other_axis = (-3, -1) if first else (-1, -3)
+    if shape[c_axis] > 4 and shape[other_axis] in (1, 3, 4):
+        return "channels_last" if first else "channels_first"
+    return None

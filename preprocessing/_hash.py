@@ -390,7 +390,9 @@ def hash_strings_numpy(
         if out is not None:
             return out.view(np.int64)
         if backend == "native":
-            raise RuntimeError("no compiled binding for this hash: pip install datapipe[hashing]")
+            raise RuntimeError(
+                'no compiled binding for this hash: pip install "datapipe-torch[hashing]"'
+            )
     if len(strings) == 0:
         return np.zeros(0, dtype=np.int64)
     b, n = strings_to_bytes(strings, encoding)

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from datapipe._draws import element_draw
-from datapipe.image_format import resolve_data_format
+from datapipe.image_format import looks_like_other_layout, resolve_data_format
 
 from . import _targets
 from ._random import box_muller, hashed_uniform
@@ -654,9 +654,9 @@ def check_layout(layer: Layer, batch: torch.Tensor, single: bool = False) -> Non
     first = layer.data_format == "channels_first"
     c_axis, other_axis = (1, 3) if first else (3, 1)
     c, other = batch.shape[c_axis], batch.shape[other_axis]
-    if c > 4 and other in (1, 3, 4):
+    theirs = looks_like_other_layout(tuple(batch.shape), layer.data_format)
+    if theirs is not None:
         shape = tuple(batch.shape[1:] if single else batch.shape)
-        theirs = "channels_last" if first else "channels_first"
         raise ValueError(
             f"{type(layer).__name__}: data_format is {layer.data_format!r} but the input of "
             f"shape {shape} looks {theirs} ({other} channels, {c} pixels wide along the "

@@ -80,6 +80,14 @@ LAUNCHER_ENV_VARS = (
     "LOCAL_WORLD_SIZE",
     "SLURM_PROCID",
     "SLURM_NTASKS",
+    "NODE_RANK",
+    "GROUP_RANK",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "MV2_COMM_WORLD_RANK",
+    "MV2_COMM_WORLD_SIZE",
 )
 
 
@@ -116,10 +124,12 @@ def stats_clock(monkeypatch) -> FakeClock:
 
 # ---- differential tests: the anchors' results from golden files, or live ---------------------
 @pytest.fixture(params=differential.REFERENCE_PARAMS)
-def ref(request) -> differential.Reference:
+def ref(request, monkeypatch) -> differential.Reference:
     """``ref(fn, *args)``: the reference library's result, read from the test module's golden
     file (``[golden]``, the default run) or computed by the installed library (``[live]``,
-    ``pytest -m differential``); see tests/differential.py."""
+    ``pytest -m differential``); see tests/differential.py. While the test runs, its own
+    code cannot compare floats bit for bit (``differential.forbid_exact_float_comparisons``)."""
+    differential.forbid_exact_float_comparisons(monkeypatch)
     return differential.Reference(request, live=request.param == "live")
 
 

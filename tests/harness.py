@@ -12,6 +12,7 @@ import importlib.util
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
 import threading
 import time
@@ -96,12 +97,28 @@ def summation_order_bound(x: Any, terms: int) -> float:
     return (terms - 1) * eps * top + eps * top
 
 
+def _max_abs_diff(a: Any, b: Any) -> float:
+    """max |a - b| over two arrays or tensors of one shape, in float64 (no rounding added)."""
+    import numpy as np
+
+    diff = np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))
+    return float(diff.max()) if diff.size else 0.0
+
+
 def assert_within(got: Any, want: Any, bound: float) -> None:
     """Same dtype and shape, and every value within ``bound`` of ``want`` (compared in
-    float64, so the check adds no rounding of its own)."""
+    float64, so the check adds no rounding of its own). Numpy arrays or tensors. A bound of
+    0 states that the values are copies (no arithmetic between input and output)."""
     assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape)
-    diff = float((got.double() - want.double()).abs().max()) if got.numel() else 0.0
-    assert diff <= bound, f"max |diff| {diff} > summation-order bound {bound}"
+    diff = _max_abs_diff(got, want)
+    assert diff <= bound, f"max |diff| {diff} > bound {bound}"
+
+
+def assert_changed(got: Any, before: Any) -> None:
+    """Same shape, and some value differs from ``before`` (a layer did change its input):
+    the float-safe form of ``assert not torch.equal(got, before)``."""
+    assert got.shape == before.shape, (got.shape, before.shape)
+    assert _max_abs_diff(got, before) > 0, "the output equals the input"
 
 
 def consume_with_errors(ds: Any) -> tuple[list, list[str]]:
@@ -314,6 +331,10 @@ def iterate_until_interrupted(it: Any, after_s: float = 0.2) -> None:
         if not stop.is_set():
             _thread.interrupt_main()
 
+    # Python's own SIGINT handler, whatever the shell gave: started in the background
+    # (``nohup ... &``) a process inherits SIGINT as ignored, and ``interrupt_main`` then
+    # does nothing (issue 33: 6 Ctrl-C tests failed so). Ctrl-C in a terminal has it.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     sender = threading.Thread(target=interrupt, name="test-interrupt", daemon=True)
     sender.start()
     try:
@@ -324,6 +345,7 @@ def iterate_until_interrupted(it: Any, after_s: float = 0.2) -> None:
     finally:
         stop.set()
         sender.join()
+        signal.signal(signal.SIGINT, previous)
     raise AssertionError("the iterator ended before a KeyboardInterrupt arrived")
 
 

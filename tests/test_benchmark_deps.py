@@ -7,7 +7,7 @@ The imports are read from the sources (``ast``: module level and inside function
 optional import added later is checked too; each is mapped to the distribution that
 provides it (from the installed metadata, or ``DISTRIBUTIONS`` where the package is not
 installed here) and looked up in the requirements of the extra (core + the extra, and the
-extras it names, such as ``datapipe[bench]``).
+extras it names, such as ``datapipe-torch[bench]``).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def _requirements(extra: str) -> set[str]:
         m = re.match(r"\s*([A-Za-z0-9_.\-]+)(?:\[([^\]]+)\])?", req)
         assert m, req
         name, wanted = _norm(m.group(1)), m.group(2)
-        if name == "datapipe":  # an extra of this project: its requirements count
+        if name == project["name"]:  # an extra of this project: its requirements count
             for named in (wanted or "").split(","):
                 if named.strip() not in seen:
                     seen.add(named.strip())

@@ -90,3 +90,59 @@ def test_golden_reads_what_live_wrote_and_reports_stale_inputs(tmp_path, monkeyp
     missing(double, x)
     with pytest.raises(pytest.fail.Exception, match="has no entry 'test_x\\[a\\]#2'"):
         missing(double, x)
+
+
+# ---- no bit-exact float comparisons in differential tests (issue 33 item 7) ----------------
+EXACT_FLOAT_CALLS = [
+    lambda a, b: np.testing.assert_array_equal(a, b),
+    lambda a, b: np.testing.assert_equal(a, b),
+    lambda a, b: np.array_equal(a, b),
+    lambda a, b: torch.equal(torch.from_numpy(a), torch.from_numpy(b)),
+]
+
+
+EXACT_IDS = ["assert_array_equal", "assert_equal", "array_equal", "torch.equal"]
+
+
+@pytest.mark.parametrize("call", EXACT_FLOAT_CALLS, ids=EXACT_IDS)
+def test_a_golden_test_comparing_floats_bit_for_bit_fails(ref, call):
+    # ``ref`` is what marks a differential test: while it is active, a float comparison
+    # from test code fails, naming the bounded comparison to use.
+    a = np.float32([1.0, 2.0])
+    with pytest.raises(pytest.fail.Exception, match="floats in a differential test"):
+        call(a, a.copy())
+    # Integers stay exact; so does a float comparison made by library code (not tests/).
+    call(np.int64([1, 2]), np.int64([1, 2]))
+    library = compile("same = np.array_equal(a, a.copy())", "/site-packages/lib.py", "exec")
+    scope = {"np": np, "a": a}
+    exec(library, scope)
+    assert scope["same"] is True
+
+
+def test_outside_golden_tests_float_comparisons_are_untouched():
+    a = np.float32([1.0, 2.0])
+    np.testing.assert_array_equal(a, a.copy())
+    assert torch.equal(torch.from_numpy(a), torch.from_numpy(a.copy()))
+
+
+def test_golden_test_modules_compare_through_the_guarded_names():
+    # ``from numpy.testing import assert_array_equal`` (or ``from torch import equal``)
+    # binds the function before the guard patches it: a module with ``ref`` tests must
+    # reach the exact comparisons through their modules.
+    import ast
+    from pathlib import Path
+
+    names = {name for _, name in differential.EXACT_COMPARISONS}
+    offenders = []
+    for path in Path(differential.GOLDENS.parent).rglob("test_*.py"):
+        tree = ast.parse(path.read_text())
+        uses_ref = any(
+            isinstance(node, ast.FunctionDef) and any(a.arg == "ref" for a in node.args.args)
+            for node in ast.walk(tree)
+        )
+        for node in ast.walk(tree):
+            if uses_ref and isinstance(node, ast.ImportFrom) and node.module in (
+                "numpy", "numpy.testing", "torch"
+            ):  # fmt: skip
+                offenders += [f"{path.name}: {a.name}" for a in node.names if a.name in names]
+    assert offenders == []

@@ -124,3 +124,13 @@ def test_readme_mixing_example_runs() -> None:
     torch.testing.assert_close(out["labels"].sum(1), torch.ones(8))
     assert not torch.equal(out["labels"], labels)
     assert tuple(scope["erased"].shape) == (8, 3, 32, 32)
+
+
+def test_readme_layout_rule_example_runs() -> None:
+    # The image section's first example states the layout rule (issue 33 item 3).
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)\n```", readme, flags=re.S)
+    code = next(b for b in blocks if 'data_format="channels_first"' in b and "resize" in b)
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    assert scope["hwc"].shape == (8, 8, 3) and scope["chw"].shape == (3, 8, 8)

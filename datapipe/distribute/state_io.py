@@ -262,7 +262,7 @@ def save_state(state: Any, path: str | os.PathLike) -> None:
 
     The file is an ``.npz`` archive: entry ``__json__`` holds the JSON document, the other
     entries the arrays it refers to. A crash mid-write leaves the previous file intact.
-    ``path`` may be a URL (``s3://bucket/ckpt/rank0.state``; fsspec, ``datapipe[remote]``),
+    ``path`` may be a URL (``s3://bucket/ckpt/rank0.state``; fsspec, ``datapipe-torch[remote]``),
     stored in one request (retried on transient errors).
 
     Raises:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 import numpy as np
 from PIL import Image
 
-try:  # optional: pip install "datapipe[images]"
+try:  # optional: pip install "datapipe-torch[images]"
     import simplejpeg
 except ImportError:  # pragma: no cover - exercised by forcing the attribute to None
     simplejpeg = None

@@ -1,4 +1,4 @@
-"""Remote paths: URLs read and written through fsspec (``pip install "datapipe[remote]"``).
+"""Remote paths: URLs read and written through fsspec (``pip install "datapipe-torch[remote]"``).
 
 Which strings are remote: a ``str`` that starts with a URL scheme followed by ``://``
 (``s3://bucket/key``, ``https://host/a.txt``, ``memory://x``, ``gs://...``), or an fsspec
@@ -303,7 +303,7 @@ def filesystem(url: str, op: str = "datapipe") -> tuple[Any, str]:
     """``(fsspec filesystem, path within it)`` for ``url``.
 
     Raises:
-        ImportError: fsspec (``pip install "datapipe[remote]"``) or the scheme's
+        ImportError: fsspec (``pip install "datapipe-torch[remote]"``) or the scheme's
             implementation (e.g. s3fs, gcsfs) is not installed; names the URL.
         ValueError: the URL's scheme is unknown to fsspec; names the URL.
     """
@@ -313,7 +313,7 @@ def filesystem(url: str, op: str = "datapipe") -> tuple[Any, str]:
         from fsspec.core import url_to_fs
     except ImportError as e:
         raise ImportError(
-            f'{op}: reading {shown!r} needs fsspec: pip install "datapipe[remote]"'
+            f'{op}: reading {shown!r} needs fsspec: pip install "datapipe-torch[remote]"'
         ) from e
     try:
         return url_to_fs(url)

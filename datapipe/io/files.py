@@ -200,7 +200,7 @@ def list_files(
             a file matched by several patterns is not repeated (tf.data lists it once per
             matching pattern). A URL (``s3://bucket/train-*.tar``, ``memory://``,
             ``https://`` where the server lists directories) is matched by fsspec's
-            ``glob`` (``pip install "datapipe[remote]"``) and listed as URLs in fsspec's
+            ``glob`` (``pip install "datapipe-torch[remote]"``) and listed as URLs in fsspec's
             form (``memory://d/a`` as ``memory:///d/a``).
         shuffle: shuffle the paths, with a new order each epoch. ``None`` means True, as in
             tf.data. When False, the paths are sorted.

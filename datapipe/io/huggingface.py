@@ -19,7 +19,7 @@ read-only), not per-row Python objects stacked again.
 
 ``datasets.IterableDataset`` (streaming) is read by
 ``datapipe/io/huggingface_iterable.py``. ``datasets`` itself is an optional extra
-(``pip install datapipe[huggingface]``); this module never imports it: an input can only
+(``pip install datapipe-torch[huggingface]``); this module never imports it: an input can only
 be one of its datasets when the caller has imported it (``sys.modules``).
 """
 

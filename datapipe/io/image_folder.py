@@ -379,7 +379,7 @@ def image_dataset_from_directory(
         directory: with ``labels="inferred"``, one subdirectory per class (searched
             recursively); otherwise the images anywhere below it. Files ending in .bmp,
             .gif, .jpeg, .jpg or .png (any case) are used. A URL (``s3://bucket/train``,
-            ``memory://``, ...) is listed and read through fsspec (``datapipe[remote]``).
+            ``memory://``, ...) is listed and read through fsspec (``datapipe-torch[remote]``).
         labels: ``"inferred"`` (class = subdirectory), ``None``, or one int per file in
             the sorted ``os.walk`` order of the file paths.
         label_mode: ``"int"`` (``int64`` scalar: torch's class-index dtype, which

@@ -13,7 +13,7 @@ Backends, chosen per call (``benchmarks/bench_image_backends.py`` measured them 
 ~256 px photos, one thread, 256 -> 224):
 
 - OpenCV (``cv2.resize``, ``INTER_LINEAR`` -- the same kernel -- in float32) when
-  ``opencv-python-headless`` is installed (``pip install "datapipe[images]"``), for
+  ``opencv-python-headless`` is installed (``pip install "datapipe-torch[images]"``), for
   ``antialias=False`` and for ``antialias=True`` when no axis shrinks (the two kernels are
   then the same): ~0.1-0.2 ms per image, GIL released.
 - torch (``interpolate`` in float32) otherwise: ~0.8 ms per image, GIL released.
@@ -42,8 +42,10 @@ from typing import Any
 
 import numpy as np
 
+from datapipe.image_format import looks_like_other_layout
+
 _UNSET: Any = object()
-cv2: Any = _UNSET  # OpenCV (optional: pip install "datapipe[images]"), imported at first use
+cv2: Any = _UNSET  # OpenCV (optional: pip install "datapipe-torch[images]"), imported at first use
 
 
 def _opencv() -> Any:
@@ -84,6 +86,12 @@ def _check(images: Any, size: Any, dtype: Any, data_format: str) -> tuple:
     if data_format not in ("channels_last", "channels_first"):
         raise ValueError(
             f"resize: data_format must be 'channels_last' or 'channels_first', got {data_format!r}"
+        )
+    theirs = looks_like_other_layout(arr.shape, data_format)
+    if theirs is not None:  # a silent misread resized the wrong axes (issue 33 item 2)
+        raise ValueError(
+            f"resize: data_format is {data_format!r} but the input of shape {arr.shape} looks "
+            f"{theirs}; pass data_format={theirs!r} or permute the input"
         )
     return arr, (h, w), out
 
@@ -162,7 +170,9 @@ def resize_image(
 
     Raises:
         ValueError: a rank other than 3 or 4, a non-numeric dtype, a bad ``size``,
-            ``dtype`` or ``data_format``.
+            ``dtype`` or ``data_format``, or an input that looks like the other layout
+            (``datapipe.image_format.looks_like_other_layout``: a ``(3, 50, 40)`` array
+            with ``data_format="channels_last"``), naming ``data_format``.
 
     The kernel and the backends (OpenCV when installed, else torch) are described in the
     module's docstring, with the tolerance against ``tf.image.resize``.

@@ -6,7 +6,7 @@ in [0, 1] as ``tf.image.convert_image_dtype`` scales). Pillow decodes, and its
 decompression-bomb limit (``PIL.Image.MAX_IMAGE_PIXELS``) stays on: an image over twice
 the limit raises ``ImageDecodeError`` (Pillow itself only warns between 1x and 2x).
 
-JPEGs decode through simplejpeg when it is installed (``pip install "datapipe[images]"``):
+JPEGs decode through simplejpeg when it is installed (``pip install "datapipe-torch[images]"``):
 about 1.7x as fast as Pillow on ~256 px photos, with the GIL released while it decodes,
 and the same pixels -- both run libjpeg-turbo with the ISLOW DCT and fancy upsampling
 (``benchmarks/bench_image_backends.py`` measures it; ``_jpeg.py`` lists the cases that stay

@@ -26,7 +26,7 @@ class ParquetDataset(ColumnarSource):
         filenames: a file, a directory (its files, recursively; names starting with ``.``
             or ``_`` skipped), a glob pattern, or a list of those. Files are read in the
             given order (directories and globs sorted). Any of them may be a URL
-            (``s3://``, ``https://``, ... read through fsspec: ``datapipe[remote]``).
+            (``s3://``, ``https://``, ... read through fsspec: ``datapipe-torch[remote]``).
         columns: the columns to read (projection; only these are decoded), in this order
             in the element dict. Default: all columns of the first file.
         batch_size: None yields one dict per row; an int yields dicts of numpy arrays of

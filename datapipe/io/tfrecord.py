@@ -7,7 +7,7 @@ The format (TensorFlow's ``core/lib/io/record_writer.cc``): each record is
 with ``masked_crc32c(x) = ((c >> 15) | (c << 17)) + 0xa282ead8 (mod 2**32)`` for
 ``c = crc32c(x)`` (Castagnoli). Both checksums are verified; CRC32C is computed by
 ``google-crc32c`` (Google's C library, hardware-accelerated; ``pip install
-"datapipe[tfrecord]"``). The framing is a few lines of ``struct``: the ``tfrecord`` package
+"datapipe-torch[tfrecord]"``). The framing is a few lines of ``struct``: the ``tfrecord`` package
 was left because it does not verify the checksums (it reads and drops them) and pulls
 protobuf; ``crc32c`` (ICRAR) is LGPL-licensed, ``google-crc32c`` is Apache-2.0 like this
 project.
@@ -42,7 +42,8 @@ def _crc32c() -> Any:
         import google_crc32c
     except ImportError as e:
         raise ImportError(
-            'TFRecordDataset needs google-crc32c to check records: pip install "datapipe[tfrecord]"'
+            "TFRecordDataset needs google-crc32c to check records: "
+            'pip install "datapipe-torch[tfrecord]"'
         ) from e
     return google_crc32c.value
 

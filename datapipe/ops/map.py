@@ -6,7 +6,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from datapipe._draws import enter, leave
-from datapipe._functions import ElementwiseIterator, ReturnsElement, apply_chunk, call
+from datapipe._functions import (
+    ElementwiseIterator,
+    ReturnsElement,
+    apply_chunk,
+    call,
+    hands_out_views,
+)
 from datapipe._iterator import OpIterator
 from datapipe._spec import UnknownSpec, seen_spec, spec_of
 from datapipe._validate import check_optional_bool, check_optional_int
@@ -79,13 +85,18 @@ class MapDataset(RandomAccessUnaryDataset):
             hold the GIL; the function is sent with cloudpickle, so lambdas and closures
             work), or None (``Options.threading.executor``; by default threads, and with
             ``AUTOTUNE`` the tuner measures and picks inline, threads or processes; it
-            may move the function to processes mid-iteration; it does not for one whose
-            code uses a module-level file, socket or lock (also inside a module-level
-            object), changes a module-level, class-level or closed-over container or its
-            own object, or assigns a global (``parallel.fork_safety``), but a function
-            that shares state in a way that reading cannot see (docs/architecture.md,
-            "Executors": a global array changed in place, a handle inside a container)
-            should name ``executor="thread"``; an
+            may move the function to processes mid-iteration, but only once a reading
+            of its code proves that each value it reaches -- its globals, closure,
+            defaults, ``partial`` arguments, bound ``self``, the attributes it loads from
+            the user's modules and classes -- is immutable (numbers, strings, bytes,
+            ``None``, tuples and frozensets of them, a read-only array; a closed-over
+            list, dict or set of those that the code only reads), a module, a
+            library's callable, or a function, class or object that passes the same
+            reading (``parallel.fork_safety``). Anything else (a generator such as
+            ``np.random.default_rng(0)``, ``itertools.count()``, an open file, a
+            module-level list or dict, an ``lru_cache``, an attribute it assigns) keeps the stage on
+            threads, and ``iter(ds).root.process_refusal`` names it. A function known
+            to be safe per process can be marked with ``datapipe.process_safe``; an
             element whose input or result cannot be pickled after that move is computed
             again in the parent, so its side effects happen twice).
             ``executor="process"`` with ``num_parallel_calls=None`` runs one worker process.
@@ -93,6 +104,16 @@ class MapDataset(RandomAccessUnaryDataset):
     Raises (at iteration):
         PipelineError: ``map_func`` raised; names the op and the element's index. Elements
             before it were delivered.
+
+    Elements below that are read-only views of a source's or a cache's numpy arrays
+    (``from_tensor_slices``, ``from_tensors``, ``cache``) reach ``map_func`` as writable
+    copies, so an in-place op on them (numpy's, or torch's on ``torch.from_numpy(x)``,
+    which shares the array's memory) never changes the source or the cache
+    (docs/guides/differences.md, D-TF-28).
+
+    A ``KeyboardInterrupt`` or ``SystemExit`` raised by ``map_func`` (or a signal handler
+    on the consumer's thread) leaves the element it interrupted undelivered: the public
+    iterator's ``state_dict()`` after it computes that element again on resume.
 
     The output spec is inferred from the first element (``map_func`` is not traced).
     Keeps random access. Random layers (``preprocessing``) that ``map_func`` calls draw by
@@ -132,8 +153,10 @@ class MapDataset(RandomAccessUnaryDataset):
         inner = self._inputs[0]._make_random_access(ctx)
         base = getattr(inner, "index_base", None)  # as the iterator's: the same draws
 
+        func = self._func.copying(hands_out_views(self._inputs[0]))
+
         def keyed(epoch: tuple) -> Callable:
-            return self._func.keyed(ctx.stage_draws(self, epoch, base))
+            return func.keyed(ctx.stage_draws(self, epoch, base))
 
         return MapAccess(inner, self._func, self._name, keyed=keyed)
 
@@ -143,7 +166,11 @@ class MapDataset(RandomAccessUnaryDataset):
         inner = ctx.make(self._inputs[0], epoch)
         # Random layers that the function calls draw by the element's position in this
         # stage (datapipe._draws), whatever thread or process computes it.
-        fn = self._func.keyed(ctx.stage_draws(self, epoch, inner.index_base()))
+        # The function gets writable copies of read-only arrays (views of a source or a
+        # cache) only where the graph below has such views: an in-place torch op on
+        # torch.from_numpy(x) then cannot write into the source (D-TF-28).
+        func = self._func.copying(hands_out_views(self._inputs[0]))
+        fn = func.keyed(ctx.stage_draws(self, epoch, inner.index_base()))
         plan = plan_stage(self.stage_request, ctx, self._inputs[0])
         if plan is not None:
             from datapipe.parallel.stage import StageIterator
@@ -209,15 +236,11 @@ class MapIterator(ElementwiseIterator):
 
     def next_chunk(self, n: int) -> list:
         self._raise_pending()
-        chunk = self._take(n)
-        try:
-            out, err = apply_chunk(self.func, chunk, self.op_name, self.count, self.unpack)
-        except BaseException:  # Ctrl-C, SystemExit in the function (apply_chunk handled
-            # every Exception): a state taken now, or a later next(), has the chunk
-            self.leftover = chunk + self.leftover
-            raise
+        chunk = self._take(n)  # kept in leftover until committed: see _take
+        out, err = apply_chunk(self.func, chunk, self.op_name, self.count, self.unpack)
         if err is None:
-            self.count += len(chunk)
+            k = len(chunk)
+            self._commit(k)
             return out
         try:
             return self._fail(chunk, len(out), out, self._global_index(err), None)

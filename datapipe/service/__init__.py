@@ -5,7 +5,7 @@ runs the pipeline built so far on 4 Ray worker actors and streams its elements b
 ops after it run in this process. See ``distribute`` for the semantics (processing modes,
 shared jobs, round-robin consumers, checkpoints) and ``RayService`` for the cluster.
 
-Importing this package does not import Ray (the optional extra ``datapipe[ray]``): Ray is
+Importing this package does not import Ray (the optional extra ``datapipe-torch[ray]``): Ray is
 imported when a pipeline with ``distribute`` first runs.
 
 Modules: ``op`` (the ``distribute`` op and its node, ``ServiceDataset``), ``consumer``

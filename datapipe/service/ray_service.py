@@ -207,7 +207,7 @@ class RayService:
             ``address`` (nothing listens, or a service that is not Ray's),
             when the cluster has fewer free CPUs than the workers declare, or when a
             service of this name already runs with other settings; ``ImportError`` naming
-            the extra (``pip install "datapipe[ray]"``) without Ray.
+            the extra (``pip install "datapipe-torch[ray]"``) without Ray.
 
     The service lives as long as the process that created its dispatcher (the first
     consumer, or ``start()``; it keeps the dispatcher's handle, and Ray ends an actor with
@@ -270,7 +270,7 @@ class RayService:
             import ray
         except ImportError as e:
             raise ImportError(
-                'datapipe.service.RayService needs Ray: pip install "datapipe[ray]"'
+                'datapipe.service.RayService needs Ray: pip install "datapipe-torch[ray]"'
             ) from e
         if not ray.is_initialized():
             self._init(ray, *target)

@@ -1,5 +1,5 @@
 """Exact resume with DataLoader workers: ``as_torch_dataset()`` under torchdata's
-``StatefulDataLoader`` (optional extra ``datapipe[torchdata]``), which saves and restores
+``StatefulDataLoader`` (optional extra ``datapipe-torch[torchdata]``), which saves and restores
 each loader worker's ``state_dict()``."""
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ import datapipe as dp
 from datapipe.errors import NullValueError
 
 datasets = pytest.importorskip(
-    "datasets", reason="Hugging Face datasets is not installed (pip install datapipe[huggingface])"
+    "datasets",
+    reason="Hugging Face datasets is not installed (pip install datapipe-torch[huggingface])",
 )
 
 N = 23

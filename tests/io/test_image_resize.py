@@ -72,7 +72,7 @@ def check_rounded(got, want, hi):
     if hi == 255:  # (for 16-bit values float32's own error spans several levels)
         clear = np.abs(want - np.floor(want) - 0.5) > TOL * hi  # not near a .5 boundary
         assert clear.mean() > 0.7  # (scales of 1/4, 3/4 make many exact .5 values)
-        np.testing.assert_array_equal(got[clear], np.rint(want[clear]))
+        np.testing.assert_array_equal(got[clear], np.rint(want[clear]).astype(got.dtype))
 
 
 SEQ_KERAS = dict(
@@ -206,3 +206,31 @@ def test_nearest_upscale_uses_half_pixel_centres(tmp_path):
     rows = np.floor((np.arange(4) + 0.5) * 3 / 4).astype(int)
     cols = np.floor((np.arange(7) + 0.5) * 5 / 7).astype(int)
     np.testing.assert_array_equal(img, arr[rows][:, cols].astype(np.float32))
+
+
+@pytest.mark.parametrize(
+    "shape, data_format, theirs",
+    [
+        ((3, 50, 40), "channels_last", "channels_first"),  # issue 33: became (8, 8, 40)
+        ((4, 3, 50, 40), "channels_last", "channels_first"),  # became (4, 8, 8, 40)
+        ((50, 40, 3), "channels_first", "channels_last"),
+        ((2, 50, 40, 1), "channels_first", "channels_last"),
+    ],
+)
+def test_an_input_in_the_other_layout_is_refused_naming_data_format(shape, data_format, theirs):
+    with pytest.raises(ValueError) as info:
+        resize_image(np.zeros(shape, np.uint8), (8, 8), data_format=data_format)
+    assert str(info.value) == (
+        f"resize: data_format is {data_format!r} but the input of shape {shape} looks "
+        f"{theirs}; pass data_format={theirs!r} or permute the input"
+    )
+    # told the right layout, the same array resizes its height and width
+    out = resize_image(np.zeros(shape, np.uint8), (8, 8), data_format=theirs)
+    hw_axes = (-3, -2) if theirs == "channels_last" else (-2, -1)
+    assert tuple(out.shape[a] for a in hw_axes) == (8, 8) and out.dtype == np.uint8
+
+
+def test_an_ambiguous_layout_is_read_as_data_format_says():
+    # 3 channels at both ends: nothing tells the layouts apart, data_format decides
+    out = resize_image(np.zeros((3, 5, 3), np.uint8), (2, 2))
+    assert out.shape == (2, 2, 3)

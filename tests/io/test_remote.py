@@ -269,7 +269,7 @@ def test_local_paths_never_use_fsspec(tmp_path, monkeypatch):
     assert len(dp.Dataset.load(d + "/s")) == 3
     dp.save_state({"a": 1}, d + "/st")
     assert dp.load_state(d + "/st") == {"a": 1}
-    with pytest.raises(ImportError, match=r'needs fsspec: pip install "datapipe\[remote\]"'):
+    with pytest.raises(ImportError, match=r'needs fsspec: pip install "datapipe-torch\[remote\]"'):
         dp.read_file("s3://bucket/a.txt")
 
 

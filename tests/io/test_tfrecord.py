@@ -298,7 +298,7 @@ def test_arguments_and_missing_files(tmp_path):
 
 def test_without_google_crc32c_the_error_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "google_crc32c", None)
-    with pytest.raises(ImportError, match=r'pip install "datapipe\[tfrecord\]"'):
+    with pytest.raises(ImportError, match=r'pip install "datapipe-torch\[tfrecord\]"'):
         TFRecordDataset("x.tfrecord")
 
 

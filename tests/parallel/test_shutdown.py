@@ -5,6 +5,7 @@ stages takes about one second."""
 from __future__ import annotations
 
 import gc
+import signal
 import time
 
 import pytest
@@ -179,6 +180,19 @@ def test_keyboard_interrupt_while_consumer_waits(threads):
 
     it = iter(dp.range(100).map(very_slow, num_parallel_calls=2))
     iterate_until_interrupted(it)  # at 0.2 s: inside the consumer's wait
+    assert threads.settle(1.0) == []
+
+
+def test_keyboard_interrupt_arrives_when_the_shell_ignored_sigint(threads):
+    # A test run started in the background (``nohup ... &``) inherits SIGINT as ignored;
+    # the Ctrl-C tests install Python's handler themselves (issue 33 item 7).
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        it = iter(dp.range(100).map(lambda x: time.sleep(0.5) or x, num_parallel_calls=2))
+        iterate_until_interrupted(it)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # given back as found
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert threads.settle(1.0) == []
 
 

@@ -15,7 +15,7 @@ from preprocessing import _hash, _hash_native
 def _need(salt):
     if not _hash_native.available(salt):
         name = "pyfarmhash" if salt is None else "siphashc"
-        pytest.skip(f"{name} is not installed (pip install datapipe[hashing])")
+        pytest.skip(f"{name} is not installed (pip install datapipe-torch[hashing])")
 
 
 def _random_strings() -> list:
@@ -110,7 +110,7 @@ def test_a_lone_surrogate_fails_on_both_paths():
 def test_native_backend_without_the_binding_says_what_to_install(monkeypatch):
     monkeypatch.setattr(_hash_native, "_bindings", lambda: (None, None))
     assert not _hash_native.available(None) and not _hash_native.available((1, 2))
-    with pytest.raises(RuntimeError, match=r"pip install datapipe\[hashing\]"):
+    with pytest.raises(RuntimeError, match=r'pip install "datapipe-torch\[hashing\]"'):
         _hash.hash_strings_numpy(["a"], None, backend="native")
     # "auto" falls back to numpy: the same bits as before the bindings existed.
     assert _hash.hash_strings_numpy([""], None).view(np.uint64)[0] == 0x9AE16A3B2F90404F

@@ -91,7 +91,7 @@ def test_uint8_inputs_equal_keras(ref, fmt):
     assert as_uint8.dtype == np.uint8
     ours = got.numpy()
     clear = np.abs(ours - np.round(ours)) > 1e-3
-    np.testing.assert_array_equal(np.trunc(ours)[clear], as_uint8[clear])
+    np.testing.assert_array_equal(np.trunc(ours)[clear].astype(np.uint8), as_uint8[clear])
 
 
 def test_hand_computed_tiles_clip_and_interpolation():

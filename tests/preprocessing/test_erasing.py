@@ -12,6 +12,7 @@ import pytest
 import torch
 from _layer_helpers import FORMATS
 from differential import keras
+from harness import assert_changed, assert_within
 
 import preprocessing as pp
 from preprocessing import _regions
@@ -62,8 +63,11 @@ def test_matches_keras_transform_for_the_same_draw(ref, fmt, fill_value):
     draw = params["apply_erasing"].numpy(), params["corners"].numpy(), fill
     expected = ref(keras_erasing, fmt, kw, x.numpy(), *draw)
     got = ours.transform_images(x, params)
-    np.testing.assert_array_equal(got.numpy(), expected)
-    assert not torch.equal(got, x)
+    # The window is exact (integer pixels); the fill is arithmetic (noise * 255, clamped, in
+    # Keras's own order there), so 1 ulp apart on some CPUs (issue 33: 23 of 2,160 values on
+    # an AMD EPYC): within 2 ulps of the largest value, 255.
+    assert_within(got.numpy(), expected, 2 * np.spacing(np.float32(255.0)))
+    assert_changed(got, x)
 
 
 def test_per_channel_fill_matches_keras_channels_last_and_both_formats_agree(ref):
@@ -74,7 +78,7 @@ def test_per_channel_fill_matches_keras_channels_last_and_both_formats_agree(ref
     draw = params["apply_erasing"].numpy(), params["corners"].numpy(), None
     expected = ref(keras_erasing, "channels_last", kw, x.numpy(), *draw)
     got = ours.transform_images(x, params)
-    np.testing.assert_array_equal(got.numpy(), expected)
+    assert_within(got.numpy(), expected, 2 * np.spacing(np.float32(255.0)))
     # channels_first fills channel c with fill_value[c] too (Keras's list broadcasts along
     # the last axis, the width, there): the same image, permuted.
     first = pp.RandomErasing(seed=1, data_format="channels_first", **kw)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from differential import keras
+from harness import assert_within
 
 import preprocessing as pp
 
@@ -67,5 +68,5 @@ def test_max_num_bounding_boxes_matches_keras(ref):
                 "bounding_boxes": {"boxes": boxes, "labels": labels},
             }
         )["bounding_boxes"]
-        np.testing.assert_array_equal(ours["boxes"].numpy(), theirs["boxes"])
+        assert_within(ours["boxes"].numpy(), theirs["boxes"], 0.0)  # kept or padded: copies
         np.testing.assert_array_equal(ours["labels"].numpy(), theirs["labels"])
