@@ -10,8 +10,8 @@ this checkout's, so both run the same pipeline); which one goes first alternates
 round, so a change of load on a shared machine hits both alike. Printed: the median rate
 of each, and the median of the per-round ratios ours / base, with the load average at
 the start and the end. W2 sets torch's and OpenCV's intra-op threads to 1, as ``run.py``
-does, W3 is ``shuffle(10_000) -> batch(128)`` over 200,000 rows of 3 KiB, and LAYERS
-(random layers in ``map``: ``workloads/layers.py``) torch's. Outputs are
+does, and LAYERS (random layers in ``map``: ``workloads/layers.py``) torch's; W3 is
+``shuffle(10_000) -> batch(128)`` over 200,000 rows of 3 KiB. Outputs are
 checked (count, checksum) to be equal between the two (LAYERS: the count; its pixels
 depend on how a checkout keys the layers' draws).
 """
