@@ -54,7 +54,9 @@ def test_readme_python_example_runs() -> None:
 
 def test_readme_preprocessing_example_runs() -> None:
     readme = (ROOT / "README.md").read_text()
-    code = re.findall(r"```python\n(.*?)\n```", readme, flags=re.S)[1]
+    blocks = re.findall(r"```python\n(.*?)\n```", readme, flags=re.S)
+    # the first block that builds a model with layers (the README's layer example)
+    code = next(b for b in blocks if "import preprocessing" in b and "model" in b)
     scope: dict = {}
     exec(compile(code, "README.md", "exec"), scope)
     assert tuple(scope["out"].shape) == (16, 10)
