@@ -160,6 +160,7 @@ def stateless_random_brightness(image: Any, max_delta: float, seed: Any) -> Any:
         True
     """
     fn = "stateless_random_brightness"
+    to_numpy(image, fn)  # refused under this function's name, before any draw
     if max_delta < 0:
         raise ValueError(f"{fn}: max_delta must be non-negative, got {max_delta}")
     delta = generator(seed, fn).uniform(-max_delta, max_delta)
@@ -188,6 +189,7 @@ def stateless_random_contrast(image: Any, lower: float, upper: float, seed: Any)
         dtype('uint8')
     """
     fn = "stateless_random_contrast"
+    to_numpy(image, fn)  # refused under this function's name, before any draw
     _range(lower, upper, fn)
     factor = generator(seed, fn).uniform(lower, upper)
     return adjust_contrast(image, np.float32(factor))
@@ -205,6 +207,7 @@ def stateless_random_saturation(image: Any, lower: float, upper: float, seed: An
         True
     """
     fn = "stateless_random_saturation"
+    to_numpy(image, fn)  # refused under this function's name, before any draw
     _range(lower, upper, fn)
     factor = generator(seed, fn).uniform(lower, upper)
     return adjust_saturation(image, np.float32(factor))
@@ -231,6 +234,7 @@ def stateless_random_hue(image: Any, max_delta: float, seed: Any) -> Any:
         (2, 2, 3)
     """
     fn = "stateless_random_hue"
+    to_numpy(image, fn)  # refused under this function's name, before any draw
     if not 0 <= max_delta <= 0.5:
         raise ValueError(f"{fn}: max_delta must be in [0, 0.5], got {max_delta}")
     delta = generator(seed, fn).uniform(-max_delta, max_delta)
