@@ -114,7 +114,9 @@ def adjust_saturation(image: Any, saturation_factor: float) -> Any:
     arr = to_numpy(image, "adjust_saturation")
     need_channels(arr, "adjust_saturation", 3)
     if saturation_factor < 0:
-        raise ValueError(f"adjust_saturation: saturation_factor must be >= 0, got {saturation_factor}")
+        raise ValueError(
+            f"adjust_saturation: saturation_factor must be >= 0, got {saturation_factor}"
+        )
     hsv = hsv_numpy(_to_float(arr))
     t = hsv.dtype.type
     hsv[..., 1] = np.clip(hsv[..., 1] * t(saturation_factor), t(0), t(1))

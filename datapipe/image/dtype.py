@@ -62,7 +62,8 @@ def convert_numpy(arr: np.ndarray, dtype: np.dtype, saturate: bool = False) -> n
     # whatever ``saturate`` says (tf's result is undefined there; D-IMG-2)
     scaled = arr * src.type(float(np.iinfo(dtype).max) + 0.5)
     info = np.iinfo(dtype)
-    return np.clip(np.nan_to_num(scaled), info.min, info.max).astype(dtype)
+    # clipped in float64: float32(2**31 - 1) rounds up to 2**31, past int32's range
+    return np.clip(np.nan_to_num(scaled).astype(np.float64), info.min, info.max).astype(dtype)
 
 
 def convert_image_dtype(image: Any, dtype: Any, saturate: bool = False) -> Any:

@@ -96,8 +96,8 @@ def test_resize_keeps_the_input_dtype_and_resize_image_stays():
     [
         (lambda: image.resize(IMAGE, (2, 2), method="nearest"),
          "resize: method='nearest' is not supported; only 'bilinear' (tf's default)"),
-        (lambda: image.central_crop(IMAGE, 0.0), "central_crop: central_fraction must be in (0, 1], got 0.0"),
-        (lambda: image.central_crop(IMAGE, 1.5), "central_crop: central_fraction must be in (0, 1], got 1.5"),
+        (lambda: image.central_crop(IMAGE, 0.0), "central_crop: central_fraction must be in (0, 1], got 0.0"),  # noqa: E501
+        (lambda: image.central_crop(IMAGE, 1.5), "central_crop: central_fraction must be in (0, 1], got 1.5"),  # noqa: E501
         (lambda: image.crop_to_bounding_box(IMAGE, -1, 0, 2, 2),
          "crop_to_bounding_box: offsets must be >= 0, got (-1, 0)"),
         (lambda: image.crop_to_bounding_box(IMAGE, 0, 0, 0, 2),
