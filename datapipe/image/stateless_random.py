@@ -42,8 +42,8 @@ def flip_draw(arr: np.ndarray, rng: np.random.Generator, axis: int) -> np.ndarra
     (-2: left-right, -3: up-down) with probability 1/2."""
     if arr.ndim == 3:
         return np.flip(arr, axis) if rng.uniform() < 0.5 else arr
-    flips = rng.uniform(size=arr.shape[0]) < 0.5
     flips = np.asarray(rng.uniform(size=arr.shape[0])) < 0.5
+    return np.where(flips[:, None, None, None], np.flip(arr, axis), arr)
 
 
 def crop_draw(arr: np.ndarray, size: Any, rng: np.random.Generator, fn: str) -> np.ndarray:
