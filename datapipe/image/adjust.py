@@ -32,6 +32,14 @@ __all__ = [
 _F32 = np.dtype(np.float32)
 
 
+def _read(image: Any, fn: str) -> np.ndarray:
+    """``to_numpy``, refusing bool: the adjustments rescale by the dtype's maximum."""
+    arr = to_numpy(image, fn)
+    if arr.dtype.kind == "b":
+        raise ValueError(f"{fn}: image must be integer or float, got dtype bool")
+    return arr
+
+
 def _to_float(arr: np.ndarray) -> np.ndarray:
     if arr.dtype in (np.float16, np.float32):
         return arr
@@ -58,7 +66,7 @@ def adjust_brightness(image: Any, delta: float) -> Any:
         >>> adjust_brightness(np.array([[[0, 100, 250]]], np.uint8), 0.1)
         array([[[ 25, 125, 255]]], dtype=uint8)
     """
-    arr = to_numpy(image, "adjust_brightness")
+    arr = _read(image, "adjust_brightness")
     flt = _to_float(arr)
     out = flt + flt.dtype.type(delta)
     return like(convert_numpy(out, arr.dtype, saturate=True), image)
@@ -84,7 +92,7 @@ def adjust_contrast(images: Any, contrast_factor: float) -> Any:
         >>> adjust_contrast(np.array([[[0.25], [0.75]]], np.float32), 2.0)[..., 0]
         array([[0., 1.]], dtype=float32)
     """
-    arr = to_numpy(images, "adjust_contrast")
+    arr = _read(images, "adjust_contrast")
     flt = _to_float(arr)
     mean = flt.mean(axis=(-3, -2), keepdims=True, dtype=np.float32).astype(flt.dtype)
     out = (flt - mean) * flt.dtype.type(contrast_factor) + mean
@@ -111,7 +119,7 @@ def adjust_saturation(image: Any, saturation_factor: float) -> Any:
         >>> adjust_saturation(np.array([[[1.0, 0.5, 0.0]]], np.float32), 0.5)
         array([[[1.  , 0.75, 0.5 ]]], dtype=float32)
     """
-    arr = to_numpy(image, "adjust_saturation")
+    arr = _read(image, "adjust_saturation")
     need_channels(arr, "adjust_saturation", 3)
     if saturation_factor < 0:
         raise ValueError(
@@ -146,7 +154,7 @@ def adjust_hue(image: Any, delta: float) -> Any:
     """
     if not -1 <= delta <= 1:
         raise ValueError(f"adjust_hue: delta must be in the interval [-1, 1], got {delta}")
-    arr = to_numpy(image, "adjust_hue")
+    arr = _read(image, "adjust_hue")
     need_channels(arr, "adjust_hue", 3)
     hsv = hsv_numpy(_to_float(arr))
     hsv[..., 0] = np.mod(hsv[..., 0] + hsv.dtype.type(delta), hsv.dtype.type(1))
@@ -175,7 +183,7 @@ def adjust_gamma(image: Any, gamma: float = 1, gain: float = 1) -> Any:
     """
     if gamma < 0:
         raise ValueError(f"adjust_gamma: gamma must be >= 0, got {gamma}")
-    arr = to_numpy(image, "adjust_gamma")
+    arr = _read(image, "adjust_gamma")
     flt = _to_float(arr)
     out = flt.dtype.type(gain) * flt ** flt.dtype.type(gamma)
     return like(convert_numpy(out, arr.dtype, saturate=True), image)

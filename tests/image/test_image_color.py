@@ -152,3 +152,14 @@ def test_bad_arguments_are_refused_naming_the_function(call, message):
     with pytest.raises(ValueError) as info:
         call()
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    "name, args",
+    [("adjust_brightness", (0.1,)), ("adjust_contrast", (2.0,)), ("adjust_saturation", (2.0,)),
+     ("adjust_hue", (0.1,)), ("adjust_gamma", (2.0,))],
+)  # fmt: skip
+def test_a_bool_image_is_refused_by_the_adjustments(name, args):
+    with pytest.raises(ValueError) as info:
+        getattr(image, name)(np.zeros((2, 2, 3), bool), *args)
+    assert str(info.value) == f"{name}: image must be integer or float, got dtype bool"
