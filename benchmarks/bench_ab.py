@@ -10,7 +10,8 @@ this checkout's, so both run the same pipeline); which one goes first alternates
 round, so a change of load on a shared machine hits both alike. Printed: the median rate
 of each, and the median of the per-round ratios ours / base, with the load average at
 the start and the end. W2 sets torch's and OpenCV's intra-op threads to 1, as ``run.py``
-does, and LAYERS (random layers in ``map``: ``workloads/layers.py``) torch's. Outputs are
+does, and LAYERS (random layers in ``map``: ``workloads/layers.py``) torch's; W3 is
+``shuffle(10_000) -> batch(128)`` over 200,000 rows of 3 KiB. Outputs are
 checked (count, checksum) to be equal between the two (LAYERS: the count; its pixels
 depend on how a checkout keys the layers' draws).
 """
@@ -34,7 +35,7 @@ import json, sys, time
 sys.path[:0] = [{bench!r}, {root!r}]
 import datapipe as dp
 assert dp.__file__.startswith({root!r}), dp.__file__
-from workloads import layers, w1, w2, w6
+from workloads import layers, w1, w2, w3, w6
 kind = {workload!r}
 if kind == "LAYERS":
     import torch
@@ -54,6 +55,10 @@ elif kind == "W2":
         "random_map(2, executor='process')": w2.run_datapipe(folder, 2, "process"),
         "random_map (sequential)": w2.run_datapipe(folder, None),
     }}
+elif kind == "W3":
+    import numpy as np
+    data = np.random.default_rng(0).random((w3.ROWS, w3.WIDTH), dtype=np.float32)
+    systems = {{"shuffle(10_000).batch(128)": w3.run_datapipe(data)}}
 elif kind == "W6":
     systems = {{
         "map(AUTOTUNE)": w6.run_datapipe(w6.N, dp.AUTOTUNE),
@@ -95,7 +100,7 @@ def _round(root: str, workload: str, only: str) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--base", required=True, help="the other checkout's root")
-    ap.add_argument("--workload", default="W2", choices=["W1", "W2", "W6", "LAYERS"])
+    ap.add_argument("--workload", default="W2", choices=["W1", "W2", "W3", "W6", "LAYERS"])
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--only", default="", help="only the systems whose name contains this")
     args = ap.parse_args()

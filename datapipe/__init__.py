@@ -97,6 +97,12 @@ __all__ = [
     "zip",
 ]
 
+# The user's word that a map function is safe in worker processes (AUTOTUNE then skips its
+# reading: datapipe/parallel/fork_safety.py).
+from datapipe.parallel.fork_safety import process_safe  # noqa: E402
+
+__all__ += ["process_safe"]
+
 # Statistics (Options.stats, Dataset.profile): importing the package installs its iterator hook.
 from datapipe import stats  # noqa: E402
 

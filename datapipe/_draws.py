@@ -86,25 +86,31 @@ class StageDraws:
             global generator, as outside a stage).
         stride, offset: stream index -> position in the random-access source
             (``OpIterator.index_base``); (1, 0) when none lies below.
+
+        refusal: why the stage's elements have no identity here (``datapipe._identity``):
+            a draw then raises ``DrawKeyError`` with it, unless the element's identity was
+            set (``set_identity``: a ``key=`` function). None: positions are identities.
     """
 
-    __slots__ = ("key", "explicit", "stride", "offset")
+    __slots__ = ("key", "explicit", "stride", "offset", "refusal")
 
-    def __init__(self, key: np.ndarray, explicit: bool, base: tuple[int, int] | None = None):
-        self.key, self.explicit = key, explicit
+    def __init__(self, key: np.ndarray, explicit: bool, base: tuple[int, int] | None = None,
+                 refusal: str | None = None):  # fmt: skip
+        self.key, self.explicit, self.refusal = key, explicit, refusal
         self.stride, self.offset = base if base is not None else (1, 0)
 
     def __getstate__(self) -> tuple:
-        return (self.key, self.explicit, self.stride, self.offset)
+        return (self.key, self.explicit, self.stride, self.offset, self.refusal)
 
     def __setstate__(self, state: tuple) -> None:
-        self.key, self.explicit, self.stride, self.offset = state
+        self.key, self.explicit, self.stride, self.offset, self.refusal = state
 
 
 class _Scope:
     """One chunk being computed on this thread (see ``scope``)."""
 
-    __slots__ = ("draws", "out", "first", "indices", "prev", "at", "counts")
+    __slots__ = ("draws", "out", "first", "indices", "prev", "at", "counts", "ident_at",
+                 "ident")  # fmt: skip
 
     def __init__(self, draws: StageDraws, out: list, first: int,
                  indices: Sequence[int] | None, prev: Any):  # fmt: skip
@@ -112,6 +118,8 @@ class _Scope:
         self.prev = prev
         self.at = -1  # len(out) of the element that ``counts`` belong to
         self.counts: dict = {}  # layer seed -> [64 bits, draws taken] for that element
+        self.ident_at = -1  # len(out) of the element whose identity ``ident`` was set
+        self.ident = 0
 
 
 def stage_draws_of(fn: Any) -> StageDraws | None:
@@ -139,13 +147,32 @@ def leave(s: _Scope | None) -> None:
         _SCOPE.scope = s.prev
 
 
+def set_identity(value: int) -> None:
+    """Key the draws of the element this thread is about to compute in a stage by
+    ``value`` (an identity in [0, 2**64): ``datapipe._identity``) instead of its position;
+    nothing outside a stage."""
+    s = getattr(_SCOPE, "scope", None)
+    if s is not None:
+        s.ident_at, s.ident = len(s.out), value
+
+
+class DrawKeyError(RuntimeError):
+    """A random layer drew in a stage whose elements have no identity on this worker
+    (``StageDraws.refusal`` says why and what to pass)."""
+
+
 def position() -> int | None:
     """The position (module docstring) of the element this thread computes in a stage,
-    or None outside one."""
+    or None outside one and where the stage's elements have no identity
+    (``StageDraws.refusal``)."""
     s = getattr(_SCOPE, "scope", None)
     if s is None:
         return None
     k = len(s.out)
+    if s.ident_at == k:  # set by the stage's function wrapper (datapipe._identity)
+        return s.ident
+    if s.draws.refusal is not None:
+        return None
     i = s.first + k if s.indices is None else int(s.indices[k])
     return s.draws.offset + s.draws.stride * i
 
@@ -174,7 +201,8 @@ def element_draw(seed: int | None) -> tuple[int, int] | None:
     if entry is None:
         word1, word3 = (1, 0) if seed is None else (0, int(seed) & _MASK64)
         pos = position()
-        assert pos is not None
+        if pos is None:  # no identity: drawing by this worker's position would repeat
+            raise DrawKeyError(s.draws.refusal)
         bits = int(_keyed_philox(_BITS_LOCAL, s.draws.key, pos, word1, word3).random_raw())
         entry = s.counts[seed] = [bits, 0]
     number = entry[1]

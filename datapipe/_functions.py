@@ -7,6 +7,8 @@ from collections.abc import Callable
 from itertools import starmap
 from typing import Any
 
+import numpy as np
+
 from datapipe._draws import enter, leave
 from datapipe._iterator import OpIterator
 from datapipe._positions import error_from_state, error_to_state
@@ -43,20 +45,66 @@ class ReturnsElement:
     """``fn`` whose result passes through ``as_element``: the function of ``map`` and
     ``random_map`` (what it returns is the element). Picklable when ``fn`` is (process
     workers receive it with cloudpickle). ``stage_draws``: the key random layers called by
-    ``fn`` draw from in a stage (``datapipe._draws``; None: their own streams)."""
+    ``fn`` draw from in a stage (``datapipe._draws``; None: their own streams).
+    ``copies``: ``fn`` receives writable copies of read-only numpy arrays (``writable``):
+    the views of a source's or a cache's arrays that ``from_tensor_slices``,
+    ``from_tensors`` and ``cache`` hand out, which ``torch.from_numpy`` / ``torch.as_tensor``
+    would share with an in-place op."""
 
-    __slots__ = ("fn", "stage_draws")
+    __slots__ = ("fn", "stage_draws", "copies")
 
-    def __init__(self, fn: Callable, stage_draws: Any = None):
-        self.fn, self.stage_draws = fn, stage_draws
+    def __init__(self, fn: Callable, stage_draws: Any = None, copies: bool = False):
+        self.fn, self.stage_draws, self.copies = fn, stage_draws, copies
 
     def keyed(self, stage_draws: Any) -> ReturnsElement:
         """This function, with its draws keyed by ``stage_draws`` (one stage, one epoch)."""
-        return ReturnsElement(self.fn, stage_draws)
+        return ReturnsElement(self.fn, stage_draws, self.copies)
+
+    def copying(self, copies: bool) -> ReturnsElement:
+        """This function, given writable copies of read-only arrays when ``copies``."""
+        return ReturnsElement(self.fn, self.stage_draws, copies)
 
     def __call__(self, *args: Any) -> Any:
+        if self.copies:
+            args = tuple(map(writable, args))
         out = self.fn(*args)
         return tuple(out) if isinstance(out, list) else out
+
+
+def writable(x: Any) -> Any:
+    """``x`` with every read-only numpy array in it (nested in tuples, lists and dicts)
+    replaced by a writable copy; ``x`` itself when it has none. A read-only array is a view
+    of a dataset's source or cache (D-TF-28): ``torch.from_numpy`` of it shares that memory
+    (with a warning), so an in-place op on the tensor would change the source."""
+    if type(x) is np.ndarray:
+        return x if x.flags.writeable else x.copy()
+    if isinstance(x, (tuple, list)):
+        ys = [writable(v) for v in x]
+        if all(a is b for a, b in zip(ys, x)):
+            return x
+        if isinstance(x, tuple) and hasattr(x, "_fields"):  # a namedtuple
+            return type(x)(*ys)
+        return type(x)(ys)
+    if isinstance(x, dict):
+        d = {k: writable(v) for k, v in x.items()}
+        if all(d[k] is v for k, v in x.items()):
+            return x
+        return type(x)(d) if type(x) is not dict else d
+    return x
+
+
+def hands_out_views(ds: Any) -> bool:
+    """Whether elements reaching ``ds``'s output may hold read-only views of a source's or a
+    cache's numpy arrays: a ``from_tensor_slices``, ``from_tensors`` or ``cache`` node
+    below it (a conservative reading: a ``batch`` in between makes new arrays, which
+    ``writable`` then leaves as they are, at the cost of one check an element)."""
+    from datapipe._context import walk
+    from datapipe.ops.cache import CacheDataset
+    from datapipe.sources.tensor_slices import TensorSlicesDataset
+    from datapipe.sources.tensors import TensorsDataset
+
+    kinds = (TensorSlicesDataset, TensorsDataset, CacheDataset)
+    return any(isinstance(n, kinds) for n in walk(ds))
 
 
 def call(fn: Callable, element: Any) -> Any:
@@ -77,6 +125,7 @@ def apply_chunk(
     ``fn`` carries a stage's draw key.
     """
     out: list = []
+    chunk = writable_inputs(fn, chunk)
     scope = enter(fn, out, start_index)
     call = called_through(fn)
     try:
@@ -102,6 +151,15 @@ def called_through(fn: Callable) -> Callable:
     results then go through ``as_elements`` once per chunk (a Python frame less per
     element: W1 ran 1.46x faster); ``fn`` itself otherwise."""
     return fn.fn if type(fn) is ReturnsElement else fn
+
+
+def writable_inputs(fn: Callable, chunk: list) -> list:
+    """``chunk`` as a loop over it calls ``fn`` (``called_through``): with writable copies of
+    read-only arrays when ``fn`` asks for them (``ReturnsElement.copies``), one pass per
+    chunk (a copy in each call cost a Python frame an element too)."""
+    if type(fn) is ReturnsElement and fn.copies:
+        return list(map(writable, chunk))
+    return chunk
 
 
 def as_elements(out: list, fn: Callable, called: Callable) -> list:
@@ -137,20 +195,32 @@ class ElementwiseIterator(OpIterator):
         raise_pending(self)
 
     def _take(self, n: int) -> list:
-        """The next 1..n input elements (the leftover first), or ``[]`` at the end."""
-        if self.leftover:
-            chunk, self.leftover = self.leftover[:n], self.leftover[n:]
-            return chunk
-        return self.inner.next_chunk(n)
+        """The next 1..n input elements (the leftover first), or ``[]`` at the end.
+
+        They stay in ``leftover`` (part of the state) until the call commits what it used
+        (``_commit``, ``_fail``): an interrupt (``KeyboardInterrupt``, ``SystemExit``, a
+        ``GeneratorExit`` from the function) anywhere in between leaves them there, so a
+        state taken after it, or the next call, has them. The elements are read from the
+        input straight into ``leftover`` (a Python return into an attribute store: no
+        signal handler runs between the two)."""
+        if not self.leftover:
+            self.leftover = self.inner.next_chunk(n)
+        chunk = self.leftover
+        return chunk if len(chunk) <= n else chunk[:n]
+
+    def _commit(self, k: int) -> None:
+        """The first ``k`` elements ``_take`` returned are consumed (one statement: an
+        interrupt lands before or after it). Callers return right after it."""
+        self.count, self.leftover = self.count + k, self.leftover[k:]
 
     def _fail(
         self, chunk: list, j: int, out: list, err: BaseException, cause: BaseException | None
     ) -> list:
         """``chunk[j]`` failed with ``err``: keep the rest of the chunk, then raise ``err``
         now when nothing good came before it, else return ``out`` and raise it next call."""
-        self.count += j + 1
-        self.leftover = chunk[j + 1 :] + self.leftover
-        self.pending = err
+        # ``chunk`` is the head of ``leftover`` (``_take``): one statement commits the
+        # elements up to the failing one and the failure.
+        self.count, self.leftover, self.pending = self.count + j + 1, self.leftover[j + 1 :], err
         del err  # no local may keep it (see raise_pending)
         if not out:
             raise_pending(self, cause=cause)
@@ -172,12 +242,9 @@ class ElementwiseIterator(OpIterator):
                 except Exception as e:  # noqa: BLE001 - located and handed to the consumer
                     # No local for the error: e's traceback keeps this frame (a cycle).
                     return self._fail(chunk, j, out, annotate(self.op_name, self.count + j, e), e)
-                except BaseException:  # Ctrl-C, SystemExit: a state now has the chunk
-                    self.leftover = chunk + self.leftover
-                    raise
                 if kept:
                     out.append(x)
-            self.count += len(chunk)
+            self._commit(len(chunk))  # an interrupt before it: the chunk is in leftover
             if out:
                 return out
 

@@ -197,6 +197,15 @@ class Iterator:
             ``datapipe.distribute.elastic``).
         close(): stop every thread the pipeline started; also on ``with`` exit, on garbage
             collection, and when the consumer's loop is broken out of and the iterator dropped.
+
+    Interrupts: a ``KeyboardInterrupt`` or ``SystemExit`` (a signal handler's, or raised by
+    a map function; also a function's ``GeneratorExit``) that lands inside ``next()``
+    closes the pipeline and reaches the caller as it is; ``state_dict()`` then describes
+    exactly the elements delivered, wherever it landed (inside or outside the functions,
+    as a stage starts), so a resume delivers every element once (docs/architecture.md,
+    "Checkpoints"). An interrupt that lands in the caller's own code after ``next()``
+    returned, before it stored the element (``x = next(it)``), is the caller's: a ``for``
+    loop stores it first.
     """
 
     def __init__(self, root: OpIterator, epoch: tuple, dataset: Any, ctx: Any = None):
@@ -210,9 +219,11 @@ class Iterator:
         self._buf: list = []
         self._pos = 0
         self._chunk = 1
-        # Elements the root has produced this epoch (an elastic resume weighs what a state
-        # still holds inside its ops by it: datapipe.distribute.elastic).
-        self._produced = 0
+        # Elements the root produced this epoch before the chunk in ``_buf`` (``_produced``
+        # adds it: an elastic resume weighs what a state still holds inside its ops by it,
+        # datapipe.distribute.elastic). Kept apart from the buffer's length so that no
+        # interrupt can land between storing a chunk and counting it (``_refill``).
+        self._produced_before = 0
         # Without a buffer the user asked for, a source such as a generator fed by the
         # training loop must never be asked for an element before the consumer needs it.
         self._read_ahead = read_ahead_allowed(dataset)
@@ -226,6 +237,15 @@ class Iterator:
         # it raised); None while open.
         self._state_at_close: tuple[dict | None, BaseException | None] | None = None
         self._finalizer = weakref.finalize(self, root.close)
+
+    @property
+    def _produced(self) -> int:
+        """Elements the root has produced this epoch, the buffered chunk included."""
+        return self._produced_before + len(self._buf)
+
+    @_produced.setter
+    def _produced(self, value: int) -> None:  # set after ``_buf`` (a restore)
+        self._produced_before = int(value) - len(self._buf)
 
     @property
     def element_spec(self) -> Any:
@@ -288,6 +308,28 @@ class Iterator:
             raise err from cause
         if self._root.closed:
             raise StopIteration
+        try:
+            return self._refill_open()
+        except BaseException as e:
+            # Ops locate their own errors (op, element index, file); here we only make sure
+            # an interrupt, or a stage that cannot go on, stops every thread and process
+            # the pipeline started (while the error may stay referenced, as in a notebook).
+            if isinstance(e, WorkerDiedError):
+                self._broken = (type(e), e.args, e.__cause__)
+            if isinstance(e, WorkerDiedError) or not isinstance(e, Exception):
+                self.close()  # KeyboardInterrupt, SystemExit, a dead worker
+            raise
+
+    def _refill_open(self) -> Any:
+        """``_refill`` on an open chain: the next chunk from the root, its first element.
+
+        The hand-over is exact wherever an interrupt (a signal handler's
+        ``KeyboardInterrupt`` or ``SystemExit``) lands: the consumed chunk is let go of and
+        counted in one statement; the new chunk is stored the moment the root returns it (a
+        Python return into an attribute store: no signal handler runs between the two); from
+        then on the state (``_buf[_pos:]``, its ``pending``) holds it until it is delivered,
+        and nothing here clears it. An interrupt inside the root's call leaves the chain as
+        it was before the call (each op puts back what it took)."""
         if _profiler_records():  # torch.profiler: the stages' ranges on its timeline
             from datapipe.stats.torch_ranges import instrument
 
@@ -298,26 +340,13 @@ class Iterator:
 
             uninstrument(self)
             self._ranged = False
-        try:
-            # Let go of the consumed chunk first: two chunks of large batches alive at once
-            # would double this buffer's share of the peak memory.
-            self._buf = []
-            t0 = time.perf_counter()
-            self._buf = self._root.next_chunk(self._chunk)
-            dt = time.perf_counter() - t0
-            self._produced += len(self._buf)
-        except BaseException as e:
-            # Ops locate their own errors (op, element index, file); here we only make sure
-            # an interrupt, or a stage that cannot go on, stops every thread and process
-            # the pipeline started (while the error may stay referenced, as in a notebook).
-            self._buf, self._pos = [], 0
-            if isinstance(e, WorkerDiedError):
-                self._broken = (type(e), e.args, e.__cause__)
-            if isinstance(e, WorkerDiedError) or not isinstance(e, Exception):
-                self.close()  # KeyboardInterrupt, SystemExit, a dead worker
-            raise
+        # Let go of the consumed chunk first: two chunks of large batches alive at once
+        # would double this buffer's share of the peak memory.
+        self._produced_before, self._buf, self._pos = self._produced, [], 0
+        t0 = time.perf_counter()
+        self._buf = self._root.next_chunk(self._chunk)
+        dt = time.perf_counter() - t0
         if not self._buf:
-            self._pos = 0
             # The end of the data: stop the pipeline's threads and processes now, as
             # DataLoader's iterator shuts its workers down (worker processes used to stay
             # until close() or GC; a notebook holding `it` kept them and their memory).

@@ -68,18 +68,34 @@ class RandomAccessIterator(OpIterator):
         self.index = 0
         self.length = len(ra)
         self.pending: BaseException | None = None
+        # Source indices that are not linear in the requested ones (a shuffling file
+        # list's, an auto-sharding share's after an elastic resume): the identities a
+        # map above draws by (datapipe._identity), per chunk.
+        linear = hasattr(ra, "index_base")
+        self._ids_of = None if linear else getattr(ra, "identities", None)
+        self._last: Any = None
 
     def next_chunk(self, n: int) -> list:
         raise_pending(self)
+        start = self.index
         stop = min(self.index + n, self.length)
         if stop <= self.index:
             return []
         try:
             out = self.ra.get_many(range(self.index, stop), self.epoch)
         except Exception:  # noqa: BLE001 - located below
-            return self._one_by_one(stop)
-        self.index = stop
+            out = self._one_by_one(stop)
+        else:
+            self.index = stop
+        if self._ids_of is not None:  # the delivered elements: the first len(out) asked
+            self._last = self._ids_of(range(start, start + len(out)), self.epoch)
         return out
+
+    def carries_ids(self) -> bool:
+        return self._ids_of is not None
+
+    def last_ids(self) -> Any:
+        return self._last
 
     def _one_by_one(self, stop: int) -> list:
         """After a failed chunk: deliver the good elements before the failing one, then its
@@ -99,7 +115,7 @@ class RandomAccessIterator(OpIterator):
 
     def index_base(self) -> tuple[int, int] | None:
         # A view such as shard's maps its indices onto the source's: it says so itself.
-        return getattr(self.ra, "index_base", (1, 0))
+        return getattr(self.ra, "index_base", None if self._ids_of is not None else (1, 0))
 
     def get_state(self) -> dict:
         if self.pending is None:  # the usual case: the state is one integer
@@ -129,7 +145,7 @@ def _view(dataset: Any) -> RandomAccess:
     from datapipe.distribute.context import process_level, resolve_worker_context
     from datapipe.errors import RandomAccessError
 
-    with process_level():
+    with process_level(), sharded_by_sampler(dataset):
         worker = resolve_worker_context(dataset.options)
         key = (worker.index, worker.count)
         cached = dataset.__dict__.get("_ra_view")
@@ -187,3 +203,46 @@ def get_items(dataset: Any, indices: Sequence[Any]) -> list:
     ra = _view(dataset)
     n = len(ra)
     return ra.get_many([_position(i, n) for i in indices], FIRST_EPOCH)
+
+
+# ---- another owner of sharding: a DistributedSampler over ds ---------------------------------
+def note_outer_sharder(dataset: Any, name: str | None) -> None:
+    """``len(dataset)`` was called by ``name`` (``context.outer_sharder``): a sampler or
+    loader that hands each rank its own indices. A ``DistributedSampler`` (torch's, the
+    one Lightning injects) calls ``len`` when it is built, before any loader worker starts:
+    datapipe steps aside, and this object's ``len``/``ds[i]`` cover the whole dataset from
+    then on (in the workers too: the mark is in its ``__dict__``). Accelerate's ``prepare``
+    reads ``len`` only once its loader's workers may already run with the rank's view, so
+    it is refused with the fix. Nothing happens when datapipe would not shard by rank."""
+    from datapipe.distribute.auto_shard import AutoShardPolicy
+    from datapipe.distribute.context import resolve_process
+    from datapipe.errors import AutoShardError
+
+    if name is None or dataset.__dict__.get("_sampler_shards"):
+        return
+    options = dataset.options
+    if options.distribute.auto_shard_policy == AutoShardPolicy.OFF:
+        return
+    if resolve_process(options)[1] == 1:
+        return
+    if not name.startswith("accelerate."):
+        dataset.__dict__["_sampler_shards"] = name
+        dataset.__dict__.pop("_ra_view", None)
+        return
+    raise AutoShardError(
+        f"{name} (Accelerate's prepare) shards this map-style Dataset's indices by rank, "
+        "and datapipe's auto-sharding already gives each rank its share: pass "
+        "ds.with_options(dp.Options(distribute=dp.DistributeOptions(auto_shard_policy="
+        "dp.AutoShardPolicy.OFF))) to the DataLoader, or hand Accelerate "
+        "ds.as_torch_dataset() (datapipe then steps aside)"
+    )
+
+
+def sharded_by_sampler(dataset: Any) -> Any:
+    """The context in which ``dataset``'s length and elements are read: the whole index
+    space when a sampler shards it (``note_outer_sharder``), else nothing changes."""
+    from contextlib import nullcontext
+
+    from datapipe.distribute.context import whole_index_space
+
+    return whole_index_space() if dataset.__dict__.get("_sampler_shards") else nullcontext()

@@ -22,12 +22,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-# A URL inside a message: a scheme, "://", then up to whitespace, a quote or a bracket
+# Where a URL starts inside a message: a scheme and "://". Every start is redacted on its
+# own, so a URL inside another one (a redirect parameter, two URLs joined by "," or "|")
+# loses its secrets too.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+# The authority ends at the path, query or fragment, or where the URL itself ends in a
+# message (whitespace, a double quote, an angle bracket). Not at "'" or "(": RFC 3986's
+# user info may hold every sub-delim ("!$&'()*+,;="), ":" and (unescaped, in practice) "@".
+_AUTHORITY_END = re.compile(r"[/?#\s\"<>\\]")
+# The rest of the URL (path, query, fragment): up to whitespace, a quote or a bracket
 # (messages quote paths with repr()).
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>()\[\]]*")
-# The authority's user info: everything up to the last "@" before the path/query/fragment
-# (a password may hold an unescaped "@").
-_USERINFO = re.compile(r"^([^:]+://)[^/?#]*@")
+_REST = re.compile(r"[^\s'\"<>()\[\]]*")
 _SECRET_NAMES = ("sig", "token", "key", "secret", "pass", "pwd", "auth", "credential", "session")
 _PARAM = re.compile(
     r"(^|[&;])([^=&;#]*(?:" + "|".join(_SECRET_NAMES) + r")[^=&;#]*=)([^&;#]*)", re.IGNORECASE
@@ -35,14 +40,27 @@ _PARAM = re.compile(
 MASK = "***"
 
 
-def _redact_one(match: re.Match) -> str:
-    url = _USERINFO.sub(r"\1" + MASK + "@", match.group(0))
-    head, sep, query = url.partition("?")
+def _redact_query(rest: str) -> str:
+    head, sep, query = rest.partition("?")
     if not sep:
-        return url
+        return rest
     query, hash_, fragment = query.partition("#")
     query = _PARAM.sub(lambda m: m.group(1) + m.group(2) + MASK, query)
     return head + sep + query + hash_ + fragment
+
+
+def _redact_at(text: str, start: int, end: int) -> str:
+    """``text`` with the URL whose scheme spans ``text[start:end]`` redacted: its user info
+    (up to the last "@" of the authority) and its secret query values."""
+    stop = _AUTHORITY_END.search(text, end)
+    authority_end = stop.start() if stop else len(text)
+    at = text.rfind("@", end, authority_end)
+    if at >= 0:
+        text = text[:end] + MASK + text[at:]
+        authority_end -= at - end - len(MASK)
+    rest = _REST.match(text, authority_end)
+    assert rest is not None  # the pattern matches the empty string
+    return text[: rest.start()] + _redact_query(rest.group(0)) + text[rest.end() :]
 
 
 def redact_url(text: str) -> str:
@@ -54,12 +72,19 @@ def redact_url(text: str) -> str:
         'https://***@host:8080/a/b.tar?X-Amz-Signature=***&part=1'
         >>> redact_url("cannot open 's3://bucket/x.tfrecord?token=t0k'")
         "cannot open 's3://bucket/x.tfrecord?token=***'"
+        >>> redact_url("https://h/a?next=https://u:p(w@h2/b,https://o'k:x@h3/c")
+        'https://h/a?next=https://***@h2/b,https://***@h3/c'
         >>> redact_url("/data/train-0001.tar")
         '/data/train-0001.tar'
     """
     if not isinstance(text, str) or "://" not in text:
         return text
-    return _URL.sub(_redact_one, text)
+    # Right to left: redacting a URL changes only the text after its scheme, so the starts
+    # found before it stay where they are; an outer URL re-reads an inner one already masked
+    # (masking is idempotent).
+    for match in reversed(list(_SCHEME.finditer(text))):
+        text = _redact_at(text, match.start(), match.end())
+    return text
 
 
 def _chain_leaks(e: BaseException | None) -> bool:

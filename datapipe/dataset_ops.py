@@ -215,7 +215,13 @@ class Dataset:
         return self.__dict__.get("_seed")
 
     def __len__(self) -> int:
-        n = self.cardinality()
+        # A DistributedSampler (or Accelerate) asking: one owner of sharding (issue 32).
+        from datapipe._random_access import note_outer_sharder, sharded_by_sampler
+        from datapipe.distribute.context import outer_sharder
+
+        note_outer_sharder(self, outer_sharder())
+        with sharded_by_sampler(self):
+            n = self.cardinality()
         if n == INFINITE_CARDINALITY:
             raise TypeError(f"{self._name}: the dataset is infinite")
         if n == UNKNOWN_CARDINALITY:
@@ -248,9 +254,12 @@ class Dataset:
 
         As a torch map-style dataset: ``torch.utils.data.DataLoader(ds, batch_size=...,
         shuffle=True, num_workers=...)`` reads it through ``len(ds)`` and
-        ``__getitems__`` (one batched read per batch); the sampler's shuffling works. Do
-        not add a ``DistributedSampler`` under auto-sharding (each rank already has its
-        share), or turn auto-sharding off (``AutoShardPolicy.OFF``) to use one.
+        ``__getitems__`` (one batched read per batch); the sampler's shuffling works. A
+        ``DistributedSampler`` over ``ds`` (the one Lightning injects too) shards it
+        instead of auto-sharding: it calls ``len(ds)`` when it is built, and from then on
+        ``len(ds)`` and ``ds[i]`` of that object cover the whole dataset (one owner of
+        sharding). Accelerate's ``prepare`` over it is refused (``AutoShardError``,
+        naming ``AutoShardPolicy.OFF`` or ``as_torch_dataset()`` as the fix).
 
         Raises:
             RandomAccessError (a TypeError): an op of the pipeline does not keep random
@@ -487,10 +496,12 @@ class Dataset:
         deterministic: bool | None = None,
         name: str | None = None,
         executor: str | None = None,
+        key: Callable | None = None,
     ) -> Dataset:
         from datapipe.ops.map import MapDataset
 
-        return MapDataset(self, map_func, num_parallel_calls, deterministic, name, executor)
+        return MapDataset(self, map_func, num_parallel_calls, deterministic, name, executor,
+                          key=key)  # fmt: skip
 
     def random_map(
         self,
@@ -499,10 +510,12 @@ class Dataset:
         num_parallel_calls: int | None = None,
         deterministic: bool | None = None,
         executor: str | None = None,
+        key: Callable | None = None,
     ) -> Dataset:
         from datapipe.ops.random_map import RandomMapDataset
 
-        return RandomMapDataset(self, map_func, seed, num_parallel_calls, deterministic, executor)
+        return RandomMapDataset(self, map_func, seed, num_parallel_calls, deterministic, executor,
+                                key=key)  # fmt: skip
 
     def filter(self, predicate: Callable) -> Dataset:
         from datapipe.ops.filter import FilterDataset
@@ -758,7 +771,7 @@ class Dataset:
     ) -> Dataset:
         from datapipe.ops.snapshot import SnapshotDataset
 
-        return SnapshotDataset(self, path, compression, reader_func, shard_func)
+        return SnapshotDataset(self, path, compression, reader_func, shard_func, name)
 
     def with_options(self, options: Options) -> Dataset:
         from datapipe.ops.with_options import OptionsDataset
@@ -781,9 +794,12 @@ class Dataset:
         """This pipeline as a ``torch.utils.data.IterableDataset`` for a ``DataLoader``.
 
         Returns a ``datapipe.TorchIterableDataset``: each loader worker (and each
-        distributed rank) reads its own share through auto-sharding, ``set_epoch`` sets the
-        epoch, and ``state_dict()`` / ``load_state_dict()`` checkpoint the position exactly
-        (elastic across world sizes). Its class docstring has the details and an example.
+        distributed rank) reads its own share through auto-sharding, unless Accelerate's
+        ``prepare`` shards it (then datapipe steps aside); each new pass is the next epoch
+        without a ``set_epoch`` call (``set_epoch`` still sets it); a ``DataLoader``'s
+        ``len()`` over it is exact; ``spawn``/``forkserver`` loader workers take lambdas;
+        ``state_dict()`` / ``load_state_dict()`` checkpoint the position exactly (elastic
+        across world sizes). Its class docstring has the details and an example.
         Imports torch (this method's module does not, so ``import datapipe`` stays light).
         """
         from datapipe.distribute.torch_dataset import TorchIterableDataset

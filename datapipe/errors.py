@@ -107,6 +107,33 @@ class CardinalityError(PipelineBrokenError):
     (tf.data raises ``FailedPreconditionError``). Never dropped by ``ignore_errors``."""
 
 
+class FingerprintError(DatapipeError, TypeError):
+    """``snapshot`` cannot fingerprint its input pipeline: a function or argument reaches an
+    object whose state cannot be read (no attributes, and pickle cannot save it), so a
+    change in it would not change the snapshot's directory and a later pass would serve
+    stale elements. Pass ``name=`` to ``snapshot`` to key the snapshot yourself.
+
+    Attributes:
+        where: how the object was reached from the pipeline (e.g. ``"map._func > closure
+            'gen'"``).
+        type_name: the object's class, ``module.QualName``.
+    """
+
+    def __init__(self, where: str, type_name: str, reason: str | None = None):
+        self.where, self.type_name, self.reason = where, type_name, reason
+        why = reason or (
+            f"{where} is a {type_name} object, whose state cannot be read (no attributes, "
+            "and pickle cannot save it), so a change in it would still serve the old snapshot"
+        )
+        super().__init__(
+            f"snapshot: cannot fingerprint the input pipeline: {why}; pass name='...' to "
+            "snapshot() to key the snapshot by a name you change when the pipeline changes"
+        )
+
+    def __reduce__(self):
+        return (FingerprintError, (self.where, self.type_name, self.reason))
+
+
 class WorkerContextError(DatapipeError, ValueError):
     """Malformed or contradictory worker settings (environment, options, process group)."""
 

@@ -8,7 +8,9 @@ default (one package default, ``image_data_format()`` / ``set_image_data_format(
 created afterwards follow), vectorised over the batch on the input's device, identity in
 ``eval()`` for the random layers, JSON configs (``get_config`` / ``from_config`` /
 ``layer_from_config``), state in ``state_dict``, and exportable with ``torch.export`` in
-``eval()`` mode. Dict inputs with Keras 3's keys (``images``, ``labels``,
+``eval()`` mode, and whole models holding them load with ``torch.load``'s
+``weights_only=True`` (``safe_globals``). Every layer and ``Pipeline`` take Keras's
+``training=`` call keyword. Dict inputs with Keras 3's keys (``images``, ``labels``,
 ``bounding_boxes``, ``segmentation_masks``) plus ``keypoints`` receive one draw per sample
 (``Layer``); dtype policies follow Keras's names (``set_dtype_policy``).
 """
@@ -52,6 +54,8 @@ from .resized_crop import RandomResizedCrop
 from .resizing import CenterCrop, Resizing
 from .rotation import RandomRotation
 from .saturation import RandomSaturation
+from .saving import register_safe_globals as _register_safe_globals
+from .saving import safe_globals
 from .sharpness import RandomSharpness
 from .shear import RandomShear
 from .solarization import Solarization
@@ -59,6 +63,10 @@ from .spectrogram import MelSpectrogram, STFTSpectrogram
 from .text_vectorization import TextVectorization
 from .translation import RandomTranslation
 from .zoom import RandomZoom
+
+# After every layer module is imported: the classes torch.load(weights_only=True) may
+# rebuild (preprocessing.saving).
+_register_safe_globals()
 
 __all__ = [
     "AffineLayer",
@@ -115,6 +123,7 @@ __all__ = [
     "dtype_policy",
     "image_data_format",
     "layer_from_config",
+    "safe_globals",
     "serialize_layer",
     "set_dtype_policy",
     "set_image_data_format",

@@ -213,7 +213,7 @@ def _len33to64(b: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
     return _hash_len16(rotr(e + f, 43) + rotr(g, 30) + h, e + rotr(f + a, 18) + g, mul)
 
 
-def _weak32(b: torch.Tensor, off: torch.Tensor, a: torch.Tensor, bb: torch.Tensor) -> tuple:
+def _weak32(b: torch.Tensor, off: Any, a: torch.Tensor, bb: torch.Tensor) -> tuple:
     w, x, y, z = (_fetch(b, off + k) for k in (0, 8, 16, 24))
     a = a + w
     bb = rotr(bb + a + z, 21)
@@ -234,14 +234,14 @@ def _len_over64(b: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
     x = x * K2 + _fetch(b, 0)
     blocks = (n - 1) // 64  # rows with n > 64 run at least one
     for i in range(int(blocks.max())):
-        s = zero + 64 * i
-        nx = rotr(x + y + v1 + _fetch(b, s + 8), 37) * K1
-        ny = rotr(y + v2 + _fetch(b, s + 48), 42) * K1
+        at = 64 * i  # the same offset in every row: a column read, no gather
+        nx = rotr(x + y + v1 + _fetch(b, at + 8), 37) * K1
+        ny = rotr(y + v2 + _fetch(b, at + 48), 42) * K1
         nx = nx ^ w2
-        ny = ny + v1 + _fetch(b, s + 40)
+        ny = ny + v1 + _fetch(b, at + 40)
         nz = rotr(z + w1, 33) * K1
-        nv1, nv2 = _weak32(b, s, v2 * K1, nx + w1)
-        nw1, nw2 = _weak32(b, s + 32, nz + w2, ny + _fetch(b, s + 16))
+        nv1, nv2 = _weak32(b, at, v2 * K1, nx + w1)
+        nw1, nw2 = _weak32(b, at + 32, nz + w2, ny + _fetch(b, at + 16))
         nx, nz = nz, nx
         go = blocks > i
         x, y, z = (_where(go, new, old) for new, old in ((nx, x), (ny, y), (nz, z)))
@@ -316,7 +316,7 @@ def siphash24(
     else:
         blocks = int(full.max()) if len(n) else 0
     for i in range(blocks):
-        m = _fetch(b, zero + 8 * i)
+        m = _fetch(b, 8 * i)  # the same offset in every row: a column read
         u0, u1, u2, u3 = v0, v1, v2, v3 ^ m
         for _ in range(2):
             u0, u1, u2, u3 = _sip_round(u0, u1, u2, u3)
@@ -395,8 +395,47 @@ def hash_strings_numpy(
             )
     if len(strings) == 0:
         return np.zeros(0, dtype=np.int64)
-    b, n = strings_to_bytes(strings, encoding)
-    return hash_bytes(b, n, salt)
+    if isinstance(strings, np.ndarray) and strings.dtype.kind == "U":
+        flat = strings.reshape(-1)
+        chars = flat.dtype.itemsize // 4
+        if chars <= _WIDE:  # words: ASCII rows convert without a Python loop, by row chunks
+            rows = _CHUNK_BYTES // (max(chars, 8) + 8)
+            parts = [_ascii_bytes(flat[i : i + rows], encoding) for i in range(0, len(flat), rows)]
+            if all(p is not None for p in parts):
+                return np.concatenate([hash_bytes(b, n, salt) for b, n in parts])  # type: ignore[misc]
+        strings = flat.tolist()
+    encoded = [s if isinstance(s, bytes) else str(s).encode(encoding) for s in strings]
+    return _hash_encoded(encoded, salt)
+
+
+# The bytes of one padded matrix that the numpy code hashes at once (its ``byte_words`` take
+# 8x that): strings are grouped by length, so one long string among many words is never
+# padded to (it costs its own length, not the batch's size times it).
+_CHUNK_BYTES = 1 << 20
+_WIDE = 64  # a U array wider than this goes through the grouping by length
+
+
+def _hash_encoded(encoded: list[bytes], salt: Sequence[int] | None) -> np.ndarray:
+    """``hash_bytes`` of each byte string, grouped by length into matrices of at most
+    ``_CHUNK_BYTES`` (one row at least)."""
+    lengths = np.fromiter((len(b) for b in encoded), dtype=np.int64, count=len(encoded))
+    widths = np.maximum(lengths, 8) + 8  # strings_to_bytes's row width
+    if int(widths.max()) * len(encoded) <= _CHUNK_BYTES:
+        return hash_bytes(*strings_to_bytes(encoded), salt)
+    order = np.argsort(lengths, kind="stable")
+    widths = widths[order]
+    out = np.empty(len(encoded), dtype=np.int64)
+    start = 0
+    while start < len(order):
+        # Rows [start, start + k): the matrix is k x widths[start + k - 1] (sorted), which
+        # grows with k; the largest k within the budget, at least 1.
+        most = min(max(1, _CHUNK_BYTES // int(widths[start])), len(order) - start)
+        cost = np.arange(1, most + 1) * widths[start : start + most]
+        k = max(1, int(np.searchsorted(cost, _CHUNK_BYTES, side="right")))
+        rows = order[start : start + k]
+        out[rows] = hash_bytes(*strings_to_bytes([encoded[i] for i in rows]), salt)
+        start += k
+    return out
 
 
 def hash_strings(

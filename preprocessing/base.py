@@ -147,6 +147,46 @@ def _takes_any_batch(fn: Any, unbatch: bool) -> Any:
     return draw
 
 
+# Keras's ``training`` argument of a call (``layer(x, training=...)``): the value given to
+# the innermost enclosing layer call that gave one, as Keras's call context hands it to
+# nested layers (keras/src/layers/layer.py, ``CallContext``). Per thread: a layer shared by a
+# pipeline's worker threads sees each thread's own call, and no module's ``training``
+# attribute is changed (which another thread would see). Dynamo traces the attribute (it
+# guards on it), so a compiled layer takes the keyword too.
+_CALL = threading.local()
+
+
+def call_training(layer: torch.nn.Module) -> bool:
+    """Whether ``layer`` runs in training mode now: the ``training=`` of the innermost
+    enclosing layer call that gave one (Keras's call context), else ``layer.training``
+    (``train()`` / ``eval()``)."""
+    mode = getattr(_CALL, "training", None)
+    return layer.training if mode is None else mode
+
+
+def _takes_training(fn: Any) -> Any:
+    """``fn`` (a layer's ``forward``) taking Keras's ``training=`` keyword: True or False
+    runs the call (and every layer it calls) in that mode whatever ``train()`` / ``eval()``
+    set; None (the default) follows each layer's own mode. Wrapped once per class by
+    ``Layer.__init_subclass__``, so every layer's ``forward`` takes it; a deterministic
+    layer has nothing that depends on it (Keras's deterministic layers ignore it too)."""
+
+    @functools.wraps(fn)
+    def forward(self: Layer, *args: Any, training: Any = None, **kwargs: Any) -> Any:
+        if training is None:
+            return fn(self, *args, **kwargs)
+        training = check_bool(self, "training", training)
+        outer = getattr(_CALL, "training", None)
+        _CALL.training = training
+        try:
+            return fn(self, *args, **kwargs)
+        finally:
+            _CALL.training = outer
+
+    forward._takes_training = True  # type: ignore[attr-defined]
+    return forward
+
+
 def _seed_generator(layer: Layer, seed: Any) -> Any:
     """A direct hook call's ``seed=`` as the generator its draw reads."""
     if isinstance(seed, (torch.Generator, np.random.Generator)):
@@ -195,6 +235,24 @@ class Layer(torch.nn.Module):
     (``_eval_params`` returns None) unless it overrides ``_eval_params`` (RandomCrop
     centre-crops). ``torch.channels_last`` memory format of a batch is kept.
 
+    **Keras's ``training=`` keyword.** Every layer's ``forward`` (its own or this one) also
+    takes ``training=None | True | False``, as Keras's ``layer(x, training=...)``: False
+    runs a random layer as in ``eval()`` (the identity, or its ``_eval_params``) even in
+    ``train()`` mode, True draws and transforms even in ``eval()``, None (the default)
+    follows ``self.training``. The value holds for every layer the call runs (a
+    ``Pipeline``'s, a composite layer's), in the calling thread only, and changes no
+    module's ``training`` attribute; deterministic layers accept and ignore it. A layer
+    of one's own that branches on the mode reads ``call_training(self)`` (this module),
+    not ``self.training``, to follow the keyword. Anything but a bool or None raises
+    ``ValueError``. Example:
+
+        >>> import torch
+        >>> from preprocessing import RandomFlip
+        >>> x = torch.arange(4.0).view(1, 1, 1, 4)
+        >>> flip = RandomFlip(seed=2)  # train() mode: draws
+        >>> flip(x, training=False).tolist(), flip.eval()(x, training=True).tolist()
+        ([[[[0.0, 1.0, 2.0, 3.0]]]], [[[[3.0, 2.0, 1.0, 0.0]]]])
+
     **Keras's base-layer arguments** (``**kwargs`` of every layer, as Keras's ``Layer``
     takes them): ``name`` (a str, kept as ``layer.name`` and in the config; None by
     default), ``trainable`` and ``autocast`` (bools, checked and ignored: the layers have
@@ -240,6 +298,9 @@ class Layer(torch.nn.Module):
             fn = cls.__dict__.get(hook)
             if fn is not None and not hasattr(fn, "__wrapped__"):
                 setattr(cls, hook, _takes_any_batch(fn, unbatch=hook == "transform_images"))
+        forward = cls.__dict__.get("forward")
+        if forward is not None and not getattr(forward, "_takes_training", False):
+            cls.forward = _takes_training(forward)  # type: ignore[method-assign]
 
     def __init__(
         self, data_format: str | None = None, dtype: str | None = None, **kwargs: Any
@@ -517,7 +578,7 @@ class Layer(torch.nn.Module):
         return getattr(fn, "__wrapped__", fn)(self, batch, *args)
 
     def _params(self, batch: torch.Tensor, generator: Any) -> Any:
-        if self._random and not self.training:
+        if self._random and not call_training(self):
             params = self._eval_params(batch)
         else:
             params = self._call_hook("get_random_transformation", batch, generator)
@@ -609,6 +670,7 @@ def check_layout(layer: Layer, batch: torch.Tensor, single: bool = False) -> Non
 # and inputs as a subclass's do.
 for _hook in _BATCHED_HOOKS:
     setattr(Layer, _hook, _takes_any_batch(Layer.__dict__[_hook], _hook == "transform_images"))
+Layer.forward = _takes_training(Layer.__dict__["forward"])  # type: ignore[method-assign]
 
 
 def _check_seed(layer: Layer, seed: Any) -> None:
@@ -634,12 +696,13 @@ class RandomLayer(Layer):
     ``SeedGenerator``'s state), so a model restored from a checkpoint continues its stream
     (a checkpoint without it loads too, keeping the layer's count); a pickled or
     deep-copied layer starts afresh from its seed. In ``eval()`` mode the layer is the
-    identity (apart from the dtype policy), like Keras's ``training=False``.
+    identity (apart from the dtype policy), like Keras's ``training=False``; the call
+    keyword ``training=`` overrides the mode for one call (``Layer``).
 
     Inside a pipeline stage (the function of ``Dataset.map`` or ``Dataset.random_map``, on
     any executor) a layer called without ``generator`` draws by the element instead: draw
     ``c`` of this element is ``hashed_uniform(bits, c)``, with ``bits`` a pure function of
-    (layer seed, the stage's key, the element's position; ``datapipe._draws``), so
+    (layer seed, the stage's key, the element's identity; ``datapipe._draws``), so
     ``ds.map(torch.nn.Sequential(RandomFlip(seed=1), RandomRotation(0.1, seed=2)),
     num_parallel_calls=N)`` gives the same bits for every ``N``, ``AUTOTUNE``, thread or
     process workers, ``deterministic=False`` (each element's own draws), two runs,
@@ -658,6 +721,16 @@ class RandomLayer(Layer):
     generators are keyed by it too). The draw scope is the stage thread's: a layer the
     stage's function runs on a thread of its own (a ``ThreadPoolExecutor`` inside the
     function) draws from its counter, in that thread's order.
+
+    The element's identity (``datapipe._identity``; docs/architecture.md, "The element's
+    identity") is, in order: the map's ``key=`` function of the element; its index in the
+    random-access source; the identity carried through a ``shuffle`` buffer, ``shard`` or
+    auto-sharding (the element's pre-shuffle identity); else its position in a stream
+    that nothing below shards. Never its position in this rank's or DataLoader worker's
+    share: two ranks, two loader workers or a resume on another layout never repeat a
+    draw, and a rank draws for an element what the single-process pipeline draws for it.
+    Where a worker's elements have no identity (a ``filter`` of its share) a
+    draw raises ``datapipe._draws.DrawKeyError`` naming ``key=``.
 
     Subclasses draw with ``_uniform(n, low, high, device, generator)`` (shape ``(n,)``),
     ``_rand(shape, device, generator)`` (U[0, 1)) and ``_randn(shape, device, generator)``
@@ -762,7 +835,7 @@ class RandomLayer(Layer):
         if generator is not None:
             self._fail("generator", "must be a torch.Generator, numpy Generator or None", generator)
         if not torch.compiler.is_compiling():  # a pipeline stage is eager Python
-            keyed = element_draw(self.seed)  # inside a map stage: by the element's position
+            keyed = element_draw(self.seed)  # inside a map stage: by the element's identity
             if keyed is not None:
                 return hashed_uniform(keyed[0], keyed[1], shape, device)
         if self.seed is None:

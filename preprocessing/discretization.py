@@ -96,7 +96,6 @@ class Discretization(Layer):
         self._known = False
         if bin_boundaries is not None:
             self._set_boundaries(cat.finite_floats(self, "bin_boundaries", bin_boundaries))
-        self._summary = np.zeros((2, 0), dtype=np.float32)
 
     def _check_boundaries(self, bounds: list[float], name: str = "bin_boundaries") -> None:
         """The boundaries' rules, wherever they come from (argument, adapt, checkpoint)."""

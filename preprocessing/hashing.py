@@ -26,12 +26,29 @@ def _check_salt(layer: Layer, salt: Any) -> list[int] | None:
     return [int(s) for s in salt]
 
 
-def _is_strings(x: Any) -> bool:
+def _string_array(x: Any) -> np.ndarray | None:
+    """``x`` as a numpy array when it holds strings, else None (numbers). Python strings
+    (a str, lists of them) become an object array: ``np.asarray`` would make a fixed-width
+    ``U`` array padding every string to the longest (one 200 kB string among 1,000 words:
+    800 MB)."""
     if isinstance(x, torch.Tensor):
-        return False
+        return None
+    if isinstance(x, np.ndarray):
+        return x if x.dtype.kind in "USO" else None
     if isinstance(x, (str, bytes)):
-        return True
-    return np.asarray(x).dtype.kind in "USO"
+        return np.array(x, dtype=object)
+    first = x
+    while isinstance(first, (list, tuple)) and first:
+        first = first[0]
+    if isinstance(first, (str, bytes)):  # (numbers skip the object array)
+        try:
+            arr = np.array(x, dtype=object)
+        except ValueError:  # ragged: the error np.asarray gives below
+            arr = None
+        if arr is not None and all(isinstance(v, (str, bytes)) for v in arr.flat):
+            return arr
+    arr = np.asarray(x)  # numbers, or strings mixed with numbers (numpy writes those as text)
+    return arr if arr.dtype.kind in "USO" else None
 
 
 def _buckets(layer: Layer, x: Any, salt, bins: int) -> tuple[torch.Tensor, Any]:
@@ -39,8 +56,8 @@ def _buckets(layer: Layer, x: Any, salt, bins: int) -> tuple[torch.Tensor, Any]:
     Keras), int64; returns ``(buckets shaped like x, the values as tensor or array)``.
     Strings are hashed and reduced in numpy (a compiled binding where installed:
     ``_hash_native``), integers in torch (any device, ``torch.export``)."""
-    if _is_strings(x):
-        arr = np.asarray(x)
+    arr = _string_array(x)
+    if arr is not None:
         flat = arr.reshape(-1)
         if arr.dtype.kind == "O":
             flat = flat.tolist()
@@ -230,8 +247,8 @@ class HashedCrossing(Layer):
             self._fail("sparse", "needs output_mode='one_hot'", True)
 
     def _feature_hash(self, x: Any) -> torch.Tensor:
-        if _is_strings(x):
-            arr = np.asarray(x)
+        arr = _string_array(x)
+        if arr is not None:
             return _hash.hash_strings(arr.reshape(-1), None).reshape(arr.shape)
         t = as_tensor(x)
         if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:

@@ -8,7 +8,7 @@ import torch
 
 from . import _targets
 from .affine import AffineLayer
-from .base import Layer, RandomLayer, layer_from_config, serialize_layer
+from .base import Layer, RandomLayer, call_training, layer_from_config, serialize_layer
 
 
 def _groups(layers: list[Layer]) -> list[list[Layer]]:
@@ -58,9 +58,10 @@ class Pipeline(Layer):
         dtype: a dtype policy name or None: the input images are first cast to its
             compute dtype (each layer then applies its own policy).
 
-    ``forward(data, generator=None)``: an image, a batch or a dict of targets (``Layer``);
-    a given generator is passed to every random layer. In ``eval()`` the random layers are
-    the identity (RandomCrop centre-crops).
+    ``forward(data, generator=None, training=None)``: an image, a batch or a dict of
+    targets (``Layer``); a given generator is passed to every random layer. In ``eval()``
+    the random layers are the identity (RandomCrop centre-crops); Keras's ``training=``
+    (True / False) sets the mode of every layer for one call (``Layer``).
 
     Raises:
         ValueError: a non-layer entry, a ``data_format`` mismatch, or fused layers that
@@ -125,7 +126,7 @@ class Pipeline(Layer):
         return x
 
     def _fused(self, group: list[AffineLayer], anchor: AffineLayer, data: Any, generator: Any):
-        if not self.training:
+        if not call_training(self):
             return data
         is_dict = isinstance(data, dict)
         batch, single = anchor._as_batch(data["images"] if is_dict else data)

@@ -76,7 +76,10 @@ class Rescaling(Layer):
 
     def forward(self, data: Any, generator: Any = None) -> Any:
         """Rescale an image, a batch, a dict of targets, or values of any other rank."""
-        if isinstance(data, dict) or np.ndim(data) in (3, 4):
+        # A tensor's own rank: np.ndim on a tensor is a numpy call on torch data, which
+        # torch.compile(fullgraph=True) refuses ("torch.* op returned non-Tensor").
+        rank = data.ndim if isinstance(data, (torch.Tensor, np.ndarray)) else np.ndim(data)
+        if isinstance(data, dict) or rank in (3, 4):
             return super().forward(data, generator)
         x = as_tensor(data)
         x = self._to_float(x)

@@ -31,7 +31,11 @@ def resize_nchw(
     x: torch.Tensor, size: tuple[int, int], interpolation: str = "bilinear", antialias=False
 ) -> torch.Tensor:
     """Resize a float (B, C, H, W) batch; half-pixel centres, as tf.image.resize."""
-    if tuple(x.shape[-2:]) == tuple(size):
+    h, w = x.shape[-2:]
+    # The shortcut only for sizes known now: a symbolic side (torch.export with a dynamic
+    # height) would be guarded to differ from the target ("Constraints violated (h)").
+    # Interpolating to the same size is exact in every mode, so both paths agree.
+    if isinstance(h, int) and isinstance(w, int) and (h, w) == tuple(size):
         return x
     mode = _MODES[interpolation]
     align = False if mode in ("bilinear", "bicubic") else None
@@ -45,9 +49,12 @@ def resize_nchw(
 def aspect_window(h: int, w: int, height: int, width: int) -> tuple[int, int, int, int]:
     """(top, left, crop_h, crop_w): the largest centred window of an h x w image with the
     aspect ratio of height x width (Keras's crop_to_aspect_ratio)."""
-    crop_h = max(min(h, int(w * height / width)), 1)
-    crop_w = max(min(w, int(h * width / height)), 1)
-    return int((h - crop_h) / 2), int((w - crop_w) / 2), crop_h, crop_w
+    # Integer floor division: Keras's int(w * height / width) for these non-negative
+    # sides (below 2**16 each, so the float quotient is never rounded across an integer),
+    # and it stays symbolic under torch.export with dynamic sides (a float would pin them).
+    crop_h = max(min(h, w * height // width), 1)
+    crop_w = max(min(w, h * width // height), 1)
+    return (h - crop_h) // 2, (w - crop_w) // 2, crop_h, crop_w
 
 
 def crop_to_aspect(x: torch.Tensor, height: int, width: int) -> torch.Tensor:
@@ -59,9 +66,9 @@ def crop_to_aspect(x: torch.Tensor, height: int, width: int) -> torch.Tensor:
 
 def pad_amounts(h: int, w: int, height: int, width: int) -> tuple[int, int]:
     """(top, left) padding of Keras's pad_to_aspect_ratio (each applied on both sides)."""
-    pad_h = max(h, int(w * height / width))
-    pad_w = max(w, int(h * width / height))
-    return int((pad_h - h) / 2), int((pad_w - w) / 2)
+    pad_h = max(h, w * height // width)  # as aspect_window: exact, and stays symbolic
+    pad_w = max(w, h * width // height)
+    return (pad_h - h) // 2, (pad_w - w) // 2
 
 
 def pad_to_aspect(x: torch.Tensor, height: int, width: int, fill_value: float) -> torch.Tensor:

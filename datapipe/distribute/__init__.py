@@ -28,10 +28,15 @@ def __getattr__(name: str) -> object:
         from datapipe.distribute.torch_dataset import TorchIterableDataset
 
         return TorchIterableDataset
+    if name == "AllRanksState":  # torch too
+        from datapipe.distribute.all_ranks import AllRanksState
+
+        return AllRanksState
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
+    "AllRanksState",
     "AutoShardError",
     "TorchIterableDataset",
     "WorkerContext",

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from datapipe._identity import chunk_ids
 from datapipe._iterator import OpIterator
 from datapipe._random_access import RandomAccessIterator
 from datapipe.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
@@ -150,6 +151,16 @@ class ShareAccess:
             self._orders = (epoch, Share(segs))
         return self._orders[1]
 
+    def identities(self, indices: Sequence[int], epoch: tuple) -> np.ndarray:
+        """The source indices of the share elements ``indices``: what draws above are
+        keyed by (``datapipe._identity``) where they are not linear in ``indices``."""
+        pos = pool_positions(self.share_for(tuple(epoch)), indices)
+        base = getattr(self.inner, "index_base", None)
+        if base is not None:
+            return pos * base[0] + base[1]
+        ids = getattr(self.inner, "identities", None)
+        return pos if ids is None else np.asarray(ids(pos, epoch), dtype=np.int64)
+
     def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
         share = self.share_for(tuple(epoch))
         base = share.index_base()
@@ -188,6 +199,9 @@ class IndexCutIterator(RandomAccessIterator):
     ended = False
 
     def next_chunk(self, n: int) -> list:
+        # Only an arithmetic share is linear (index_base); any other (after an elastic
+        # resume, a pad, a shuffling list_files) gives its elements' pool positions per
+        # chunk (RandomAccessIterator, ShareAccess.identities).
         out = super().next_chunk(n)
         if not out:
             self.ended = True
@@ -242,9 +256,29 @@ class StreamCutIterator(OpIterator):
 
     def next_chunk(self, n: int) -> list:
         with self.lock:
+            self._ids: list | None = []  # of the chunk returned (datapipe._identity)
             if self.whole is not None:
                 return self._next_whole(n)
             return self._next_positions(n)
+
+    def _note_ids(self, at: int, got: list, keep: Any = None) -> None:
+        """Record the identities of ``got`` (the stream's elements from ``at``; ``keep``:
+        the offsets kept): the stream's own, else their positions in it, which is the
+        same on every worker (nothing below a shard point is sharded)."""
+        if self._ids is None:
+            return
+        ids = chunk_ids(self.inputs[0], at, len(got), True)
+        if ids is None:
+            self._ids = None
+        else:
+            self._ids.extend((ids if keep is None else ids[keep]).tolist())
+
+    def carries_ids(self) -> bool:
+        return True
+
+    def last_ids(self) -> np.ndarray | None:
+        ids = getattr(self, "_ids", None)
+        return None if ids is None else np.asarray(ids, dtype=np.int64)
 
     def _next_whole(self, n: int) -> list:
         """The share is the stream itself (one worker): pass chunks through."""
@@ -254,6 +288,7 @@ class StreamCutIterator(OpIterator):
         got = self.inputs[0].next_chunk(want) if want > 0 and not self.done else []
         if not got:
             self.done = True
+        self._note_ids(self.at, got)
         self.pos += len(got)
         self.at += len(got)
         return got
@@ -288,9 +323,11 @@ class StreamCutIterator(OpIterator):
                 break
             lo = self.at
             self.at += len(got)
+            k0 = k
             while k < len(want) and want[k] < self.at:
                 out.append(got[int(want[k]) - lo])
                 k += 1
+            self._note_ids(lo, got, want[k0:k] - lo)
         self.pos += len(out)
         return out
 

@@ -39,6 +39,14 @@ from datapipe.io._remote import RetryPolicy, remote_retries, set_remote_retries
 from datapipe.io._safe_files import max_file_bytes, set_max_file_bytes
 from datapipe.io.arrow_ipc import ArrowIPCDataset, from_arrow_ipc, from_feather
 from datapipe.io.csv import CsvDataset, from_csv
+from datapipe.io.example import (
+    FixedLenFeature,
+    FixedLenSequenceFeature,
+    SparseTensorValue,
+    VarLenFeature,
+    parse_example,
+    parse_single_example,
+)
 from datapipe.io.file_source import FileSource
 from datapipe.io.files import FileListDataset, list_files
 from datapipe.io.image_folder import image_dataset_from_directory
@@ -58,6 +66,12 @@ __all__ = [
     "FileListDataset",
     "FileReadError",
     "FileSource",
+    "FixedLenFeature",
+    "FixedLenSequenceFeature",
+    "SparseTensorValue",
+    "VarLenFeature",
+    "parse_example",
+    "parse_single_example",
     "ImageDecodeError",
     "NullValueError",
     "ParquetDataset",

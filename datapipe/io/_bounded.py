@@ -11,7 +11,10 @@ declares passes ``check_declared`` before a byte of it is read, against a docume
 - archive headers (a GNU long name or long link, a PAX extended header, a global PAX
   header): ``MAX_HEADER_BYTES`` (1 MiB: a header holds a path and a few attributes; Linux
   paths are at most 4 KiB and its extended attribute values 64 KiB), and
-  ``max_file_bytes()`` when that is smaller;
+  ``max_file_bytes()`` when that is smaller; the same bound for the headers of one chain
+  together (the headers before one member), at most ``MAX_HEADER_CHAIN`` (32) headers in
+  a chain, and for the global PAX attributes of one stream, which ``tarfile`` keeps until
+  the stream ends (their characters; at most ``MAX_GLOBAL_PAX_KEYS`` (1,024) keywords);
 - ``.npy`` arrays: their shape times the item size must fit in the bytes that follow the
   header (the array cannot hold more than its bytes).
 
@@ -34,6 +37,12 @@ from datapipe.errors import FileReadError
 from datapipe.io._safe_files import max_file_bytes
 
 MAX_HEADER_BYTES = 1 << 20
+# Headers before one member: a GNU long name and long link, a PAX extended header, a global
+# one, a Solaris one: a handful (``tarfile`` recurses once per header, ~4 frames each).
+MAX_HEADER_CHAIN = 32
+# Keywords the PAX global headers of one stream may hold together (a dozen standard ones,
+# plus extended attributes).
+MAX_GLOBAL_PAX_KEYS = 1024
 _CHUNK = 1 << 20  # the first read of a declared length; later reads grow with the data
 _HEADER_TYPES = {
     tarfile.GNUTYPE_LONGNAME: "a GNU long-name header",
@@ -46,6 +55,7 @@ _HEADER_TYPES = {
 
 _FILE_LIMIT = "datapipe.io.max_file_bytes(); set_max_file_bytes(n) changes it"
 _HEADER_LIMIT = "the bound on archive headers, datapipe.io._bounded.MAX_HEADER_BYTES"
+_CHAIN_LIMIT = "the bounds on archive headers in datapipe.io._bounded"
 
 
 def check_declared(
@@ -89,24 +99,69 @@ def read_declared(f: Any, size: int, what: str, path: str | None) -> bytes:
 
 
 class BoundedTarInfo(tarfile.TarInfo):
-    """``tarfile.TarInfo`` that refuses a header declaring more than the header bound
-    before ``tarfile`` reads it (``tarfile.open(..., tarinfo=BoundedTarInfo)``). Its
-    ``FileReadError`` names no file (``open_tar_stream`` and the readers add it); ``base``
-    is the byte offset in the file of the stream's start (a reader resumed mid-shard)."""
+    """``tarfile.TarInfo`` that refuses, before ``tarfile`` reads or keeps it (module
+    docstring): a header declaring more than the header bound; a chain of more than
+    ``MAX_HEADER_CHAIN`` headers before one member, or one whose headers declare more than
+    the header bound together (``tarfile`` reads a chain by recursion, holding every
+    header's bytes: 3,000 of them raised an unnamed ``RecursionError``); global PAX
+    attributes holding more than the header bound or ``MAX_GLOBAL_PAX_KEYS`` keywords
+    (``tarfile`` keeps them for the whole stream and applies them to every member: a
+    0.4 MB ``.tar.gz`` of global headers held 384 MB). Use it with
+    ``tarfile.open(..., tarinfo=BoundedTarInfo)``. Its ``FileReadError`` names no file
+    (``open_tar_stream`` and the readers add it); ``base`` is the byte offset in the file
+    of the stream's start (a reader resumed mid-shard)."""
 
     base = 0
 
     def _proc_member(self, tarfile_: Any) -> Any:
         kind = _HEADER_TYPES.get(self.type)
-        if kind is not None:
-            limit = max_file_bytes()
-            smaller = limit is not None and limit < MAX_HEADER_BYTES
-            what = f"{kind} (member {self.name!r} at byte {self.base + self.offset})"
-            if smaller:
-                check_declared(self.size, what, None, limit)
-            else:
-                check_declared(self.size, what, None, MAX_HEADER_BYTES, _HEADER_LIMIT)
-        return super()._proc_member(tarfile_)  # type: ignore[misc]  # private, stable API
+        # The chain so far: headers since the last member, and the bytes they declare.
+        count, held = getattr(tarfile_, "_dp_chain", (0, 0))
+        global_at = getattr(tarfile_, "_dp_global_at", None)
+        if global_at is not None:  # the header before this one was global: now it is kept
+            tarfile_._dp_global_at = None
+            _check_global_pax(tarfile_.pax_headers, global_at)
+        if kind is None:
+            tarfile_._dp_chain = (0, 0)  # a member ends the chain
+            return super()._proc_member(tarfile_)  # type: ignore[misc]  # private, stable API
+        limit = max_file_bytes()
+        limit, bound = (
+            (limit, _FILE_LIMIT)
+            if limit is not None and limit < MAX_HEADER_BYTES
+            else (MAX_HEADER_BYTES, _HEADER_LIMIT)
+        )
+        what = f"{kind} (member {self.name!r} at byte {self.base + self.offset})"
+        check_declared(self.size, what, None, limit, bound)
+        if count >= MAX_HEADER_CHAIN:
+            raise FileReadError(
+                f"{what} is header {count + 1} of a chain before one member, over the "
+                f"limit of {MAX_HEADER_CHAIN} ({_CHAIN_LIMIT})"
+            )
+        check_declared(
+            held + self.size, f"{what} and the {count} header(s) before it", None, limit, bound
+        )
+        tarfile_._dp_chain = (count + 1, held + self.size)
+        if self.type == tarfile.XGLTYPE:
+            tarfile_._dp_global_at = what  # checked at the next header, before it is kept
+        return super()._proc_member(tarfile_)  # type: ignore[misc]
+
+
+def _check_global_pax(pax: dict, what: str) -> None:
+    """Refuse global PAX attributes over their bounds (``BoundedTarInfo``); ``what``: the
+    global header that added the last of them."""
+    limit = max_file_bytes()
+    limit = MAX_HEADER_BYTES if limit is None else min(limit, MAX_HEADER_BYTES)
+    if len(pax) > MAX_GLOBAL_PAX_KEYS:
+        raise FileReadError(
+            f"{what} brings the global PAX attributes to {len(pax)} keywords, over the "
+            f"limit of {MAX_GLOBAL_PAX_KEYS} ({_CHAIN_LIMIT})"
+        )
+    size = sum(len(k) + len(v) for k, v in pax.items())
+    if size > limit:
+        raise FileReadError(
+            f"{what} brings the global PAX attributes to {size} characters, over the "
+            f"limit of {limit} characters ({_HEADER_LIMIT})"
+        )
 
 
 def open_tar_stream(fileobj: Any, path: str, base: int = 0) -> tarfile.TarFile:

@@ -138,6 +138,8 @@ def column_to_numpy(
         offsets = np.asarray(arr.offsets) - arr.offsets[0].as_py()
         out = np.empty(len(arr), dtype=object)
         out[:] = np.split(values, offsets[1:-1]) if len(arr) else []
+        if pa.types.is_list(t.value_type) or pa.types.is_large_list(t.value_type):
+            return _stack_rows(out, t, name, path)
         return out
     if (
         pa.types.is_struct(t)
@@ -151,6 +153,36 @@ def column_to_numpy(
             path,
         )
     return arr.to_numpy(zero_copy_only=False)
+
+
+def _stack_rows(rows: np.ndarray, t: pa.DataType, name: str, path: str) -> np.ndarray:
+    """Rows of a list-of-lists column (each an object array of its inner lists' arrays) as
+    one array each, of the spec's rank and dtype (``field_spec``: a ``list<list<int64>>``
+    row is a ``(None, None)`` int64 array, as a Hugging Face ``Sequence(Sequence(int64))``
+    declares). A row whose inner lists differ in shape has no such array: refused."""
+    inner = field_spec(pa.field(name, t.value_type), path)
+    assert inner.shape is not None  # a column's rows have a known rank
+    out = np.empty(len(rows), dtype=object)
+    for i, parts in enumerate(rows):
+        shapes = {p.shape for p in parts}
+        if len(shapes) > 1:
+            lengths = str([p.shape[0] for p in parts][:8])
+            if len(parts) > 8:
+                lengths = lengths[:-1] + ", ...]"
+            raise SchemaMismatchError(
+                f"column {name!r}: a row's inner lists differ in length ({lengths}), so it is no "
+                f"{len(inner.shape) + 1}-D {inner.dtype} array, the column's spec "
+                f"{(None, *inner.shape)}; pad the inner lists to one length, or read the "
+                "column as flat values and lengths with pyarrow (pyarrow.compute."
+                "list_flatten, list_value_length) first",
+                path,
+            )
+        out[i] = (
+            np.stack(list(parts))
+            if len(parts)
+            else np.zeros((0,) * (len(inner.shape) + 1), dtype=inner.dtype)
+        )
+    return out
 
 
 def field_spec(field: pa.Field, path: str) -> TensorSpec:

@@ -165,6 +165,8 @@ class _FileListAccess:
     def __init__(self, ds: FileListDataset, ctx: Any):
         self.ds, self.ctx = ds, ctx
         self._perm: tuple[tuple, np.ndarray] | None = None
+        if not ds._shuffle:  # the requested index is the file's (datapipe._identity)
+            self.index_base = (1, 0)
 
     def __len__(self) -> int:
         return len(self.ds._files)
@@ -176,6 +178,14 @@ class _FileListAccess:
             rng = self.ctx.rng(self.ds, epoch)
             self._perm = (epoch, rng.permutation(len(self.ds._files)))
         return self._perm[1]
+
+    def identities(self, indices: Sequence[int], epoch: tuple) -> np.ndarray:
+        """The files' indices in the sorted list (not in this epoch's order): the
+        identities that draws in a map above key by (``datapipe._identity``), the same
+        whether the list is shuffled here or split among workers by auto-sharding."""
+        idx = np.asarray(indices, dtype=np.int64)
+        order = self._order(epoch)
+        return idx if order is None else order[idx]
 
     def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
         order = self._order(epoch)

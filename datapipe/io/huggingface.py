@@ -35,6 +35,7 @@ from datapipe._lazy import lazy_module
 from datapipe._spec import TensorSpec, batched_spec
 from datapipe._validate import check_bool, check_optional_int
 from datapipe.dataset_ops import Dataset
+from datapipe.errors import SchemaMismatchError
 from datapipe.io._arrow_gather import ArrowGather
 
 if TYPE_CHECKING:
@@ -211,6 +212,16 @@ class _ArrowAccess:
     def __len__(self) -> int:
         return self.n
 
+    def _name_row(self, indices: Sequence[int], e: SchemaMismatchError) -> Exception:
+        """``e`` (a row no array can hold: ``_columnar._stack_rows``) naming the row: the
+        rows are read again one by one, on this error path only."""
+        for i in indices:
+            try:
+                self._read([i])
+            except SchemaMismatchError as one:
+                return SchemaMismatchError(f"row {int(i)}: {one.reason}", one.path)
+        return e
+
     def _read(self, rows: Sequence[int]) -> list[np.ndarray]:
         """The columns of ``rows`` (dataset row numbers) as numpy arrays."""
         if isinstance(rows, range):
@@ -224,7 +235,10 @@ class _ArrowAccess:
     def get_many(self, indices: Sequence[int], epoch: tuple) -> list:
         names = self.names
         if self.b is None:
-            cols = self._read(indices)
+            try:
+                cols = self._read(indices)
+            except SchemaMismatchError as e:
+                raise self._name_row(indices, e) from None
             return [dict(zip(names, vals)) for vals in zip(*cols)]
         out = []
         for i in indices:

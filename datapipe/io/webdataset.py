@@ -168,8 +168,9 @@ class WebDataset(RecordFileSource):
         fields: the fields to keep (by name, e.g. ``["jpg", "cls"]``); members of other
             fields are skipped without being read. A sample that lacks one raises
             ``FileReadError``. Default None: the fields of the first sample of the first
-            shard, and a sample with another set of fields raises (nothing is dropped
-            silently).
+            shard (of the first shard that reads, when one fails: that shard raises where
+            it is read, which ``ignore_errors()`` skips), and a sample with another set of
+            fields raises (nothing is dropped silently).
         decode: False (default) keeps every field as ``bytes``; True decodes by
             extension with ``decode_sample``'s table (images through datapipe's image
             decoders); a dict ``{extension: function or None}`` adds to or overrides it.
@@ -186,9 +187,11 @@ class WebDataset(RecordFileSource):
 
     Bounds (``datapipe.io._bounded``): every size a shard declares is checked before it
     is read, so a small hostile shard (a ``.tar.gz`` inflates ~1000x) cannot allocate
-    more: a member against ``datapipe.io.max_file_bytes()`` (1 GiB by default), a GNU
-    long-name or PAX header against 1 MiB (``MAX_HEADER_BYTES``), a ``.npy`` field's
-    shape against its bytes. The error names the shard and the member.
+    more: a member against ``datapipe.io.max_file_bytes()`` (1 GiB by default); a GNU
+    long-name or PAX header against 1 MiB (``MAX_HEADER_BYTES``), and so are the headers
+    before one member together (at most 32 of them) and a shard's global PAX attributes
+    (at most 1,024 keywords); a ``.npy`` field's shape against its bytes. The error names
+    the shard and the header or member with its byte offset.
 
     State: each open shard's byte offset of its next sample's first member (in the
     uncompressed stream for ``.tar.gz``, which is re-read up to it on resume) and sample
@@ -240,17 +243,30 @@ class WebDataset(RecordFileSource):
         self._spec_cache: Any = None
 
     def _first_sample(self) -> dict:
-        """The first sample of the first shard, with all its fields (decoded if asked)."""
-        reader = _TarReader(self, self._files[0], 0, fields=None)
-        try:
-            got = reader.read(1)
-            if reader.error is not None:
-                raise reader.error
-        finally:
-            reader.close()
-        if not got:
-            raise FileReadError("holds no samples (cannot tell the fields)", self._files[0])
-        return got[0]
+        """The first sample of the first shard that yields one, with all its fields
+        (decoded if asked). A shard that fails to read is passed over here: it raises its
+        own error where the pipeline reads it, so ``ignore_errors()`` skips it and reads the
+        shards after it. The first such error is raised when no shard yields a sample."""
+        first_error: FileReadError | None = None
+        for path in self._files:
+            try:
+                reader = _TarReader(self, path, 0, fields=None)
+                try:
+                    got = reader.read(1)
+                    if reader.error is not None and not got:
+                        raise reader.error
+                finally:
+                    reader.close()
+            except FileReadError as e:
+                first_error = first_error or e
+                continue
+            if got:
+                return got[0]
+        if first_error is not None:
+            raise first_error
+        many = len(self._files) > 1
+        why = "nor any shard after it holds a sample" if many else "holds no samples"
+        raise FileReadError(f"{why} (cannot tell the fields)", self._files[0])
 
     def _resolve_fields(self) -> tuple:
         if self._fields is None:

@@ -85,15 +85,38 @@ class BatchDataset(Dataset):
         )
 
     def _make_iterator(self, ctx, epoch):
+        from datapipe._identity import (
+            IdentifiedIterator,
+            Unpaired,
+            carries_ids,
+            identity_base_of,
+            tracked,
+        )
         from datapipe.parallel.plan import plan_stage
 
         inner = ctx.make(self._inputs[0], epoch)
+        # Identities carried from below (datapipe._identity): each element travels with its
+        # own, and a batch takes its first element's.
+        paired = tracked(ctx) and identity_base_of(inner) is None and carries_ids(inner)
+        if paired:
+            inner = IdentifiedIterator(inner, "batch")
         plan = plan_stage(self.stage_request, ctx, self._inputs[0])
+        it: OpIterator
         if plan is not None:
             from datapipe.parallel.batch import parallel_batch_iterator
 
-            return parallel_batch_iterator(inner, self._batch_size, self._drop_remainder, plan, ctx)
-        return BatchIterator(inner, self._batch_size, self._drop_remainder)
+            it = parallel_batch_iterator(inner, self._batch_size, self._drop_remainder, plan,
+                                         ctx, paired)  # fmt: skip
+        else:
+            make = stack_identified if paired else None
+            it = BatchIterator(inner, self._batch_size, self._drop_remainder, make)
+        return Unpaired(it, "batch") if paired else it
+
+
+def stack_identified(part: list, start: int) -> tuple[int, Any]:
+    """A batch of ``(identity, element)`` pairs: ``(its first element's identity, the
+    stacked elements)`` (``datapipe._identity``)."""
+    return part[0][0], stack([x for _, x in part], "batch", start)
 
 
 class BatchAccess:
@@ -165,46 +188,64 @@ class BatchIterator(OpIterator):
         self.pending: BaseException | None = None
 
     def _pull(self, need: int) -> list:
-        elems, self.leftover = self.leftover[:need], self.leftover[need:]
-        while len(elems) < need and not self.done:
+        """Up to ``need`` input elements (fewer at the end, or when an input error ended
+        the pull: ``pending``), read into ``leftover`` and left there until ``next_chunk``
+        commits the batches it built: an interrupt anywhere in between leaves them in the
+        state (each read goes straight into ``leftover`` in one statement)."""
+        while len(self.leftover) < need and not self.done:
+            have = len(self.leftover)
             try:
-                more = self.inner.next_chunk(need - len(elems))
+                self.leftover = self.leftover + self.inner.next_chunk(need - have)
             except Exception as e:  # noqa: BLE001 - the full batches before it come first
-                if len(elems) < self.b:
-                    self.leftover = elems + self.leftover
+                if have < self.b:
                     raise
                 self.pending = e
                 break
-            if not more:
+            if len(self.leftover) == have:
                 self.done = True
-            elems.extend(more)
-        return elems
+        return self.leftover[:need]
 
     def next_chunk(self, n: int) -> list:
         raise_pending(self)
         b = self.b
         elems = self._pull(n * b)
         out: list = []
+        used = 0  # elements of ``elems`` in built (or dropped) batches
         for s in range(0, len(elems), b):
             part = elems[s : s + b]
             if len(part) < b and self.pending is not None:  # an input error ended this pull
-                self.leftover = part + self.leftover
                 break
             if len(part) < b and self.drop:  # only the input's last, short batch
-                self.count += len(part)
+                used += len(part)
                 break
             try:
-                batch = self.make(part, self.count)
+                batch = self.make(part, self.count + s)
             except Exception as e:  # noqa: BLE001 - delivered after the good batches
-                self.count += len(part)
-                self.leftover = elems[s + b :] + self.leftover
+                # One statement commits the batches before it, the failing one, and the
+                # failure (raised now when nothing good came before it).
+                end = s + len(part)
+                self.count, self.leftover, self.pending = self.count + end, self.leftover[end:], e
+                del e
                 if not out:
-                    raise
-                self.pending = e
+                    raise_pending(self)
                 return out
-            self.count += len(part)
             out.append(batch)
+            used = s + len(part)
+        # The commit: its last statement before the return (an interrupt before it leaves
+        # every element in ``leftover``).
+        self.count, self.leftover = self.count + used, self.leftover[used:]
         return out
+
+    def identity_base(self) -> tuple[int, int] | None:
+        """A batch's identity (what draws in a map above key by, ``datapipe._identity``):
+        its first element's where the input's are linear, batch ``k`` starting at input
+        element ``k * batch_size`` (distinct batches, distinct first elements)."""
+        from datapipe._identity import identity_base_of
+
+        base = identity_base_of(self.inner)
+        if base is None:
+            return None
+        return (base[0] * self.b, base[1])
 
     def get_state(self) -> dict:
         return {

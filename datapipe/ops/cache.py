@@ -7,6 +7,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from datapipe._identity import chunk_ids, has_identity, sharded_below, tracked
 from datapipe._iterator import OpIterator, pull_exactly
 from datapipe._structure import read_only
 from datapipe.dataset_ops import Dataset, RandomAccessUnaryDataset
@@ -20,6 +23,7 @@ class _CacheStore:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.elements: list | None = None
+        self.ids: list | None = None  # the elements' identities (datapipe._identity)
         self.fill_epoch: tuple | None = None
         self.memo: dict[int, Any] = {}  # random access: index -> element, until complete
 
@@ -28,10 +32,11 @@ class _CacheStore:
         views (``read_only``), torch tensors as they are (D-TF-28)."""
         return [read_only(x) for x in elements]
 
-    def publish(self, elements: list, epoch: tuple) -> None:
+    def publish(self, elements: list, epoch: tuple, ids: list | None = None) -> None:
         with self.lock:
             if self.elements is None:
                 self.elements, self.fill_epoch = elements, tuple(epoch)
+                self.ids = ids if ids is not None and len(ids) == len(elements) else None
                 self.memo = {}
 
     def snapshot(self) -> tuple[list | None, tuple | None]:
@@ -138,6 +143,7 @@ class CacheIterator(OpIterator):
         self.node, self.ctx, self.epoch = node, ctx, epoch
         self.pos = 0
         self.inner: OpIterator | None = None
+        self.global_stream = False  # nothing below is sharded (set by _open)
         self.recorded: list | None = None  # this pass's elements while it may be cached
         self.fill_epoch = tuple(epoch)
         self.elements, fill_epoch = node._store.snapshot()
@@ -152,6 +158,10 @@ class CacheIterator(OpIterator):
         inner = self.inner = self.ctx.make(self.node._inputs[0], self.fill_epoch)
         self.inputs = [inner]
         self.recorded = [] if record else None
+        self.global_stream = not sharded_below(self.node._inputs[0])
+        # the recorded elements' identities, kept with them for the passes that read the
+        # cache (None: the input gives none, datapipe._identity)
+        self.recorded_ids: list | None = [] if record and tracked(self.ctx) else None
         n = self.node._inputs[0].cardinality()
         self.expected = n if n >= 0 else None
         return inner
@@ -162,8 +172,12 @@ class CacheIterator(OpIterator):
         return self.inner
 
     def next_chunk(self, n: int) -> list:
+        self._last: np.ndarray | None = None
         if self.elements is not None:
             out = self.elements[self.pos : self.pos + n]
+            ids = self.node._store.ids
+            if ids is not None:
+                self._last = np.asarray(ids[self.pos : self.pos + len(out)], dtype=np.int64)
             self.pos += len(out)
             return out
         try:
@@ -177,17 +191,32 @@ class CacheIterator(OpIterator):
         except BaseException:
             self.recorded = None  # an incomplete pass is never cached
             raise
+        if self.recorded_ids is not None or self.recorded is None:
+            self._last = chunk_ids(self._filling(), self.pos, len(got), self.global_stream)
         self.pos += len(got)
         if self.recorded is not None:
             got = self.node._store.record(got)  # as a later pass will see them
             self.recorded.extend(got)
+            if self.recorded_ids is not None:
+                if self._last is None:
+                    self.recorded_ids = None
+                else:
+                    self.recorded_ids.extend(self._last.tolist())
             # The pass is complete at its end, or as soon as it holds every element of an
             # input of known size: a consumer that stops at the last element without asking
             # for the end (zip's shorter input, take(len)) still completes the cache.
             if not got or len(self.recorded) == self.expected:
-                self.node._store.publish(self.recorded, self.fill_epoch)
+                self.node._store.publish(self.recorded, self.fill_epoch, self.recorded_ids)
                 self.recorded = None
         return got
+
+    def carries_ids(self) -> bool:
+        if self.elements is not None:
+            return self.node._store.ids is not None
+        return self.inner is not None and has_identity(self.inner, self.global_stream)
+
+    def last_ids(self) -> np.ndarray | None:
+        return getattr(self, "_last", None)
 
     def get_state(self) -> dict:
         state = {"pos": self.pos, "fill_epoch": list(self.fill_epoch)}
@@ -212,6 +241,7 @@ class CacheIterator(OpIterator):
         head = pull_exactly(self._open(epoch, record=elements is None), self.pos)
         if self.recorded is not None:
             self.recorded.extend(head)
+            self.recorded_ids = None  # not read here: the re-run cache has none
 
     def close(self) -> None:
         self.recorded = None

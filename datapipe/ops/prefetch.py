@@ -56,8 +56,20 @@ class PrefetchDataset(RandomAccessUnaryDataset):
         plan = plan_stage(self.stage_request, ctx, self._inputs[0])
         if plan is None:
             return inner
+        from datapipe._identity import (
+            IdentifiedIterator,
+            Unpaired,
+            carries_ids,
+            identity_base_of,
+            tracked,
+        )
         from datapipe.parallel.stage import StageIterator
 
+        # Identities carried from below travel with the elements (datapipe._identity).
+        if tracked(ctx) and identity_base_of(inner) is None and carries_ids(inner):
+            paired = IdentifiedIterator(inner, "prefetch")
+            stage = StageIterator(paired, plan, ctx, "prefetch", error_index=_no_index)
+            return Unpaired(stage, "prefetch")
         # A buffer lane: no transform. Its input's failures are not prefetch's own (no
         # index of its own to name them by).
         return StageIterator(inner, plan, ctx, "prefetch", error_index=_no_index)

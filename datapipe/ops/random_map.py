@@ -8,12 +8,27 @@ from typing import Any
 
 import numpy as np
 
+from datapipe import _draws
 from datapipe._draws import element_rng
 from datapipe._functions import ReturnsElement
+from datapipe._identity import (
+    LOST,
+    ByIdentity,
+    IdentifiedIterator,
+    Unpaired,
+    access_plan,
+    draw_plan,
+)
 from datapipe._iterator import OpIterator
 from datapipe._validate import check_seed
 from datapipe.dataset_ops import Dataset, RandomAccessUnaryDataset
-from datapipe.ops.map import MapAccess, MapIterator, first_element_spec, map_request
+from datapipe.ops.map import (
+    MapAccess,
+    MapIterator,
+    check_key,
+    first_element_spec,
+    map_request,
+)
 
 
 class RandomCall:
@@ -30,6 +45,10 @@ class RandomCall:
         self.stride, self.offset = base if base is not None else (1, 0)
 
     def __call__(self, index: Any, element: Any) -> Any:
+        draws = self.stage_draws
+        if draws is not None and draws.refusal is not None and _draws.position() is None:
+            # no identity on this worker (datapipe._identity): the index would repeat
+            raise _draws.DrawKeyError(draws.refusal)
         rng = element_rng(self.key, self.offset + self.stride * int(index))
         if type(element) is tuple:
             return self.func(*element, rng)
@@ -51,19 +70,25 @@ class RandomMapDataset(RandomAccessUnaryDataset):
         deterministic: keep input order with parallel calls (default: ``Options``).
         executor: ``"thread"``, ``"process"`` or None, as for ``map``; the values drawn
             are the same for every executor.
+        key: a function of the element (called as ``map_func`` is, without ``rng``)
+            returning a unique ``int``, ``str`` or ``bytes``: the identity to draw by.
 
-    The index is the element's position in random_map's input: the count of elements
-    consumed (part of the iterator state) when streaming, the requested index under random
-    access (the same numbers for a sequential read); when only ``shard``, ``skip``,
-    ``take`` and ``map`` lie between random_map and a random-access source, its index in
-    that source (so the draws do not depend on how the source is sharded), both when
-    iterating and when indexing (``ds[i]``). Each epoch (each ``iter()``, each
+    The index is the element's identity (``datapipe._identity``; docs/architecture.md,
+    "The element's identity"): ``key(element)`` when ``key`` is given; else its index in
+    the random-access source below (through ``shard``, ``skip``, ``take``, ``map`` and
+    auto-sharding), carried through ``shuffle`` buffers and streaming shards (the
+    element's pre-shuffle identity); else its position in a stream that nothing below
+    shards. So the draws do not depend on how the data is sharded among ranks and
+    DataLoader workers, and equal the single-process pipeline's for the same element,
+    both when iterating and when indexing (``ds[i]``). Each epoch (each ``iter()``, each
     ``repeat`` pass) draws anew, reproducibly from the seed. Random layers that
-    ``map_func`` calls without ``generator=rng`` draw by the same position (from a key of
+    ``map_func`` calls without ``generator=rng`` draw by the same identity (from a key of
     their own: ``rng`` is left alone; docs/architecture.md, "Draws in a stage").
 
     Raises (at iteration):
-        PipelineError: ``map_func`` raised; names the op and the element's index.
+        PipelineError: ``map_func`` raised; names the op and the element's index. Its
+            cause is a ``DrawKeyError`` naming ``key=`` where the elements have no
+            identity on this worker (e.g. a ``filter`` of a rank's share).
 
     Keeps random access.
 
@@ -90,10 +115,12 @@ class RandomMapDataset(RandomAccessUnaryDataset):
         num_parallel_calls: int | None = None,
         deterministic: bool | None = None,
         executor: str | None = None,
+        key: Callable | None = None,
     ):
         super().__init__(input_ds)
         if not callable(map_func):
             raise TypeError(f"random_map: map_func must be callable, got {type(map_func).__name__}")
+        self._key = check_key("random_map", key)
         self._func = ReturnsElement(map_func)  # a returned list is a tuple, as in map
         self._seed = seed
         check_seed("random_map", seed)
@@ -105,23 +132,29 @@ class RandomMapDataset(RandomAccessUnaryDataset):
     def element_spec(self) -> Any:
         return first_element_spec(self)
 
-    def _key(self, ctx: Any, epoch: tuple) -> np.ndarray:
+    def _seed_key(self, ctx: Any, epoch: tuple) -> np.ndarray:
         return ctx.seed_sequence(self, epoch).generate_state(2, np.uint64)
 
-    def _call(self, ctx: Any, epoch: tuple, base: tuple[int, int] | None) -> RandomCall:
+    def _call(self, ctx: Any, epoch: tuple, base: tuple[int, int] | None,
+              why: str | None = None) -> Callable:  # fmt: skip
         """The function of ``epoch``: ``map_func`` with its element's generator, and the
-        draw key of the random layers it calls (both keyed by the same position)."""
+        draw key of the random layers it calls (both keyed by the same identity;
+        ``why``: the refusal where the elements have none, ``datapipe._identity``)."""
         draws = ctx.stage_draws(self, epoch, base)
-        return RandomCall(self._func, self._key(ctx, epoch), base, draws)
+        draws.refusal = why
+        # with key=, the generator is keyed by the key's identity as it comes (ByIdentity)
+        fn = RandomCall(self._func, self._seed_key(ctx, epoch), None if self._key else base,
+                        draws)  # fmt: skip
+        return fn if self._key is None else ByIdentity(fn, self._key, indexed=True)
 
     def _make_random_access(self, ctx):
         inner = self._inputs[0]._make_random_access(ctx)
         # Keyed on the source index through shard/skip/take/map below, as the iterator
-        # path is (``OpIterator.index_base``): element i draws the same either way.
-        base = getattr(inner, "index_base", None)
+        # path is (``datapipe._identity``): element i draws the same either way.
+        base, _, why = access_plan(self, inner)
 
-        def keyed(epoch: tuple) -> RandomCall:
-            return self._call(ctx, epoch, base)
+        def keyed(epoch: tuple) -> Callable:
+            return self._call(ctx, epoch, base, why)
 
         return MapAccess(inner, self._func, self._name, keyed=keyed, indexed=True)
 
@@ -129,15 +162,22 @@ class RandomMapDataset(RandomAccessUnaryDataset):
         from datapipe.parallel.plan import plan_stage
 
         inner = ctx.make(self._inputs[0], epoch)
-        fn = self._call(ctx, epoch, inner.index_base())
+        mode, base, why = draw_plan(self, inner, self._key)
+        # pairs: each element sets its identity; one without (LOST) refuses to draw
+        fn = self._call(ctx, epoch, base, f"random_map: {LOST}" if mode == "pairs" else why)
+        if mode == "pairs":  # the identities travel with the elements through the stage
+            inner, fn = IdentifiedIterator(inner, self._name), ByIdentity(fn, indexed=True)
         plan = plan_stage(self.stage_request, ctx, self._inputs[0])
+        it: OpIterator
         if plan is not None:
             from datapipe.parallel.stage import StageIterator
 
             # indexed=True: the workers call fn(index in the input stream, element).
-            return StageIterator(inner, plan, ctx, self._name, fn, indexed=True,
-                                 pool_key=id(self))  # fmt: skip
-        return MapIterator(IndexedIterator(inner), fn, self._name)
+            it = StageIterator(inner, plan, ctx, self._name, fn, indexed=True,
+                               pool_key=id(self))  # fmt: skip
+        else:
+            it = MapIterator(IndexedIterator(inner), fn, self._name)
+        return Unpaired(it, self._name) if mode == "pairs" else it
 
 
 class IndexedIterator(OpIterator):

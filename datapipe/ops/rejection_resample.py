@@ -185,7 +185,7 @@ class RejectionResampleIterator(ElementwiseIterator):
                     return self._fail(chunk, j, out, e, None)
                 if self._keep(c):
                     out.append((value, x))
-            self.count += len(chunk)
+            self._commit(len(chunk))
             if out:
                 return out
 

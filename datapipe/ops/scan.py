@@ -130,7 +130,7 @@ class ScanIterator(ElementwiseIterator):
                 # The state stays as before the failing element; the rest of the chunk is
                 # kept so iteration may continue past it (ignore_errors).
                 return self._fail(chunk, j, out, annotate("scan", self.count + j, e), e)
-        self.count += len(chunk)
+        self._commit(len(chunk))
         return out
 
     def get_state(self) -> dict:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from datapipe._identity import chunk_ids, has_identity, sharded_below
 from datapipe._iterator import OpIterator
 from datapipe._validate import check_int
 from datapipe.dataset_ops import (
@@ -73,7 +76,9 @@ class ShardDataset(RandomAccessUnaryDataset):
     def _make_iterator(self, ctx, epoch):
         if self._inputs[0]._random_access_breaker() is None:
             return self._ra_iterator(ctx, epoch)  # only this shard's elements are built
-        return ShardIterator(ctx.make(self._inputs[0], epoch), self._num_shards, self._index)
+        inner = ctx.make(self._inputs[0], epoch)
+        global_stream = not sharded_below(self._inputs[0])
+        return ShardIterator(inner, self._num_shards, self._index, global_stream)
 
 
 class _ShardAccess:
@@ -100,18 +105,28 @@ class _ShardAccess:
 
 class ShardIterator(OpIterator):
     """Pulls the input up to (never past) the last element it returns and keeps every
-    ``num_shards``-th; ``position`` (input elements consumed) is the state."""
+    ``num_shards``-th; ``position`` (input elements consumed) is the state.
+
+    The identity of each element it keeps (``last_ids``, ``datapipe._identity``) is the
+    one its input gives it (a source index, a shuffle's carried one), else its position in
+    the input stream when nothing below shards it: its position in the unsharded stream,
+    which no other shard has."""
 
     op_name = "shard"
 
-    def __init__(self, inner: OpIterator, num_shards: int, index: int):
+    def __init__(self, inner: OpIterator, num_shards: int, index: int,
+                 global_stream: bool = False):  # fmt: skip
         super().__init__([inner])
         self.inner, self.k, self.index = inner, num_shards, index
         self.position = 0
         self.done = False
+        self.global_stream = global_stream
+        self._ids = has_identity(inner, global_stream)
+        self._last: np.ndarray | None = None
 
     def next_chunk(self, n: int) -> list:
         out: list = []
+        self._last = None
         while not out and not self.done:
             # Input position of this shard's next element; ask for exactly the input up to
             # the n-th such element (in pieces, so a large num_shards never holds much).
@@ -132,8 +147,19 @@ class ShardIterator(OpIterator):
                 self.done = True
                 break
             out = got[first - self.position :: self.k]
+            if self._ids:
+                ids = chunk_ids(self.inner, self.position, len(got), self.global_stream)
+                self._ids = ids is not None  # never a wrong identity: none from here on
+                if ids is not None:
+                    self._last = ids[first - self.position :: self.k]
             self.position += len(got)
         return out
+
+    def carries_ids(self) -> bool:
+        return self._ids and self.inner.index_base() is None
+
+    def last_ids(self) -> np.ndarray | None:
+        return self._last
 
     def index_base(self) -> tuple[int, int] | None:
         base = self.inner.index_base()

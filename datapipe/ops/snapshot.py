@@ -2,8 +2,9 @@
 (``tf.data.Dataset.snapshot``; its RFC: tensorflow/community rfcs/20200107-tf-data-snapshot).
 
 Layout, as tf.data lays it out: ``path/<fingerprint>/`` per pipeline (the hash of the input
-graph, ``datapipe.ops._graph_fingerprint``; a pipeline above a shard point adds the worker,
-so each worker snapshots its own share), holding one directory per writing pass (a *run*,
+graph, ``datapipe.ops._graph_fingerprint``, or ``path/<name>/`` when ``name=`` is given; a
+pipeline above a shard point adds the worker, so each worker snapshots its own share),
+holding one directory per writing pass (a *run*,
 named by a random id) and ``snapshot.metadata``, the JSON record of the complete run that
 readers use. A run holds one directory per shard, ``%08d.shard``, and each shard its
 chunks, ``%08d.arrow``: Arrow IPC files (``datapipe.io.save``'s element encoding) of up to
@@ -28,17 +29,33 @@ and renamed into place, so a chunk on disk is always whole.
   running, cannot mix chunks) -- by restoring the input to the last flush and re-reading
   the elements after it without delivering them (at most one flush's worth).
 
-Bounds: a run has at most ``MAX_SHARDS`` shards, and ``snapshot.metadata`` is at most
-``MAX_METADATA_BYTES``; both are checked before anything is read. Local directories only.
+The fingerprint follows the code (``datapipe.ops._graph_fingerprint`` lists what it
+covers): editing a ``map`` function, a function or method it calls (a module attribute such
+as ``usermod.transform``, a callable object's ``__call__``), a constant, an argument, or the
+state of an object it uses (a compiled pattern, a generator's seed, an array) moves the
+pipeline to another directory, so the next pass computes and writes again instead of
+serving the old elements. Where the fingerprint cannot read an object it raises
+``datapipe.errors.FingerprintError``; ``name=`` then keys the snapshot instead (and the
+user changes the name when the pipeline changes).
+
+Checks: a run has at most ``MAX_SHARDS`` shards, and ``snapshot.metadata`` is at most
+``MAX_METADATA_BYTES``; both are checked before anything is read, and so is the record
+against the shards: the chunks' row counts must add up to ``num_elements`` and every chunk
+file must be there (``FileReadError`` naming the snapshot, never a silently short pass). A
+write that fails (a full disk: ``OSError`` with its ``errno``) names the file and the
+snapshot directory; the failed pass's run stays without a record, so it is never read as
+complete. Local directories only; a URL's credentials are redacted in every message.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,6 +63,7 @@ import numpy as np
 from datapipe import _structure as nest
 from datapipe._iterator import OpIterator, pull_exactly
 from datapipe._lazy import lazy_module
+from datapipe._redact import redact_url
 from datapipe._spec import common_spec, spec_from_json, spec_to_json
 from datapipe.dataset_ops import Dataset, UnaryDataset
 from datapipe.errors import FileReadError
@@ -61,6 +79,7 @@ FORMAT = "datapipe-snapshot-v1"
 METADATA = "snapshot.metadata"
 MAX_SHARDS = 1 << 16
 MAX_METADATA_BYTES = 64 << 20
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # one directory name, never ".."
 FLUSH_ELEMENTS = 1024  # elements buffered (over all shards) before chunks are written
 FLUSH_BYTES = 16 << 20  # ... or bytes of their arrays
 # tf.data's names -> Arrow IPC's codecs (docs/guides/differences.md, D-TF-26).
@@ -100,13 +119,25 @@ class SnapshotDataset(UnaryDataset):
         shard_func: ``f(*element) -> int`` (a tuple element is unpacked, as in tf.data), the
             shard an element is written to, in ``[0, MAX_SHARDS)`` (default: the element's
             index modulo ``os.cpu_count()``).
-        name: accepted for tf.data's signature; unused.
+        name: the snapshot's directory name under ``path``, in place of the input's
+            fingerprint (letters, digits, ``.``, ``_``, ``-``; at most 128). tf.data's
+            ``name`` only names the op; here it keys the snapshot (D-TF-31), for a pipeline
+            whose fingerprint is refused (``FingerprintError``) or that must keep its
+            snapshot across edits. The name is then the only key: change it when the
+            pipeline changes, or a later pass serves the old elements.
 
     Raises:
-        ValueError: (at construction) a remote ``path``, an unknown ``compression``;
-            (at ``iter()``) a snapshot whose element spec does not fit the input's, or
-            whose ``snapshot.metadata`` is malformed or over its bound; (at
+        ValueError: (at construction) a remote ``path`` (its credentials redacted), an
+            unknown ``compression``, a ``name`` that is not one directory name; (at
+            ``iter()``) a snapshot whose element spec does not fit the input's; (at
             ``load_state_dict``) a checkpoint of another run or whose chunks are gone.
+        FileReadError: (at ``iter()``, a ``ValueError``) ``snapshot.metadata`` malformed
+            or over its bound, its shards' row counts not adding up to ``num_elements``, or
+            a chunk it lists missing; names the file and says to delete the snapshot.
+        FingerprintError: (at ``iter()``, a ``TypeError``; without ``name``) the input
+            reaches an object whose state the fingerprint cannot read; pass ``name``.
+        OSError: (while writing) a chunk or the record cannot be written (``errno``
+            kept: ``ENOSPC`` for a full disk); names the file and the snapshot directory.
         TypeError: ``reader_func`` / ``shard_func`` is not callable; (at iteration)
             ``shard_func`` returns something other than an int in range, ``reader_func``
             something other than a ``Dataset``.
@@ -133,17 +164,24 @@ class SnapshotDataset(UnaryDataset):
         compression: str | None = "AUTO",
         reader_func: Callable[[Dataset], Dataset] | None = None,
         shard_func: Callable[..., Any] | None = None,
+        name: str | None = None,
     ):
         super().__init__(input_ds)
         path = localize(os.fspath(path))
         if is_remote(path):
-            raise ValueError(f"snapshot: path must be a local directory, got {path!r}")
+            raise ValueError(redact_url(f"snapshot: path must be a local directory, got {path!r}"))
+        if name is not None and (not isinstance(name, str) or not _NAME.fullmatch(name)):
+            raise ValueError(
+                "snapshot: name must be one directory name (letters, digits, '.', '_', '-'; "
+                f"at most 128, not starting with '.'), got {name!r}"
+            )
         for what, f in (("reader_func", reader_func), ("shard_func", shard_func)):
             if f is not None and not callable(f):
                 raise TypeError(f"snapshot: {what} must be callable, got {type(f).__name__}")
         self._path = os.path.abspath(path)
         self._compression = _codec_name(compression)
         self._reader_func, self._shard_func = reader_func, shard_func
+        self._key_name = name
         self._worker: tuple | None = None
 
     def _for_worker(self, key: tuple) -> Dataset:
@@ -154,15 +192,16 @@ class SnapshotDataset(UnaryDataset):
         return out
 
     def _snapshot_dir(self) -> str:
-        """``path/<fingerprint>``: where this pipeline's runs and metadata live. Computed at
-        the pipeline object's first ``iter()`` (per worker) and kept: a function that
-        changes a list it reads (a counter) does not move its own snapshot."""
+        """``path/<fingerprint>`` (or ``path/<name>``): where this pipeline's runs and
+        metadata live. Computed at the pipeline object's first ``iter()`` (per worker) and
+        kept: a function that changes a list it reads (a counter) does not move its own
+        snapshot."""
         from datapipe._context import origin
         from datapipe.ops._graph_fingerprint import fingerprint
 
         known = origin(self).__dict__.setdefault("_snapshot_dirs", {})
         if self._worker not in known:
-            key = fingerprint(self._inputs[0])
+            key = self._key_name or fingerprint(self._inputs[0])
             if self._worker is not None:
                 key += "-" + "-".join(str(k).lower() for k in self._worker)
             known[self._worker] = os.path.join(self._path, key)
@@ -208,6 +247,35 @@ def _check_metadata(meta: Any, path: str) -> None:
             raise FileReadError(f"shard {key!r}: expected a list of positive row counts", path)
     if not isinstance(meta.get("run"), str) or not meta["run"].isalnum():
         raise FileReadError("'run' must name the run's directory", path)
+    total, held = meta.get("num_elements"), sum(sum(rows) for rows in shards.values())
+    if not isinstance(total, int) or isinstance(total, bool) or total != held:
+        raise FileReadError(
+            f"snapshot {os.path.dirname(path)!r} is damaged: its shards hold {held} elements, "
+            f"its num_elements says {total!r}; delete that directory to compute it again",
+            path,
+        )
+
+
+def _check_chunks(directory: str, meta: dict) -> None:
+    """Every chunk the record lists is on disk, before a pass delivers anything (a missing
+    shard would otherwise end the pass early or fail it half-way)."""
+    run_dir = os.path.join(directory, meta["run"])
+    for key, rows in sorted(meta["shards"].items()):
+        shard_dir = os.path.dirname(_chunk_path(run_dir, int(key), 0))
+        try:
+            present = set(os.listdir(shard_dir))
+        except OSError:
+            present = set()
+        missing = [k for k in range(len(rows)) if f"{k:08d}.arrow" not in present]
+        if missing:
+            first = _chunk_path(run_dir, int(key), missing[0])
+            raise FileReadError(
+                f"snapshot {directory!r} is damaged: shard {int(key)} misses {len(missing)} "
+                f"of its {len(rows)} chunks ({sum(rows[k] for k in missing)} of the "
+                f"{meta['num_elements']} elements), first {first!r}; "
+                "delete that directory to compute it again",
+                os.path.join(directory, METADATA),
+            )
 
 
 def _commit(directory: str, meta: dict) -> None:
@@ -215,9 +283,37 @@ def _commit(directory: str, meta: dict) -> None:
     if os.path.exists(os.path.join(directory, METADATA)):
         return  # the first pass to finish is the one read
     tmp = os.path.join(directory, f".{METADATA}.tmp-{uuid.uuid4().hex[:8]}")
-    with open(tmp, "w") as f:
-        json.dump(meta, f)
-    os.replace(tmp, os.path.join(directory, METADATA))
+    with _writing(tmp, directory, meta["run"]):
+        with open(tmp, "w") as f:
+            json.dump(meta, f)
+        os.replace(tmp, os.path.join(directory, METADATA))
+
+
+@contextlib.contextmanager
+def _writing(tmp: str, directory: str, run: str) -> Iterator[None]:
+    """Writes ``tmp`` (renamed into place inside): on an ``OSError`` (a full disk), removes
+    the partial file and raises one that names it and the snapshot, ``errno`` kept."""
+    try:
+        yield
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        reason = e.strerror or str(e)
+        err = OSError(
+            e.errno,
+            redact_url(
+                f"snapshot: cannot write {tmp!r} in snapshot {directory!r}: {reason}; the "
+                f"pass's run {run!r} stays incomplete and is never read (a later pass writes "
+                "a new one): free space there or snapshot to another path"
+            ),
+        )
+        raise err from e
+
+
+def _write_chunk(path: str, batch: Any, options: Any) -> None:
+    """One Arrow IPC file holding ``batch``."""
+    with pa.ipc.new_file(path, batch.schema, options=options) as w:
+        w.write_batch(batch)
 
 
 def _chunk_path(run_dir: str, shard: int, chunk: int) -> str:
@@ -287,12 +383,12 @@ class _Writer:
         for shard, elements in sorted(self.buffers.items()):
             rows = self.rows.setdefault(shard, [])
             path = _chunk_path(self.run_dir, shard, len(rows))
-            os.makedirs(os.path.dirname(path), exist_ok=True)
             tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
             batch = self.codec.encode(elements)
-            with pa.ipc.new_file(tmp, batch.schema, options=self.options) as w:
-                w.write_batch(batch)
-            os.replace(tmp, path)  # a chunk on disk is always complete
+            with _writing(tmp, self.directory, self.run):
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                _write_chunk(tmp, batch, self.options)
+                os.replace(tmp, path)  # a chunk on disk is always complete
             rows.append(len(elements))
         self.buffers, self.nbytes = {}, 0
         self.flushed, self.flush_input = self.index, self.inner.get_state()
@@ -497,6 +593,7 @@ def _reader(node: SnapshotDataset, directory: str, meta: dict, ctx: Any, epoch: 
             f"snapshot: {directory!r} holds elements of spec {stored}, but the input's spec is "
             f"{node.element_spec}; delete the directory or use another path"
         )
+    _check_chunks(directory, meta)
     run_dir = os.path.join(directory, meta["run"])
     shards = sorted((int(s), rows) for s, rows in meta["shards"].items())
     if node._reader_func is None:

@@ -74,9 +74,10 @@ class TakeWhileIterator(ElementwiseIterator):
             if not keep:
                 break
             out.append(x)
-        self.count += len(out)
         if len(out) < len(chunk) or not chunk:
-            self.done, self.leftover = True, []
+            self.done, self.count, self.leftover = True, self.count + len(out), []
+            return out
+        self._commit(len(chunk))
         return out
 
     def get_state(self) -> dict:

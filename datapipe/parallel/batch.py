@@ -17,7 +17,7 @@ from typing import Any
 
 from datapipe._batching import stack
 from datapipe._iterator import OpIterator
-from datapipe.ops.batch import BatchIterator
+from datapipe.ops.batch import BatchIterator, stack_identified
 from datapipe.parallel.plan import Plan
 from datapipe.parallel.stage import StageIterator
 
@@ -34,15 +34,22 @@ class GroupIterator(BatchIterator):
 
 
 class _Stack:
-    """Stacks a group (picklable)."""
+    """Stacks a group (picklable). ``paired``: a group of ``(identity, element)`` pairs
+    (``datapipe._identity``), stacked as ``(its first identity, the batch)``."""
+
+    def __init__(self, paired: bool = False):
+        self.paired = paired
 
     def __call__(self, index: int, group: tuple[int, list]) -> Any:
         start, elements = group
+        if self.paired:
+            return stack_identified(elements, start)
         return stack(elements, "batch", start)
 
 
 def parallel_batch_iterator(
-    inner: OpIterator, batch_size: int, drop_remainder: bool, plan: Plan, ctx: Any
-) -> OpIterator:
+    inner: OpIterator, batch_size: int, drop_remainder: bool, plan: Plan, ctx: Any,
+    paired: bool = False,
+) -> OpIterator:  # fmt: skip
     groups = GroupIterator(inner, batch_size, drop_remainder)
-    return StageIterator(groups, plan, ctx, "batch", _Stack(), indexed=True)
+    return StageIterator(groups, plan, ctx, "batch", _Stack(paired), indexed=True)

@@ -68,6 +68,38 @@ def inline_here() -> bool:
     return getattr(_here, "inline", False)
 
 
+class InterruptSafeCondition(threading.Condition):
+    """A ``threading.Condition`` that an interrupt cannot leave held (the engine's ``cond``).
+
+    ``threading.Condition.__enter__`` is a Python method that calls the lock's C
+    ``__enter__``: a signal handler runs after that call returns, so a ``KeyboardInterrupt``
+    or ``SystemExit`` landing there left the lock taken with no ``with`` block to release
+    it, and the next ``with cond`` (the close's snapshot) waited for ever (issue 35 item 5).
+    Here ``with`` calls the lock's own C methods (found through a property, before the lock
+    is taken), and ``wait`` gives the caller the lock back when an interrupt lands inside
+    it while it let go of it, so the caller's ``with`` releases a held lock. Reentrant
+    (an ``RLock``: ``wait`` tells whether this thread holds it)."""
+
+    def __init__(self) -> None:
+        super().__init__(threading.RLock())
+
+    @property
+    def __enter__(self) -> Callable[[], bool]:
+        return self._lock.__enter__  # type: ignore[attr-defined]
+
+    @property
+    def __exit__(self) -> Callable[..., None]:
+        return self._lock.__exit__  # type: ignore[attr-defined]
+
+    def wait(self, timeout: float | None = None) -> bool:
+        try:
+            return super().wait(timeout)
+        except BaseException:
+            if not self._is_owned():  # type: ignore[attr-defined]
+                self._lock.acquire()  # type: ignore[attr-defined]
+            raise
+
+
 class Lane:
     """One ordered input of an engine (see the module docstring).
 
@@ -141,7 +173,7 @@ class Engine:
         self.ram = tuner.ram
         self.executor: Any = None  # executors.Executor running the stage, set by the stage
         self.executors: dict[str, Any] = {}  # every one the stage created, by kind
-        self.cond = threading.Condition(threading.Lock())
+        self.cond = InterruptSafeCondition()
         self.closed = False
         self.generation = 0
         self.lanes: list[Lane] = []
@@ -166,6 +198,11 @@ class Engine:
         # consumer moves the stage back to threads, once (``stage.Stage.step_back``)
         self.step_back: str | None = None
         self.stepped_back = False
+        # The consumer's last take (lane, chunk, elements, whether it finished the chunk),
+        # until its next call: given back if an interrupt lands before the elements reach
+        # the caller (``wait``). A chunk that take finished leaves its lane at the next.
+        self._taken: tuple | None = None
+        self._finished: tuple | None = None
 
     def workers_wanted(self) -> int:
         return self.policy.workers(self.knob.value) if self.executor.threads else 0
@@ -311,11 +348,14 @@ class Engine:
         if self._returned is not None:  # the consumer's own work since our last answer
             meter.outside_s += t_in - self._returned[0]
             meter.outside_cpu_s += c_in - self._returned[1]
+        # The tuner's step comes before the chunk is computed (the step the last answer
+        # earned): once the chunk is in hand, nothing but the return follows, so an
+        # interrupt cannot land between computing the elements and handing them on.
+        self.tuner.maybe_step()
+        got = self._inline(lane, n)
+        if got is not None:  # (``_returned`` is set as it was computed)
+            return got
         try:
-            got = self._inline(lane, n)
-            if got is not None:
-                self.tuner.maybe_step()
-                return got
             return self.wait(lambda: self.take(lane, n))
         finally:
             self._returned = (time.perf_counter(), time.thread_time())
@@ -327,6 +367,19 @@ class Engine:
         waiting (it has no thread of its own). A taken exception is raised here (returned,
         without ``raise_errors``), and so is ``fatal`` (a worker died) before anything
         else, after every worker stopped."""
+        self._taken = None
+        try:
+            return self._wait(take, raise_errors)
+        except BaseException:
+            # An interrupt landed between ``take`` and the return (or the error taken is
+            # raised): elements taken and not handed on go back to their chunk, so a state
+            # taken now has them (``take``'s record; a raised failure is not given back).
+            if self._taken is not None:
+                with self.cond:
+                    self._untake()
+            raise
+
+    def _wait(self, take: Callable[[], Any], raise_errors: bool) -> Any:
         got: Any = None
         waited = 0.0
         counted = False  # this consumer is counted in ``waiting``
@@ -364,6 +417,7 @@ class Engine:
         meter.consumer_wait_s += waited
         self.tuner.maybe_step()
         if isinstance(got, BaseException) and raise_errors:
+            self._taken = None  # a failure delivered: not given back
             try:
                 raise got
             finally:  # the traceback keeps this frame: it must not keep the error (a cycle
@@ -386,6 +440,8 @@ class Engine:
         a restore queued for recomputation (``lane.redo``: the snapshot came from threads
         or processes) is computed here too, into a ready chunk: no worker runs inline."""
         with self.cond:
+            if self._finished is not None:  # the chunk the last take finished goes first
+                self._drop_finished()
             redo = bool(lane.redo) and not lane.chunks and not lane.pending and not self.closed
             if redo:
                 lane.pending += 1  # as a worker's admission does
@@ -400,12 +456,29 @@ class Engine:
             if chunk is not None:
                 compute(self, lane, chunk, elems, -1, gen, self.executor)
             return None  # the consumer takes it from the chunk, now ready
+        held: list = []  # taken from the input and not handed on: an interrupt gives it back
+        try:
+            return self._inline_chunk(lane, n, held)
+        except BaseException:
+            if held:  # the elements go back, to compute again: a state now has them
+                with self.cond:
+                    lane.next_index = held[0] + len(held[1])
+                    lane.redo.append((None, held[0], len(held[1]), 0, list(held[1]), None))
+            raise
+
+    def _inline_chunk(self, lane: Lane, n: int, held: list) -> list | None:
+        """``_inline``'s computing part. ``held`` is ``[start, elements]`` from the moment
+        the input returned them until they are handed on (returned, or a ready chunk of
+        the lane), so an interrupt anywhere between (a signal handler's
+        ``KeyboardInterrupt`` or ``SystemExit``) gives them back to the lane."""
         t0, c0 = time.perf_counter(), time.thread_time()  # a buffer's work is its reading
         with lane.input_lock:
             start = lane.next_index
-            elems = lane.inner.next_chunk(n)
-            lane.next_index += len(elems)
+            held += [start, lane.inner.next_chunk(n)]  # one statement: see the docstring
+            elems = held[1]
+            lane.next_index = start + len(elems)
         if not elems:
+            del held[:]
             with self.cond:
                 lane.input_done = True
             return []
@@ -413,12 +486,7 @@ class Engine:
             items, failed = elems, False
         else:
             t0, c0 = time.perf_counter(), time.thread_time()
-            try:
-                items, failed = apply(lane, elems, start)  # the inline executor's compute
-            except BaseException:  # Ctrl-C inside the function (apply keeps the others)
-                with self.cond:  # the elements go back, to compute again: a state now has them
-                    lane.redo.append((None, start, len(elems), 0, list(elems), None))
-                raise
+            items, failed = apply(lane, elems, start)  # the inline executor's compute
             if self.sampling:
                 self.sample(elems, items)
         dt, dcpu = time.perf_counter() - t0, time.thread_time() - c0
@@ -428,19 +496,31 @@ class Engine:
             self.meter.out_bytes = float(autotune.chunk_nbytes(good)) if good else None
         self.meter.record(len(items), dt, dcpu)
         if not failed:
+            self._returned = (time.perf_counter(), time.thread_time())
+            # No call from here to the caller's store (a signal handler runs only after a
+            # call): ``del`` is no call, unlike ``held.clear()``.
+            del held[:]
             return items
         chunk = Chunk(start, None)  # no input state: a snapshot stores its elements
         chunk.size, chunk.inputs, chunk.items = len(elems), elems, items
         chunk.done = chunk.failed = True
+        k = len(items)
         with self.cond:
             lane.pending += 1
-            lane.buffered += len(items)
-            lane.chunks.append(chunk)
+            lane.buffered += k
+            del held[:]
+            lane.chunks.append(chunk)  # the hand-over: no call in between (see above)
         return None
 
     def take(self, lane: Lane, n: int) -> list | BaseException | None:
         """Under ``cond``: up to ``n`` ready elements, a failure to raise, ``[]`` at the
-        lane's end, or None (nothing ready yet)."""
+        lane's end, or None (nothing ready yet).
+
+        What it takes is recorded (``_taken``) until the consumer's next call: an interrupt
+        before the elements reach the caller gives them back (``_untake``, from ``wait``).
+        So a chunk all taken leaves the lane only at the next take (``_drop_finished``)."""
+        if self._finished is not None:
+            self._drop_finished()
         chunk = lane.ready_chunk()
         if chunk is None:
             return [] if lane.finished() else None
@@ -453,12 +533,17 @@ class Engine:
             err = None
         left = len(chunk.items) - chunk.consumed  # before this take
         taken = pos - chunk.consumed
+        done = pos >= len(chunk.items)
+        # The record and the commit: no call among these statements (a signal handler runs
+        # only after a call), so an interrupt finds both or neither.
+        self._taken = (lane, chunk, taken, done)
         chunk.consumed = pos
         lane.buffered -= taken
-        if pos >= len(chunk.items):
+        if done:
+            lane.pending -= 1
+            self._finished = (lane, chunk)
             _hand_over(self.ram, chunk.reserved)
             chunk.reserved = 0
-            self._finish(lane, chunk)
             self.cond.notify_all()  # room for another chunk
         else:
             # the share of what is still reserved (earlier takes released theirs)
@@ -469,13 +554,27 @@ class Engine:
                 self.cond.notify_all()
         return err if err is not None else out
 
-    def _finish(self, lane: Lane, chunk: Chunk) -> None:
-        self.ram.release(chunk.reserved)
-        chunk.reserved = 0
-        # keep the count, drop the results (readers of a finished chunk take its len())
-        chunk.items = _Count(len(chunk.items))  # type: ignore[assignment]
+    def _untake(self) -> None:
+        """Under ``cond``: give back what the last ``take`` took (see ``take``)."""
+        taken, self._taken = self._taken, None
+        if taken is None:
+            return
+        lane, chunk, k, done = taken
+        chunk.consumed -= k
+        lane.buffered += k
+        if done:
+            lane.pending += 1
+            if self._finished is not None and self._finished[1] is chunk:
+                self._finished = None
+
+    def _drop_finished(self) -> None:
+        """Under ``cond``: the chunk the last take finished leaves its lane (its results
+        go; readers of a finished chunk take its len())."""
+        (lane, chunk), self._finished = self._finished, None  # type: ignore[misc]
+        if chunk.consumed < len(chunk.items):
+            return  # given back meanwhile
+        chunk.items = _Count(len(chunk.items))
         chunk.inputs = ()
-        lane.pending -= 1
         chunks = lane.chunks
         while chunks and chunks[0].done and chunks[0].consumed >= len(chunks[0].items):
             chunks.popleft()

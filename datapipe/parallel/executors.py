@@ -30,7 +30,7 @@ from itertools import islice
 from typing import Any, ClassVar
 
 from datapipe._draws import enter, leave
-from datapipe._functions import as_elements, called_through
+from datapipe._functions import as_elements, called_through, writable_inputs
 from datapipe._positions import Failed
 from datapipe.errors import WorkerDiedError, annotate
 from datapipe.parallel import shm
@@ -90,7 +90,23 @@ class WorkerGroup:
             self.threads = {}
         for t in threads:
             if t is not me:  # a finaliser may run on one of our own threads
-                t.join(max(0.0, deadline - time.monotonic()))
+                _join(t, deadline)
+
+
+def _join(t: threading.Thread, deadline: float) -> None:
+    """Join ``t`` by ``deadline``. An interrupt that landed inside its ``start()`` (a
+    KeyboardInterrupt as a stage starts) leaves a thread that ``join`` refuses ("cannot
+    join thread before it is started"): it may still begin (then it sees the stop flag),
+    or never; it is waited for within the deadline, and the caller's own exception is not
+    replaced by the ``RuntimeError``."""
+    while True:
+        try:
+            t.join(max(0.0, deadline - time.monotonic()))
+            return
+        except RuntimeError:
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.005)
 
 
 def _run_worker(target: Callable[[Any, int, Any], None], shared: Any, wid: int, tag: Any) -> None:
@@ -118,6 +134,7 @@ def apply(lane: Any, elems: list, first: int) -> tuple[list, bool]:
     fn = lane.transform
     assert fn is not None  # a lane that transforms (engine.Lane)
     out: list = []
+    elems = writable_inputs(fn, elems)  # views of a source or cache: see ReturnsElement
     scope = enter(fn, out, first)
     call = called_through(fn)  # a map's function itself: a Python frame less an element
     try:

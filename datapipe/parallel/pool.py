@@ -125,7 +125,11 @@ def take_ready(items: list, start: int, n: int) -> tuple[list, BaseException | N
     """From ``items[start:]``, the elements before the first ``Failed`` (at most ``n``).
 
     Returns (elements, error or None, new position). The error is returned only when it is
-    the very next item, so good elements are always delivered before a failure.
+    the very next item, so good elements are always delivered before a failure. A
+    control-flow exception the function raised (``KeyboardInterrupt``, ``SystemExit``,
+    ``GeneratorExit``: not an ``Exception``) is no element's failure: the position stays
+    at that element, so a state taken after it (the public iterator closes on it) computes
+    the element again on resume, as a sequential ``map`` does.
     """
     out: list = []
     i, end = start, min(len(items), start + n)
@@ -137,7 +141,8 @@ def take_ready(items: list, start: int, n: int) -> tuple[list, BaseException | N
                 # frames (and so the public iterator); a worker-reachable reference would keep
                 # the pipeline alive after the consumer let go of it.
                 items[i] = None
-                return [], x.error, i + 1
+                err = x.error
+                return [], err, i if not isinstance(err, Exception) else i + 1
             break
         out.append(x)
         i += 1

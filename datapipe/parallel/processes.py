@@ -102,11 +102,12 @@ class _Failure:
 # ---- the worker process ---------------------------------------------------------------
 def _reseed(seed: int) -> bool:
     """Seed this worker's global generators (``random``, numpy's, torch's) from ``seed``,
-    drawn per worker process by the parent, as DataLoader seeds each worker: a forked
+    the parent's ``worker_seed`` for this worker, as DataLoader seeds each worker: a forked
     worker would otherwise repeat the parent's streams, and every worker its siblings'
     (np.random / torch.rand in a process map gave 263 distinct draws of 400). Draws that
-    must be reproducible use a seeded layer or ``random_map``'s generator, keyed by the
-    element's position (``datapipe._draws``). True if torch was seeded (imported)."""
+    must not depend on which worker computes an element use a seeded layer or
+    ``random_map``'s generator, keyed by the element (``datapipe._draws``). True if torch
+    was seeded (imported)."""
     import random
 
     random.seed(seed)
@@ -342,6 +343,37 @@ def _announce(op: str, method: str, why: str, requested: str | None) -> None:
         )
 
 
+def pool_seed(seed: int | None, ordinal: int) -> int:
+    """The base seed of a pipeline's ``ordinal``-th pool of worker processes (pools are
+    leased in the order the pipeline's stages start): from ``Options.seed`` when it is set,
+    else from the parent's global generators as they stand (torch's initial seed, numpy's
+    and ``random``'s states; read, not drawn from). So once those seeds are set, every run
+    seeds its workers alike, as torch's DataLoader does from its base seed; unseeded, the
+    parent's generators come from the OS's entropy, and so do the workers'."""
+    if seed is not None:
+        seq = np.random.SeedSequence([int(seed) % 2**64, ordinal, 0x5EED])
+        return int(seq.generate_state(1, np.uint64)[0])
+    import hashlib
+    import random
+
+    h = hashlib.blake2b(digest_size=8)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        h.update(int(torch.initial_seed()).to_bytes(8, "little"))
+    _, keys, pos, *_ = np.random.get_state()
+    h.update(np.asarray(keys, dtype=np.uint32).tobytes() + int(pos).to_bytes(4, "little"))
+    h.update(np.asarray(random.getstate()[1], dtype=np.uint32).tobytes())
+    return int.from_bytes(h.digest(), "little") ^ ordinal
+
+
+def worker_seed(base: int, index: int) -> int:
+    """The seed of worker process ``index`` of a pool (``_reseed``): distinct per worker,
+    the same in every run for the same ``base`` (DataLoader's ``base_seed + worker_id``,
+    mixed so that neighbouring bases do not share workers' seeds)."""
+    seq = np.random.SeedSequence([base % 2**64, index])
+    return int(seq.generate_state(1, np.uint64)[0]) >> 1  # 63 bits
+
+
 # ---- the parent's side ----------------------------------------------------------------
 class _Proc:
     def __init__(self, process: Any, conn: Any, prefix: str):
@@ -379,6 +411,7 @@ class Workers:
         self.local: Any = None
         self.on_step_back: Any = None
         self.prefix = f"{shm.SHM_PREFIX}{os.getpid()}-{next(_SERIAL)}-"
+        self.base_seed = secrets.randbits(63)  # ``lease`` sets ``pool_seed``
         self.procs: list[_Proc] = []
         self.fn_key = 0
         self.fn_blob: bytes | None = None
@@ -418,7 +451,7 @@ class Workers:
                     child,
                     prefix,
                     self.intra_op,
-                    secrets.randbits(63),
+                    worker_seed(self.base_seed, i),
                     self.start_method == "fork",
                     self.forked_after_pool,
                 ),  # fmt: skip
@@ -713,6 +746,7 @@ def lease(ctx: Any, key: Any, op: str) -> Workers:
             key = (key, next(_SERIAL))
         opts = ctx.options.threading
         w = Workers(op, opts.process_start_method, autotune.intra_op(ctx))
+        w.base_seed = pool_seed(ctx.options.seed, len(reg.pools))
         reg.pools[key] = w
         w.registry = weakref.ref(reg)
     return w

@@ -73,9 +73,12 @@ def snapshot(lane: Any) -> dict:
     if not entries:
         entries = [(lane.inner.get_state(), lane.next_index, 0, 0, False)]
     first = entries[0]
-    if lane.deterministic:
-        while entries and entries[-1][3] == 0:
-            entries.pop()  # untouched chunks at the end are simply taken again
+    # Untouched chunks at the end are simply taken again, in either order: with
+    # deterministic=False too, every chunk the consumer took from (out of order or not)
+    # is before them, and the input resumes at their start. (Replaying them instead made
+    # an elastic resume count a whole read-ahead as held by the state: unbalanced shares.)
+    while entries and entries[-1][3] == 0:
+        entries.pop()
     replay = [[size, used, failed] for _, _, size, used, failed in entries]
     state = {"input": first[0], "index": first[1], "replay": replay}
     if head:

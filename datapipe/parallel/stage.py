@@ -395,6 +395,14 @@ class StageIterator(OpIterator):
     def index_base(self) -> tuple[int, int] | None:
         return self.inner.index_base()
 
+    def identity_base(self) -> tuple[int, int] | None:
+        # output k is input k (or group k) only in order (datapipe._identity)
+        if not self.deterministic:
+            return None
+        from datapipe._identity import identity_base_of
+
+        return identity_base_of(self.inner)
+
     def get_state(self) -> dict:
         return self.stage.engine.snapshot(self._lane)
 

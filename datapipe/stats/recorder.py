@@ -172,6 +172,19 @@ class StatsIterator(OpIterator):
     def index_base(self) -> tuple[int, int] | None:
         return self.wrapped.index_base()
 
+    # the identities a shuffle, shard or stage carries (datapipe._identity) pass through
+    def identity_base(self) -> tuple[int, int] | None:
+        from datapipe._identity import identity_base_of
+
+        return identity_base_of(self.wrapped)
+
+    def carries_ids(self) -> bool:
+        f = getattr(self.wrapped, "carries_ids", None)
+        return bool(f is not None and f())
+
+    def last_ids(self) -> Any:
+        return self.wrapped.last_ids()  # type: ignore[attr-defined]
+
     def get_state(self) -> dict:
         return self.wrapped.get_state()
 

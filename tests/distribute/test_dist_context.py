@@ -141,25 +141,72 @@ def test_env_sharding_end_to_end(clean_env):
     assert [int(x) for x in dp.range(10)] == [1, 4, 7]
 
 
-def test_process_group_and_contradicting_env(clean_env, tmp_path):
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"RANK": "1", "WORLD_SIZE": "2"},  # disagrees with the group
+        {"WORLD_SIZE": "2"},  # Lightning's ddp launcher: no RANK (issue 32, item 3)
+        {"WORLD_SIZE": "2", "LOCAL_RANK": "5"},  # out of range beside the group
+        {"RANK": "one", "SLURM_PROCID": "x"},  # malformed
+    ],
+)
+def test_a_live_process_group_outranks_any_environment(clean_env, tmp_path, env):
     import torch.distributed as dist
 
     dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
     try:
+        for k, v in env.items():
+            clean_env.setenv(k, v)
         ctx = resolve_worker_context()
         assert (ctx.index, ctx.count, ctx.source) == (0, 1, "torch.distributed")
-        clean_env.setenv("RANK", "1")
-        clean_env.setenv("WORLD_SIZE", "2")
-        with pytest.raises(WorkerContextError) as info:
-            iter(dp.range(4))
-        assert str(info.value) == (
-            "environment RANK=1, WORLD_SIZE=2 disagrees with the initialised "
-            "torch.distributed process group (rank 0 of 1)"
-        )
+        assert [int(x) for x in dp.range(4)] == [0, 1, 2, 3]
         # The explicit option still wins over both.
         assert resolve_worker_context(explicit(2, 1)).source == "options"
     finally:
         dist.destroy_process_group()
+
+
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        # Lightning's ddp subprocess launcher, before its group exists
+        ({"WORLD_SIZE": "2", "LOCAL_RANK": "1", "NODE_RANK": "0"}, (1, 2, "env:lightning")),
+        ({"WORLD_SIZE": "4", "LOCAL_RANK": "1"}, (1, 4, "env:lightning")),
+        (
+            {"WORLD_SIZE": "4", "LOCAL_RANK": "1", "NODE_RANK": "1", "LOCAL_WORLD_SIZE": "2"},
+            (3, 4, "env:lightning"),
+        ),
+        # accelerate launch runs torchrun: RANK/WORLD_SIZE beside ACCELERATE_* variables
+        (
+            {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "ACCELERATE_USE_CPU": "true"},
+            (1, 2, "env:torchrun"),
+        ),
+        ({"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "3"}, (2, 3, "env:mpi")),
+        ({"PMI_RANK": "0", "PMI_SIZE": "2"}, (0, 2, "env:mpi")),
+        (
+            {"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "PMI_RANK": "0", "PMI_SIZE": "2"},
+            (1, 2, "env:slurm"),
+        ),
+    ],
+)
+def test_launcher_environments(clean_env, env, expected):
+    for k, v in env.items():
+        clean_env.setenv(k, v)
+    ctx = resolve_worker_context()
+    assert (ctx.process_index, ctx.process_count, ctx.source) == expected
+    assert len(dp.range(12)) == 12 // expected[1]
+
+
+def test_lightning_environment_on_a_second_node_needs_its_size(clean_env):
+    for k, v in {"WORLD_SIZE": "4", "LOCAL_RANK": "1", "NODE_RANK": "1"}.items():
+        clean_env.setenv(k, v)
+    with pytest.raises(WorkerContextError) as info:
+        resolve_worker_context()
+    assert str(info.value) == (
+        "environment variable NODE_RANK=1 with LOCAL_RANK=1 and WORLD_SIZE=4 but no RANK or "
+        "LOCAL_WORLD_SIZE: the global rank is unknown; set RANK, or initialise "
+        "torch.distributed before iterating"
+    )
 
 
 # ---- iterator state and the worker context ---------------------------------------------

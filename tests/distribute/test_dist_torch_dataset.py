@@ -73,7 +73,7 @@ def test_spawned_workers_use_the_rank_the_parent_saw(clean_env):
     clean_env.delenv("RANK")
     clean_env.delenv("WORLD_SIZE")
     copy = TorchIterableDataset.__new__(TorchIterableDataset)
-    copy.__dict__.update(state)
+    copy.__setstate__(state)
     assert [int(x) for x in copy] == [0, 3, 6, 9]
 
 

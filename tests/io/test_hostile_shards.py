@@ -14,6 +14,7 @@ import os
 import struct
 import tarfile
 import textwrap
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -116,6 +117,112 @@ def test_headers_within_the_bound_still_read(tmp_path):
     key = "k/" + "ü" * 3000  # a PAX path header of ~6 KB
     shards = write_webdataset([{"__key__": key, "txt": "long"}], str(tmp_path / "s-%d.tar"))
     assert [(s["__key__"], s["txt"]) for s in WebDataset(shards)] == [(key, b"long")]
+
+
+def pax_record(keyword: str, value: str) -> bytes:
+    """One PAX record, ``"<length> <keyword>=<value>\\n"`` (the length counts itself)."""
+    body = f" {keyword}={value}\n".encode()
+    n = len(body) + 1
+    while len(str(n)) + len(body) != n:
+        n += 1
+    return str(n).encode() + body
+
+
+def pax_header(records: bytes, kind: bytes = tarfile.XGLTYPE) -> bytes:
+    return header("pax_global_header", len(records), kind) + padded(records)
+
+
+def test_global_pax_headers_cannot_accumulate(tmp_path):
+    """Issue 35 item 7: tarfile keeps every global PAX attribute for the rest of the stream.
+    64 global headers of ~1 MiB (each under the header bound), one per sample: 64 MB held
+    on main (384 of them took +384 MB from a 0.4 MB file); now the second is refused."""
+    p = tmp_path / "globals.tar.gz"
+    with gzip.open(p, "wb", compresslevel=1) as gz:
+        for i in range(64):
+            gz.write(pax_header(pax_record(f"k{i}", "v" * (MIB - 4096))))
+            gz.write(header(f"s{i}.txt", 2) + padded(b"hi"))
+        gz.write(END)
+    assert os.path.getsize(p) < 8 * MIB
+    dp.io.set_max_file_bytes(8 << 20)
+    tracemalloc.start()
+    try:
+        it = iter(WebDataset(str(p)))
+        assert next(it) == {"__key__": "s0", "__url__": str(p), "txt": b"hi"}
+        with pytest.raises(dp.PipelineError) as info:
+            next(it)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        dp.io.set_max_file_bytes(1 << 30)
+    assert peak < 16 * MIB, peak  # main: ~67 MB, and the whole stream read
+    second = 512 + (MIB - 4096 + 512) + 1024  # after global header 1 and sample 0
+    assert (
+        f"globals.tar.gz: a PAX global header (member 'pax_global_header' at byte {second}) "
+        f"brings the global PAX attributes to {2 * (MIB - 4096) + 4} characters, over the "
+        f"limit of {MAX_HEADER_BYTES} characters"
+    ) in str(info.value)
+    assert list(it) == []  # the rest of the shard is skipped
+
+
+def test_global_pax_keywords_are_bounded_and_a_small_global_header_reads(tmp_path):
+    many = b"".join(pax_record(f"k{i}", "v") for i in range(2000))  # ~20 KB, 2,000 keywords
+    p = tmp_path / "keys.tar"
+    p.write_bytes(pax_header(many) + header("a.txt", 2) + padded(b"hi") + END)
+    with pytest.raises(dp.PipelineError) as info:
+        list(WebDataset(str(p), fields=["txt"]))
+    assert (
+        "keys.tar: a PAX global header (member 'pax_global_header' at byte 0) brings the "
+        "global PAX attributes to 2000 keywords, over the limit of 1024"
+    ) in str(info.value)
+    # A global header as git archive writes one (a comment) is read as before.
+    q = tmp_path / "git.tar"
+    with tarfile.open(q, "w", format=tarfile.PAX_FORMAT, pax_headers={"comment": "c0ffee"}) as t:
+        info_ = tarfile.TarInfo("a.txt")
+        info_.size = 2
+        t.addfile(info_, io.BytesIO(b"hi"))
+    assert list(WebDataset(str(q))) == [{"__key__": "a", "__url__": str(q), "txt": b"hi"}]
+
+
+def header_chain(path, count: int, kind: bytes) -> str:
+    """``count`` GNU long-name or PAX extended headers in a row, then one member."""
+    with open(path, "wb") as f:
+        for i in range(count):
+            if kind == tarfile.XHDTYPE:
+                f.write(pax_header(pax_record("path", f"k{i}.txt"), kind))
+            else:
+                name = f"k{i}.txt".encode() + b"\0"
+                f.write(header("././@LongLink", len(name), kind) + padded(name))
+        f.write(header("k.txt", 2) + padded(b"hi") + END)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "kind, what",
+    [
+        (tarfile.GNUTYPE_LONGNAME, "a GNU long-name header (member '././@LongLink' at byte"),
+        (tarfile.XHDTYPE, "a PAX extended header (member 'pax_global_header' at byte"),
+    ],
+)
+@pytest.mark.parametrize("fields", [None, ["txt"]])
+def test_a_chain_of_headers_is_a_named_error_that_ignore_errors_skips(tmp_path, kind, what, fields):
+    """Issue 35 item 7: 3,000 headers before one member recursed in tarfile until an
+    unnamed RecursionError, and (fields=None) the shard after it was never read."""
+    bad = header_chain(tmp_path / "chain.tar", 3000, kind)
+    good = write_webdataset([{"__key__": "a", "txt": "ok"}], str(tmp_path / "g-%d.tar"))[0]
+    with pytest.raises(dp.PipelineError) as info:
+        list(WebDataset([bad, good], fields=fields))
+    assert isinstance(info.value.__cause__, dp.FileReadError)
+    assert (
+        f"chain.tar: {what} {32 * 1024}) is header 33 of a chain before one member, over "
+        "the limit of 32"
+    ) in str(info.value)
+    got = list(WebDataset([bad, good], fields=fields).ignore_errors())
+    assert got == [{"__key__": "a", "__url__": good, "txt": b"ok"}]
+    short = header_chain(tmp_path / "short.tar", 3, kind)  # a chain within the bound reads
+    # (tarfile applies a chain's headers from the last to the first: the first name wins)
+    assert list(WebDataset(short, fields=fields)) == [
+        {"__key__": "k0", "__url__": short, "txt": b"hi"}
+    ]
 
 
 def test_a_gzip_amplified_member_is_refused_before_it_is_read(tmp_path):

@@ -249,3 +249,36 @@ def test_a_stream_refuses_bad_arguments():
         dp.from_huggingface(stream(), read_rows=2**24 + 1)
     with pytest.raises(ValueError, match=r"columns \['nope'\] are not in the dataset"):
         dp.from_huggingface(stream(), columns=["nope"])
+
+
+def nested_features():
+    return datasets.Features({"x": datasets.Sequence(datasets.Sequence(datasets.Value("int64")))})
+
+
+def test_a_sequence_of_sequences_yields_arrays_of_its_spec():
+    """Issue 35 item 8: a ``Sequence(Sequence(int64))`` column is spec'd ``(None, None)``
+    int64; main yielded object arrays of arrays for its rows."""
+    rows = [[[1, 2], [3, 4]], [[5, 6, 7]], [], [[8]]]
+    hf = datasets.Dataset.from_dict({"x": rows}, features=nested_features())
+    for ds in (dp.from_huggingface(hf), dp.from_huggingface(hf.to_iterable_dataset())):
+        assert ds.element_spec == {"x": dp.TensorSpec((None, None), np.int64)}
+        got = [e["x"] for e in ds]
+        assert [(g.dtype, g.shape) for g in got] == [
+            (np.dtype(np.int64), (2, 2)), (np.dtype(np.int64), (1, 3)),
+            (np.dtype(np.int64), (0, 0)), (np.dtype(np.int64), (1, 1)),
+        ]  # fmt: skip
+        assert [g.tolist() for g in got] == rows
+        assert all(ds.element_spec["x"].is_compatible_with(g) for g in got)
+
+
+def test_ragged_inner_sequences_are_refused_naming_the_column_and_row():
+    rows = [[[1, 2], [3, 4]], [[5]], [[1], [2, 3]], [[9, 9]]]
+    hf = datasets.Dataset.from_dict({"x": rows}, features=nested_features())
+    with pytest.raises(dp.SchemaMismatchError) as info:
+        list(dp.from_huggingface(hf))
+    assert str(info.value).startswith(
+        "<Hugging Face dataset>: row 2: column 'x': a row's inner lists differ in length "
+        "([1, 2]), so it is no 2-D int64 array, the column's spec (None, None); pad the "
+        "inner lists to one length"
+    )
+    assert [e["x"].tolist() for e in dp.from_huggingface(hf).take(2)] == rows[:2]

@@ -52,6 +52,35 @@ def test_redact_url_in_messages_with_several_urls():
     assert redact_url(text) == "copy 'https://***@x/1?sig=***' to 'https://***@y/2' failed"
 
 
+# RFC 3986 3.2.1: userinfo = *( unreserved / pct-encoded / sub-delims / ":" ), and every
+# sub-delim may stand in the user name or the password (issue 35 item 8).
+@pytest.mark.parametrize("delim", list("!$&'()*+,;="))
+def test_every_sub_delim_in_user_info_is_redacted(delim):
+    for url in (f"https://us{delim}er:pw@host/a", f"https://user:p{delim}w@host/a",
+                f"https://{delim}tok{delim}@host:81/a?b=1"):  # fmt: skip
+        shown = "https://***@" + url.split("@", 1)[1]
+        assert redact_url(url) == shown
+        quoted = f"cannot open {url!r}: gone"  # repr() picks '"' when the URL holds "'"
+        assert redact_url(quoted) == quoted.replace(url, shown)
+        assert redact_url(f"see ({url}) now") == f"see ({shown}) now"
+
+
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        ("https://h1/a,https://u:p@h2/b", "https://h1/a,https://***@h2/b"),
+        ("https://h1/a|s3://k:s@b/x", "https://h1/a|s3://***@b/x"),
+        ("https://h1?x=1;https://u:p@h2", "https://h1?x=1;https://***@h2"),
+        ("https://h/login?next=https://u:p@h2/b?token=t&page=2",
+         "https://h/login?next=https://***@h2/b?token=***&page=2"),
+        ("https://a:b@h1/a?sig=s&https://c:d@h2", "https://***@h1/a?sig=***&https://***@h2"),
+    ],
+)  # fmt: skip
+def test_a_second_url_in_one_message_is_redacted(text, shown):
+    assert redact_url(text) == shown
+    assert redact_url(f"x {text} y {text}") == f"x {shown} y {shown}"
+
+
 def test_a_foreign_chain_naming_a_secret_is_replaced_by_redacted_copies():
     try:
         try:

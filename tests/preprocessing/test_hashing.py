@@ -7,6 +7,9 @@ tests/goldens/<this file>.json in the default run, computed by Keras itself unde
 
 from __future__ import annotations
 
+import contextlib
+import tracemalloc
+
 import numpy as np
 import pytest
 import torch
@@ -81,3 +84,44 @@ def test_hashed_crossing(ref, mode):
         theirs = ref(keras_outcomes, "HashedCrossing", kw, pairs)["outcomes"]
         for features, expected in zip(pairs, theirs, strict=True):
             assert_same(expected, pp.HashedCrossing(**kw)(features).numpy())
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("salt, long_bytes", [(None, 200_000), ([5, 6], 20_000)])
+def test_one_long_string_among_words_takes_bounded_memory(backend, salt, long_bytes):
+    """Issue 35 item 8: one 200 kB string among 1,000 words took +800 MB on main (a list
+    became a fixed-width ``U`` array: every word padded to the longest) on the compiled
+    path, and 4.2 GB (or MemoryError) on the numpy path (a padded byte matrix, 8 bytes per
+    byte for its words). Now strings stay Python objects and the numpy code groups them
+    by length. SipHash runs 8-byte blocks one after another: its long string is 20 kB."""
+    from preprocessing import _hash_native
+
+    if backend == "native" and not _hash_native.available(salt):
+        pytest.skip("the compiled binding (datapipe[hashing]) is not installed")
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(1000)]
+    words[500] = "".join(rng.choice(list("abcdefgh"), long_bytes).tolist())
+    words[700] = "é" * 40 + words[500][:100]  # non-ASCII, over 64 bytes
+    layer = pp.Hashing(num_bins=2**62 + 3, salt=salt)
+    tracemalloc.start()
+    try:
+        if backend == "numpy":
+            with _hash_native.disabled():
+                got = layer(words)
+        else:
+            got = layer(words)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 32 << 20, peak  # main: ~800 MB (compiled), ~4.2 GB (numpy)
+    assert got.dtype == torch.int64 and got.shape == (1000,)
+    # The long strings hashed alone and the words without them (nothing padded to the
+    # long width), by the other backend where it is installed.
+    other = contextlib.nullcontext() if backend == "numpy" else _hash_native.disabled()
+    short = [w for i, w in enumerate(words) if i not in (500, 700)]
+    with other:
+        alone = _hash.hash_strings(short, salt).tolist()
+        for i in (500, 700):
+            alone.insert(i, _hash.hash_strings([words[i]], salt).item())
+    expected = [(h & (2**64 - 1)) % (2**62 + 3) for h in alone]
+    assert got.tolist() == expected

@@ -82,3 +82,46 @@ def test_resizing_scales_relative_and_absolute_boxes():
         }
     )
     assert absolute["bounding_boxes"]["boxes"].tolist() == [[1.0, 1.0, 4.0, 2.0]]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_export_with_a_dynamic_height_and_width(fmt):
+    # Issue 32 item 8: the same-size shortcut guarded the symbolic height to differ from
+    # the target ("Constraints violated (h)"). Exported once, the program takes any side
+    # in the declared range and equals eager (the same F.interpolate; 1e-6 for float32
+    # values in [0, 1]), the target size itself included.
+    model = torch.nn.Sequential(pp.Resizing(8, 6, data_format=fmt)).eval()
+    h, w = torch.export.Dim("h", min=2, max=512), torch.export.Dim("w", min=2, max=512)
+    axes = {2: h, 3: w} if fmt == "channels_first" else {1: h, 2: w}
+    example = img(2, 3, 20, 30)
+    example = example if fmt == "channels_first" else example.permute(0, 2, 3, 1)
+    program = torch.export.export(model, (example,), dynamic_shapes=(axes,)).module()
+    for side_h, side_w in [(20, 30), (33, 17), (8, 6), (2, 2)]:
+        x = img(2, 3, side_h, side_w, seed=side_h)
+        x = x if fmt == "channels_first" else x.permute(0, 2, 3, 1).contiguous()
+        got = program(x)
+        assert got.shape == ((2, 3, 8, 6) if fmt == "channels_first" else (2, 8, 6, 3))
+        torch.testing.assert_close(got, model(x), atol=1e-6, rtol=0)
+
+
+def test_aspect_windows_equal_keras_float_rule():
+    # aspect_window / pad_amounts use integer floor division (it stays symbolic under
+    # torch.export); it equals Keras's int(a * b / c) over every side pair up to 64.
+    from preprocessing.resizing import aspect_window, pad_amounts
+
+    for h in range(1, 65):
+        for w in range(1, 65):
+            for height, width in [(7, 5), (3, 11), (8, 8), (1, 64)]:
+                crop_h = max(min(h, int(w * height / width)), 1)
+                crop_w = max(min(w, int(h * width / height)), 1)
+                assert aspect_window(h, w, height, width) == (
+                    int((h - crop_h) / 2),
+                    int((w - crop_w) / 2),
+                    crop_h,
+                    crop_w,
+                )
+                pad_h, pad_w = max(h, int(w * height / width)), max(w, int(h * width / height))
+                assert pad_amounts(h, w, height, width) == (
+                    int((pad_h - h) / 2),
+                    int((pad_w - w) / 2),
+                )

@@ -6,6 +6,7 @@ import torch
 
 import datapipe as dp
 import preprocessing as pp
+from preprocessing.base import call_training
 
 from ._util import assert_values
 
@@ -42,6 +43,26 @@ def test_correctness(training):
     x = torch.zeros(1, 1, 1, 1)
     assert torch.equal(pipeline(x), x)
     assert [layer.seen for layer in pipeline.layers] == [training, training]
+
+
+class _KerasCanary(_Canary):
+    """upstream's CanaryLayer as Keras writes it: reads the call's training flag
+    (``call_training``: the call's ``training=``, else the module's mode)."""
+
+    def transform_images(self, images, params):
+        self.seen = call_training(self)
+        return images
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_correctness_with_keras_training_keyword(training):
+    """pipeline_test.py::test_correctness as Keras calls it, ``pipeline(x,
+    training=training)``: each layer sees the keyword, whatever train()/eval() say."""
+    pipeline = pp.Pipeline([_KerasCanary(), _KerasCanary()]).train(not training)
+    x = torch.zeros(1, 1, 1, 1)
+    assert torch.equal(pipeline(x, training=training), x)
+    assert [layer.seen for layer in pipeline.layers] == [training, training]
+    assert pipeline.training is (not training)  # the modules' own mode is untouched
 
 
 def test_tf_data_compatibility():
