@@ -213,9 +213,10 @@ _deprecated.alias_module(f"{__name__}.dataset", f"{__name__}.dataset_ops")
 
 # Subpackages the imports above do not load: `dp.datasets` imports its package on first use
 # (as `import datapipe.datasets` would), so `import datapipe` does not pay for them.
-_LAZY_SUBPACKAGES = ("datasets",)
+_LAZY_SUBPACKAGES = ("datasets", "image")
 if TYPE_CHECKING:  # type checkers see the real module
     from datapipe import datasets as datasets
+    from datapipe import image as image
 
 __all__ += list(_LAZY_SUBPACKAGES)
 
