@@ -1,8 +1,14 @@
 """Docstrings of the thin ``Dataset`` methods, taken from the op each one builds.
 
-The semantics (shapes, dtypes, errors, the tf.data/Keras anchor) are documented once, on the
-op's class in ``datapipe/ops`` / ``datapipe/sources`` / ``datapipe/io``; ``help(ds.map)``
-shows that text. Runnable examples stay on the op classes (doctests run there once).
+The semantics (shapes, dtypes, errors, the tf.data/Keras anchor) and the runnable example
+are written once, on the op's class in ``datapipe/ops`` / ``datapipe/sources`` /
+``datapipe/io``; ``attach`` copies that whole text, example included, onto the method, so
+``help(ds.map)`` and the method's entry on the API reference page (docs/reference/dataset.md,
+generated from ``Dataset``'s docstrings) show it where the method is documented.
+
+The doctests run once, on the op classes: the copies on ``Dataset`` would be collected again
+by ``pytest --doctest-modules`` from ``datapipe/dataset_ops.py`` (the methods are defined
+there), so ``tests/conftest.py`` leaves out the doctest items named in ``ATTACHED``.
 
 Which object documents which method comes from ``datapipe._op_table`` (computed from the op
 classes).
@@ -15,19 +21,24 @@ import inspect
 
 from datapipe._op_table import EXTRA_DOCS, documented_by
 
+# Dataset methods whose docstring ``attach`` copied from their op's class, by doctest name
+# ("datapipe.dataset_ops.Dataset.map"): their examples run on the op classes instead.
+ATTACHED: set[str] = set()
 
-def _without_examples(doc: str) -> str:
-    lines = inspect.cleandoc(doc).splitlines()
-    for i, line in enumerate(lines):
-        if line.strip() in ("Example:", "Examples:"):
-            return "\n".join(lines[:i]).rstrip()
-    return "\n".join(lines)
+_HEADINGS = ("Example:", "Examples:")
 
 
 def _doc_of(module: str, name: str) -> str:
+    """The docstring of ``module.name``, with a line saying where it comes from put before
+    its example (after the text, so the method's one-line summary stays the class's)."""
     obj = getattr(importlib.import_module(module), name)
-    text = _without_examples(obj.__doc__ or "")
-    return f"{text}\n\n(Documented on ``{module}.{name}``, which has a runnable example.)"
+    lines = inspect.cleandoc(obj.__doc__ or "").splitlines()
+    at = next((i for i, line in enumerate(lines) if line.strip() in _HEADINGS), len(lines))
+    role = "the node this method builds" if inspect.isclass(obj) else "which this method calls"
+    source = f"(The docstring of ``{module}.{name}``, {role}.)"
+    head = "\n".join(lines[:at]).rstrip()
+    tail = "\n".join(lines[at:])
+    return f"{head}\n\n{source}" + (f"\n\n{tail}" if tail else "")
 
 
 def attach(dataset_cls: type) -> None:
@@ -42,3 +53,4 @@ def attach(dataset_cls: type) -> None:
         func = attr.__func__ if isinstance(attr, staticmethod) else attr
         if not func.__doc__:
             func.__doc__ = doc
+            ATTACHED.add(f"{func.__module__}.{dataset_cls.__qualname__}.{method}")

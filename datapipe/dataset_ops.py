@@ -198,7 +198,17 @@ class Dataset:
 
         Under an active worker context (see ``datapipe.distribute``) this is the number of
         elements ``iter()`` yields on this worker: its auto-sharded share, evened out by
-        ``Options.distribute.uneven``. ``len(ds)`` is the same number."""
+        ``Options.distribute.uneven``. ``len(ds)`` is the same number.
+
+        Example:
+            >>> import datapipe as dp
+            >>> dp.range(10).cardinality(), dp.range(10).batch(4).cardinality()
+            (10, 3)
+            >>> dp.range(10).filter(lambda x: x > 5).cardinality() == dp.UNKNOWN_CARDINALITY
+            True
+            >>> dp.range(3).repeat().cardinality() == dp.INFINITE_CARDINALITY
+            True
+        """
         return UNKNOWN_CARDINALITY
 
     @property
@@ -359,7 +369,13 @@ class Dataset:
 
     def as_numpy_iterator(self) -> Iterator:
         """Alias of ``iter(self)`` for tf.data users: elements are already numpy here
-        unless the source holds torch tensors."""
+        unless the source holds torch tensors.
+
+        Example:
+            >>> import datapipe as dp
+            >>> [int(x) for x in dp.range(3).as_numpy_iterator()]
+            [0, 1, 2]
+        """
         return iter(self)
 
     def _first_element(self) -> Any:
@@ -403,7 +419,13 @@ class Dataset:
         return None
 
     def take_all(self) -> list:
-        """All elements in a list (handy in tests and small pipelines)."""
+        """All elements in a list (handy in tests and small pipelines).
+
+        Example:
+            >>> import datapipe as dp
+            >>> dp.range(3).map(lambda x: x * 2).take_all()
+            [np.int64(0), np.int64(2), np.int64(4)]
+        """
         return list(self)
 
     # ---- sources as static methods -----------------------------------------------------
@@ -731,7 +753,15 @@ class Dataset:
         return ConcatenateDataset(self, dataset)
 
     def apply(self, transformation_func: Callable[[Dataset], Dataset]) -> Dataset:
-        """``transformation_func(self)``, which must return a Dataset (``tf.data`` semantics)."""
+        """``transformation_func(self)``, which must return a Dataset (``tf.data`` semantics).
+
+        Example:
+            >>> import datapipe as dp
+            >>> def middle(ds):
+            ...     return ds.skip(2).take(2)
+            >>> [int(x) for x in dp.range(6).apply(middle)]
+            [2, 3]
+        """
         out = transformation_func(self)
         if not isinstance(out, Dataset):
             raise TypeError(
@@ -801,6 +831,11 @@ class Dataset:
         ``state_dict()`` / ``load_state_dict()`` checkpoint the position exactly (elastic
         across world sizes). Its class docstring has the details and an example.
         Imports torch (this method's module does not, so ``import datapipe`` stays light).
+
+        Example:
+            >>> import datapipe as dp, torch
+            >>> list(torch.utils.data.DataLoader(dp.range(4).as_torch_dataset(), batch_size=2))
+            [tensor([0, 1]), tensor([2, 3])]
         """
         from datapipe.distribute.torch_dataset import TorchIterableDataset
 
@@ -814,7 +849,14 @@ class Dataset:
         **kwargs: Any,
     ) -> Any:
         """Run with per-stage statistics; a ``ProfileReport`` (table, verdict, JSON). See
-        ``datapipe.stats.profile`` for ``kwargs`` (``step_fn``, ``progress``, ``rank``)."""
+        ``datapipe.stats.profile`` for ``kwargs`` (``step_fn``, ``progress``, ``rank``).
+
+        Example:
+            >>> import datapipe as dp
+            >>> report = dp.range(100).map(lambda x: x + 1).profile()
+            >>> report.elements
+            100
+        """
         from datapipe.stats.profile import profile
 
         return profile(

@@ -505,5 +505,13 @@ def load_dataset(path: str | os.PathLike) -> LoadedDataset:
     Raises:
         FileNotFoundError: no directory at ``path``.
         FileReadError: the directory is not a complete saved dataset.
+
+    Example:
+        >>> import datapipe as dp, os, tempfile
+        >>> p = os.path.join(tempfile.mkdtemp(), "squares")
+        >>> dp.range(4).map(lambda x: x * x).save(p)
+        >>> ds = dp.Dataset.load(p)
+        >>> [int(x) for x in ds], ds.element_spec
+        ([0, 1, 4, 9], TensorSpec(shape=(), dtype=int64))
     """
     return LoadedDataset(path)

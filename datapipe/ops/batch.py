@@ -43,6 +43,16 @@ class BatchDataset(Dataset):
         ValueError: ``batch_size`` < 1.
         BatchShapeError (at iteration): elements of different shapes; names the element
             index and both shapes, and suggests ``padded_batch``.
+
+    Example:
+        >>> import datapipe as dp
+        >>> for batch in dp.range(7).batch(3):
+        ...     print(batch, batch.dtype)
+        [0 1 2] int64
+        [3 4 5] int64
+        [6] int64
+        >>> [b.shape for b in dp.range(7).batch(3, drop_remainder=True)]
+        [(3,), (3,)]
     """
 
     _name = "batch"

@@ -153,6 +153,11 @@ class MapDataset(RandomAccessUnaryDataset):
 
     Example:
         >>> import datapipe as dp
+        >>> [int(x) for x in dp.range(5).map(lambda x: x * 10)]
+        [0, 10, 20, 30, 40]
+        >>> ds = dp.from_tensor_slices(([1, 2], [3, 4])).map(lambda a, b: a + b)  # tuples unpack
+        >>> [int(x) for x in ds.map(lambda x: x * 2, num_parallel_calls=dp.AUTOTUNE)]
+        [8, 12]
         >>> from datapipe import _draws
         >>> def position(x):
         ...     return _draws.position()  # what a random layer's draws are keyed by

@@ -34,6 +34,12 @@ class PrefetchDataset(RandomAccessUnaryDataset):
         buffer_size: elements to keep ready (>= 0), or ``AUTOTUNE`` (the tuner sizes it
             within ``Options.autotune.ram_budget``; ``None`` means ``AUTOTUNE``, as in
             tf.data). 0 disables prefetching.
+
+    Example:
+        >>> import datapipe as dp
+        >>> ds = dp.range(5).map(lambda x: x * x).prefetch(dp.AUTOTUNE)
+        >>> [int(x) for x in ds]
+        [0, 1, 4, 9, 16]
     """
 
     _name = "prefetch"

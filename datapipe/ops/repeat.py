@@ -17,6 +17,13 @@ class RepeatDataset(UnaryDataset):
     Each repetition is a new epoch of the input: random ops inside reshuffle/redraw (when
     ``reshuffle_each_iteration``), reproducibly from the seed. Finite repeats of a random
     access input keep random access.
+
+    Example:
+        >>> import datapipe as dp
+        >>> [int(x) for x in dp.range(3).repeat(2)]
+        [0, 1, 2, 0, 1, 2]
+        >>> [int(x) for x in dp.range(3).repeat().take(7)]  # forever, cut by take
+        [0, 1, 2, 0, 1, 2, 0]
     """
 
     _name = "repeat"

@@ -25,6 +25,14 @@ class ShuffleDataset(UnaryDataset):
 
     The iterator's state holds the buffer's elements, so a checkpoint taken mid-epoch
     resumes the exact same order.
+
+    Example:
+        >>> import datapipe as dp
+        >>> ds = dp.range(5).shuffle(5, seed=0)
+        >>> [int(x) for x in ds]
+        [3, 1, 0, 2, 4]
+        >>> sorted(int(x) for x in ds)  # a permutation: every element once
+        [0, 1, 2, 3, 4]
     """
 
     _name = "shuffle"

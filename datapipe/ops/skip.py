@@ -18,7 +18,15 @@ from datapipe.dataset_ops import (
 class SkipDataset(RandomAccessUnaryDataset):
     """All but the first ``count`` elements; ``count=-1`` skips everything. On a random
     access chain the skipped elements are never computed (a skip above ``map`` /
-    ``random_map`` moves below them at ``iter()``)."""
+    ``random_map`` moves below them at ``iter()``).
+
+    Example:
+        >>> import datapipe as dp
+        >>> [int(x) for x in dp.range(10).skip(7)]
+        [7, 8, 9]
+        >>> dp.range(10).skip(7).cardinality()
+        3
+    """
 
     _name = "skip"
     selects_indices = True

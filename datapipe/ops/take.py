@@ -17,7 +17,15 @@ from datapipe.dataset_ops import (
 
 class TakeDataset(RandomAccessUnaryDataset):
     """At most ``count`` elements; ``count=-1`` takes all. Never asks its input for more
-    elements than it still needs. Keeps random access."""
+    elements than it still needs. Keeps random access.
+
+    Example:
+        >>> import datapipe as dp
+        >>> [int(x) for x in dp.range(10).take(3)]
+        [0, 1, 2]
+        >>> dp.range(10).take(3).cardinality()
+        3
+    """
 
     _name = "take"
 

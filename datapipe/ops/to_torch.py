@@ -57,6 +57,13 @@ class ToTorchDataset(RandomAccessUnaryDataset):
 
     ``to_torch(device=...)`` is ``prefetch_to_device(device)``: the same conversion, with
     the tensors copied to ``device`` ahead of the consumer.
+
+    Example:
+        >>> import datapipe as dp, numpy as np
+        >>> ds = dp.from_tensor_slices((np.ones((4, 2)), np.arange(4))).batch(4).to_torch()
+        >>> x, y = next(iter(ds))
+        >>> x.dtype, tuple(x.shape), y
+        (torch.float64, (4, 2), tensor([0, 1, 2, 3]))
     """
 
     _name = "to_torch"

@@ -8,7 +8,16 @@ from datapipe.options import Options
 
 class OptionsDataset(RandomAccessUnaryDataset):
     """Elements unchanged; ``options`` merge into the graph's options at ``iter()`` time
-    (fields set here win over fields set upstream)."""
+    (fields set here win over fields set upstream).
+
+    Example:
+        >>> import datapipe as dp
+        >>> options = dp.Options()
+        >>> options.deterministic = False
+        >>> ds = dp.range(4).with_options(options)
+        >>> ds.options.deterministic, sorted(int(x) for x in ds)
+        (False, [0, 1, 2, 3])
+    """
 
     _name = "with_options"
     elementwise = True

@@ -20,6 +20,13 @@ class RangeDataset(Dataset):
 
     Raises:
         ValueError: ``step`` is 0 or the argument count is not 1–3.
+
+    Example:
+        >>> import datapipe as dp, numpy as np
+        >>> [int(x) for x in dp.range(3)], [int(x) for x in dp.range(2, 10, 3)]
+        ([0, 1, 2], [2, 5, 8])
+        >>> dp.Dataset.range(3, dtype=np.int32).element_spec
+        TensorSpec(shape=(), dtype=int32)
     """
 
     _name = "range"

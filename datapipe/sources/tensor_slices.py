@@ -59,6 +59,17 @@ class TensorSlicesDataset(Dataset):
 
     Elements keep their array type: numpy in, numpy out (0-d slices are numpy scalars);
     torch in, torch out. Keeps random access.
+
+    Example:
+        >>> import datapipe as dp, numpy as np
+        >>> features, labels = np.arange(6).reshape(3, 2), np.array([0, 1, 0])
+        >>> for x, y in dp.from_tensor_slices((features, labels)):
+        ...     print(x, int(y))
+        [0 1] 0
+        [2 3] 1
+        [4 5] 0
+        >>> next(iter(dp.Dataset.from_tensor_slices({"x": [1.5, 2.5]})))
+        {'x': np.float64(1.5)}
     """
 
     _name = "from_tensor_slices"
