@@ -40,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from datapipe.errors import DrawKeyError
+
 _RNG_LOCAL = threading.local()  # one reusable Philox per thread for element_rng
 _BITS_LOCAL = threading.local()  # and another for element_draw: never re-keys the first
 _SCOPE = threading.local()  # the chunk this thread is computing (``scope``)
@@ -154,11 +156,6 @@ def set_identity(value: int) -> None:
     s = getattr(_SCOPE, "scope", None)
     if s is not None:
         s.ident_at, s.ident = len(s.out), value
-
-
-class DrawKeyError(RuntimeError):
-    """A random layer drew in a stage whose elements have no identity on this worker
-    (``StageDraws.refusal`` says why and what to pass)."""
 
 
 def position() -> int | None:

@@ -107,6 +107,16 @@ class CardinalityError(PipelineBrokenError):
     (tf.data raises ``FailedPreconditionError``). Never dropped by ``ignore_errors``."""
 
 
+class DrawKeyError(RuntimeError):
+    """A random layer drew in a stage whose elements have no identity on this worker (a
+    ``filter`` or ``interleave`` of a rank's share): its draws would repeat another rank's
+    or loader worker's. The message says why and to pass ``key=`` to ``map`` /
+    ``random_map`` (docs/architecture.md, "The element's identity"). Raised inside the
+    map function, so it reaches the consumer as the cause of that element's
+    ``PipelineError`` (a plain ``RuntimeError``: a ``DatapipeError`` would pass the map's
+    wrapping unchanged and lose the element's index)."""
+
+
 class FingerprintError(DatapipeError, TypeError):
     """``snapshot`` cannot fingerprint its input pipeline: a function or argument reaches an
     object whose state cannot be read (no attributes, and pickle cannot save it), so a
