@@ -97,7 +97,7 @@ def test_one_long_string_among_words_takes_bounded_memory(backend, salt, long_by
     from preprocessing import _hash_native
 
     if backend == "native" and not _hash_native.available(salt):
-        pytest.skip("the compiled binding (datapipe[hashing]) is not installed")
+        pytest.skip("the compiled binding (datapipe-torch[hashing]) is not installed")
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(1000)]
     words[500] = "".join(rng.choice(list("abcdefgh"), long_bytes).tolist())
