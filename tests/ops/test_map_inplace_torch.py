@@ -103,4 +103,7 @@ def test_no_copy_where_no_source_hands_out_views():
 
     assert not hands_out_views(dp.range(10).map(lambda x: x))
     assert hands_out_views(dp.from_tensor_slices(_source()).shuffle(4))
-    assert hands_out_views(dp.range(4).cache())
+    assert hands_out_views(dp.from_tensor_slices(_source()).map(lambda x: x).cache())
+    # elements of rank 0 are numpy scalars (immutable): nothing to copy (W1's source)
+    assert not hands_out_views(dp.range(4).cache())
+    assert not hands_out_views(dp.from_tensor_slices(np.arange(4)).shuffle(4))
