@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -364,3 +365,25 @@ def _waits_in_datapipe(ident: int | None) -> bool:
     while caller is not None and caller.f_code.co_filename == frame.f_code.co_filename:
         caller = caller.f_back  # Condition.wait -> Event.wait
     return caller is not None and f"{os.sep}datapipe{os.sep}" in caller.f_code.co_filename
+
+
+def built_site(tmp_path_factory: Any) -> Path:
+    """The documentation site: the checkout's ``site/`` when it is newer than every source
+    (mkdocs.yml, README.md, docs/, the packages' modules), else one ``mkdocs build
+    --strict`` into a temporary folder (~30 s). Shared by the site's tests."""
+    root = Path(__file__).resolve().parents[1]
+    paths = [root / "mkdocs.yml", root / "README.md", *(root / "docs").rglob("*")]
+    for folder in ("datapipe", "preprocessing"):
+        paths += (root / folder).rglob("*.py")
+    newest = max(p.stat().st_mtime for p in paths if p.is_file())
+    built = root / "site" / "index.html"
+    if built.is_file() and built.stat().st_mtime >= newest:
+        return built.parent
+    out = tmp_path_factory.mktemp("site")
+    r = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
+        cwd=root, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out

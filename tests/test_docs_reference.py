@@ -13,7 +13,6 @@ import contextlib
 import html.parser
 import inspect
 import io
-import os
 import re
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
+from harness import built_site
 
 import datapipe as dp
 from datapipe import _docs
@@ -31,26 +31,9 @@ pytest.importorskip("mkdocs", reason="mkdocs is in the dev extra")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _newest_source() -> float:
-    paths = [ROOT / "mkdocs.yml", ROOT / "README.md", *(ROOT / "docs").rglob("*")]
-    for folder in ("datapipe", "preprocessing"):
-        paths += (ROOT / folder).rglob("*.py")
-    return max(p.stat().st_mtime for p in paths if p.is_file())
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    built = ROOT / "site" / "index.html"
-    if built.is_file() and built.stat().st_mtime >= _newest_source():
-        return built.parent
-    out = tmp_path_factory.mktemp("site")
-    r = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )  # fmt: skip
-    assert r.returncode == 0, r.stdout + r.stderr
-    return out
+    return built_site(tmp_path_factory)
 
 
 def _methods() -> list[str]:

@@ -23,13 +23,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from harness import built_site
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("DATAPIPE_ARTIFACTS", ROOT / ".ci" / "artifacts"))
@@ -64,26 +64,9 @@ def _chromium() -> str:
     pytest.skip(reason)
 
 
-def _newest_source() -> float:
-    paths = [ROOT / "mkdocs.yml", ROOT / "README.md"]
-    for folder in ("docs", "datapipe", "preprocessing"):
-        paths += (ROOT / folder).rglob("*.py" if folder != "docs" else "*")
-    return max(p.stat().st_mtime for p in paths if p.is_file())
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    built = ROOT / "site" / "index.html"
-    if built.is_file() and built.stat().st_mtime >= _newest_source():
-        return built.parent
-    out = tmp_path_factory.mktemp("site")
-    r = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )  # fmt: skip
-    assert r.returncode == 0, r.stdout + r.stderr
-    return out
+    return built_site(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
