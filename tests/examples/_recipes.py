@@ -65,3 +65,23 @@ def ids_per_epoch(stopped: pathlib.Path, resumed: pathlib.Path, checkpoint_step:
                 if keep(line["step"]):
                     seen.setdefault(line["epoch"], []).extend(line["ids"])
     return seen
+
+
+def check_exactly_once(stopped, resumed, n: int, ranks: int, checkpoint_step: int) -> None:
+    """Across a stopped run and its resume (their ``--record`` folders): every id of
+    ``range(n)`` exactly once per epoch, the resume starting at ``checkpoint_step`` on every
+    rank with full batches of 32, and a new order in the second epoch."""
+    per_epoch = ids_per_epoch(stopped, resumed, checkpoint_step)
+    assert sorted(per_epoch) == [0, 1]
+    for epoch, ids in per_epoch.items():
+        assert len(ids) == len(set(ids)), f"epoch {epoch}: an image twice"
+        assert sorted(ids) == list(range(n)), f"epoch {epoch}: {n - len(set(ids))} missing"
+    run2 = steps(resumed)
+    assert sorted(run2) == list(range(ranks))
+    for lines in run2.values():  # the resumed run starts at the checkpoint's step
+        assert [line["step"] for line in lines][0] == checkpoint_step
+        assert all(len(line["ids"]) == 32 for line in lines)
+    # a new order in the second epoch (global_shuffle reshuffles each epoch)
+    rank0 = steps(stopped)[0]
+    firsts = [next(line["ids"] for line in rank0 if line["epoch"] == e) for e in (0, 1)]
+    assert firsts[0] != firsts[1]

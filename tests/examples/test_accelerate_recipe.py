@@ -5,7 +5,7 @@ save_state / load_state in the middle of an epoch, resumed exactly (issue 32).""
 from __future__ import annotations
 
 import pytest
-from _recipes import ROOT, commands, ids_per_epoch, run, steps
+from _recipes import ROOT, check_exactly_once, commands, run
 from harness import load_script
 
 PAGE = ROOT / "docs" / "guides" / "accelerate.md"
@@ -20,22 +20,6 @@ def test_the_page_shows_the_script_and_runs_it():
         [".venv/bin/torchrun", "--nproc_per_node=2", "examples/train_accelerate.py"]
     ] * 2
     assert "--stop-after 10" in commands(PAGE)[0] and "--resume" in commands(PAGE)[1]
-
-
-def check_exactly_once(stopped, resumed, n: int, ranks: int, checkpoint_step: int) -> None:
-    per_epoch = ids_per_epoch(stopped, resumed, checkpoint_step)
-    assert sorted(per_epoch) == [0, 1]
-    for epoch, ids in per_epoch.items():
-        assert len(ids) == len(set(ids)), f"epoch {epoch}: an image twice"
-        assert sorted(ids) == list(range(n)), f"epoch {epoch}: {n - len(set(ids))} missing"
-    run2 = steps(resumed)
-    assert sorted(run2) == list(range(ranks))
-    for lines in run2.values():  # the resumed run starts at the saved step
-        assert [line["step"] for line in lines][0] == checkpoint_step
-        assert all(len(line["ids"]) == 32 for line in lines)
-    rank0 = steps(stopped)[0]  # a new order in the second epoch
-    firsts = [next(line["ids"] for line in rank0 if line["epoch"] == e) for e in (0, 1)]
-    assert firsts[0] != firsts[1]
 
 
 @pytest.mark.timeout(300)
