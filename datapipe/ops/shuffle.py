@@ -130,14 +130,19 @@ class ShuffleIterator(OpIterator):
             k = min(n - len(out), len(buf))
             u = self.rng.random(k).tolist()
             ids = self.ids
-            for j in range(k):  # the buffer shrinks by one per pick
-                i = int(u[j] * len(buf))
-                out.append(buf[i])
-                buf[i] = buf[-1]
-                buf.pop()
-                if ids is not None:
+            if ids is None:  # two loops: no identity check per element where none is carried
+                for j in range(k):  # the buffer shrinks by one per pick
+                    i = int(u[j] * len(buf))
+                    out.append(buf[i])
+                    buf[i] = buf[-1]
+                    buf.pop()
+            else:
+                for j in range(k):
+                    i = int(u[j] * len(buf))
+                    out.append(buf[i])
                     out_ids.append(ids[i])
-                    ids[i] = ids[-1]
+                    buf[i], ids[i] = buf[-1], ids[-1]
+                    buf.pop()
                     ids.pop()
         if self.ids is not None:
             self._last = out_ids
