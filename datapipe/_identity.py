@@ -228,8 +228,7 @@ class ByIdentity:
         # Python frame costs more than the rest of a cheap element's step); not when the
         # function must get writable copies of read-only views (ReturnsElement.copies,
         # D-TF-28): those are made in ReturnsElement's call
-        plain = type(fn) is ReturnsElement and not fn.copies
-        self.raw = fn.fn if plain else None
+        self.raw = fn.fn if type(fn) is ReturnsElement and not fn.copies else None
 
     def __call__(self, *args: Any) -> Any:
         if self.indexed:  # random_map's lanes call fn(stream index, element)
